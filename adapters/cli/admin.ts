@@ -1,0 +1,15 @@
+import { RequestContext } from '@mikro-orm/core';
+import { loadConfig } from '../../config/load.js';
+import { boot, type Kernel } from '../kernel.js';
+import { createLogger } from '../logger.js';
+
+/** Boots a quiet kernel for an admin command, runs `fn` in a database context, then stops it. */
+export async function withKernel<T>(fn: (kernel: Kernel) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const kernel = await boot(config, { log: createLogger(process.env.HOIST_LOG_LEVEL ?? 'warn') });
+  try {
+    return await RequestContext.create(kernel.orm.em.fork(), () => fn(kernel));
+  } finally {
+    await kernel.stop();
+  }
+}

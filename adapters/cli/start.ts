@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify';
+import { loadConfig } from '../../config/load.js';
+import { buildEdge } from '../edge/edge.js';
+import { buildApi } from '../http/app.js';
+import { startWorker } from '../worker/worker.js';
+import { boot, type Kernel } from '../kernel.js';
+
+/** The roles one process can run. */
+export type Role = 'api' | 'worker' | 'edge';
+
+/** A running set of roles; `close` stops taking requests, finishes what is in flight, closes connections. */
+export interface Running {
+  kernel: Kernel;
+  urls: Partial<Record<Role, string>>;
+  close(): Promise<void>;
+}
+
+/** Boots the kernel and starts the given roles on their configured ports. */
+export async function startRoles(roles: Role[], kernel?: Kernel): Promise<Running> {
+  const k = kernel ?? (await boot(loadConfig()));
+  const servers: FastifyInstance[] = [];
+  const urls: Running['urls'] = {};
+  let stopWorker: (() => Promise<void>) | undefined;
+  const shutdown = async () => {
+    for (const s of servers) await s.close();
+    await stopWorker?.();
+    await k.stop();
+  };
+  try {
+    if (roles.includes('api')) {
+      const api = await buildApi(k);
+      urls.api = await api.listen({ port: k.config.port, host: k.config.host });
+      servers.push(api);
+    }
+    if (roles.includes('edge')) {
+      const edge = await buildEdge(k);
+      urls.edge = await edge.listen({ port: k.config.edgePort, host: k.config.host });
+      servers.push(edge);
+    }
+    if (roles.includes('worker')) {
+      stopWorker = await startWorker(k);
+      urls.worker = `queue ${k.config.queue}, ${k.config.workerConcurrency} at once`;
+    }
+  } catch (err) {
+    await shutdown();
+    throw err;
+  }
+  return { kernel: k, urls, close: shutdown };
+}
+
+/** Closes `running` once on SIGTERM or SIGINT, then exits. */
+export function closeOnSignals(running: Running): void {
+  let closing = false;
+  const onSignal = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    running.kernel.log.info({ signal }, 'shutting down');
+    running.close().then(
+      () => process.exit(0),
+      (err) => {
+        running.kernel.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}

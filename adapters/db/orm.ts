@@ -1,0 +1,58 @@
+import { MikroORM, type Options } from '@mikro-orm/core';
+import { Migrator } from '@mikro-orm/migrations';
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { HoistConfig } from '../../config/schema.js';
+import { entities } from '../../core/entities/index.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** The database plugins: `sqlite` (embedded file in the data directory) and `postgres`. */
+export const databases = ['sqlite', 'postgres'] as const;
+
+/** MikroORM options for the configured database; throws naming the key when it cannot be used. */
+export async function ormOptions(config: HoistConfig): Promise<Options> {
+  const common: Partial<Options> = {
+    entities,
+    extensions: [Migrator],
+    allowGlobalContext: false,
+    forceUtcTimezone: true,
+    debug: false,
+    discovery: { warnWhenNoEntities: true },
+  };
+  if (config.db === 'sqlite') {
+    const { LibSqlDriver } = await import('@mikro-orm/libsql');
+    mkdirSync(config.dataDir, { recursive: true });
+    return {
+      ...common,
+      driver: LibSqlDriver,
+      dbName: join(config.dataDir, 'hoist.sqlite'),
+      migrations: migrations('sqlite'),
+    } as Options;
+  }
+  if (config.db === 'postgres') {
+    if (!config.databaseUrl) throw new Error('db plugin postgres: databaseUrl (HOIST_DATABASE_URL) is required');
+    const { PostgreSqlDriver } = await import('@mikro-orm/postgresql');
+    return { ...common, driver: PostgreSqlDriver, clientUrl: config.databaseUrl, migrations: migrations('postgres') } as Options;
+  }
+  throw new Error(`unknown db plugin ${JSON.stringify(config.db)} (HOIST_DB); known: ${databases.join(', ')}`);
+}
+
+function migrations(dialect: string): Options['migrations'] {
+  const path = join(here, 'migrations', dialect);
+  return { path, pathTs: path, glob: '!(*.d).{js,ts}', emit: 'ts', snapshot: false, transactional: true, allOrNothing: true, silent: true };
+}
+
+/** Connects and applies every pending migration. */
+export async function openDatabase(config: HoistConfig): Promise<MikroORM> {
+  const orm = await MikroORM.init(await ormOptions(config));
+  if (config.db === 'sqlite') {
+    const conn = orm.em.getConnection();
+    // WAL lets the API read while the worker writes; busy_timeout waits for a lock instead of failing.
+    await conn.execute('pragma journal_mode = wal');
+    await conn.execute('pragma busy_timeout = 5000');
+  }
+  await orm.getMigrator().up();
+  return orm;
+}

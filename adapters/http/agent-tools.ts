@@ -1,0 +1,44 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { AGENT_AUTH_SERVICE, type AgentAuthService } from '../../core/auth/agent-auth-service.js';
+import { unauthorized } from '../../core/errors.js';
+import type { Kernel } from '../kernel.js';
+import { bearerToken, principalOf } from './auth.js';
+import { errorResponses, Uuid } from './schemas.js';
+
+/**
+ * The agent-tool interface, under /agent/v1 beside the REST API: it takes only agent (OAuth)
+ * tokens (`hoist tokens mint-agent`), never REST ones, as REST never takes agent tokens.
+ * Kept out of the REST OpenAPI document.
+ */
+export const agentTools: FastifyPluginAsync<{ kernel: Kernel }> = async (app, { kernel }) => {
+  const agents = kernel.get<AgentAuthService>(AGENT_AUTH_SERVICE);
+  app.addHook('onRequest', async (req) => {
+    const token = bearerToken(req);
+    if (!token) throw unauthorized('Missing or malformed Authorization header; expected "Bearer <agent token>"');
+    req.principal = await agents.authenticate(token);
+  });
+
+  app.get(
+    '/whoami',
+    {
+      schema: {
+        hide: true,
+        response: {
+          200: {
+            type: 'object',
+            required: ['user', 'account'],
+            properties: {
+              user: { type: 'object', required: ['id', 'email'], properties: { id: Uuid, email: { type: 'string' } } },
+              account: { type: 'object', required: ['id'], properties: { id: Uuid } },
+            },
+          },
+          ...errorResponses(401),
+        },
+      },
+    },
+    async (req) => {
+      const p = principalOf(req);
+      return { user: { id: p.userId, email: p.email }, account: { id: p.accountId } };
+    },
+  );
+};

@@ -1,0 +1,64 @@
+import { RequestContext } from '@mikro-orm/core';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import { AUTH_SERVICE, type AuthService } from '../../core/auth/auth-service.js';
+import type { Kernel } from '../kernel.js';
+import { agentTools } from './agent-tools.js';
+import { authPlugin } from './auth.js';
+import { errorBody, errorHandler } from './error-handler.js';
+import { routes } from './routes/index.js';
+import { ErrorBody } from './schemas.js';
+import { requestLog } from './request-log.js';
+
+/** Builds the REST API (not listening): every route under /api/v1, with /api as an alias. */
+export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
+  const { config } = kernel;
+  const app = Fastify({
+    // Upload URLs carry their secret in the path: the request log shows it redacted.
+    loggerInstance: kernel.log.child({}, { serializers: { req: requestLog } }) as FastifyBaseLogger,
+    genReqId: () => `req_${randomBytes(12).toString('base64url')}`,
+    trustProxy: config.trustProxy,
+    requestTimeout: config.requestTimeoutMs,
+    // Node swaps a headersTimeout longer than requestTimeout in for it, and checks both only every connectionsCheckingInterval.
+    http: { headersTimeout: Math.min(60_000, config.requestTimeoutMs), connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.requestTimeoutMs / 4)) },
+    routerOptions: { ignoreTrailingSlash: true },
+    // The floating alias /api/... runs the same handlers as /api/v1/..., with no redirect.
+    rewriteUrl: (req) => (req.url ?? '/').replace(/^\/api(?=\/|$|\?)(?!\/v1(?:\/|$|\?))/, '/api/v1'),
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+  });
+
+  app.addHook('onRequest', (req, reply, done) => {
+    reply.header('x-request-id', req.id);
+    RequestContext.create(kernel.orm.em, done);
+  });
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((req, reply) =>
+    reply.status(404).send(errorBody(req, 'not_found', `No route ${req.method} ${req.url.split('?')[0]}`)),
+  );
+  app.addSchema(ErrorBody);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Hoist API',
+        version: '1.0.0',
+        description:
+          'Upload a ZIP, get a live URL. Every path also answers under the floating alias /api/... with the same handlers. ' +
+          'Errors use the body {error: {code, message, request_id, details}}; the request id is also in the X-Request-Id header.',
+      },
+      servers: [{ url: '/' }],
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+    },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(authPlugin, { auth: kernel.get<AuthService>(AUTH_SERVICE) });
+  for (const route of routes) await app.register(route, { prefix: '/api/v1', kernel });
+  await app.register(agentTools, { prefix: '/agent/v1', kernel });
+  return app;
+}

@@ -1,0 +1,40 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { AuthService } from '../../core/auth/auth-service.js';
+import type { Principal } from '../../core/auth/principal.js';
+import { unauthorized } from '../../core/errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+  interface FastifyInstance {
+    /** onRequest hook for protected routes: verifies the bearer token and sets `request.principal`. */
+    authenticate(req: FastifyRequest): Promise<void>;
+  }
+}
+
+/** The bearer token of a request, or null when the header is missing or not a Bearer one. */
+export function bearerToken(req: FastifyRequest): string | null {
+  const h = req.headers.authorization;
+  const m = typeof h === 'string' ? /^Bearer ([A-Za-z0-9._~+/=-]+)$/.exec(h.trim()) : null;
+  return m ? m[1] : null;
+}
+
+/** The principal of an authenticated request (routes behind `authenticate` only). */
+export function principalOf(req: FastifyRequest): Principal {
+  if (!req.principal) throw unauthorized();
+  return req.principal;
+}
+
+/** The security requirement protected routes put in their schema (shown in the OpenAPI document). */
+export const bearer = [{ bearerAuth: [] }];
+
+export const authPlugin = fp(async (app: FastifyInstance, opts: { auth: AuthService }) => {
+  app.decorateRequest('principal', undefined);
+  app.decorate('authenticate', async (req: FastifyRequest) => {
+    const token = bearerToken(req);
+    if (!token) throw unauthorized('Missing or malformed Authorization header; expected "Bearer <token>"');
+    req.principal = await opts.auth.authenticate(token);
+  });
+});

@@ -1,0 +1,23 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Kernel } from '../../kernel.js';
+import auth from './auth.js';
+import accessRequests from './access-requests.js';
+import billing from './billing.js';
+import me from './me.js';
+import projects from './projects.js';
+import localToLive from './local-to-live.js';
+import operations from './operations.js';
+import versions from './versions.js';
+import builds from './builds.js';
+import deployments from './deployments.js';
+import releases from './releases.js';
+import uploadSessions from './upload-sessions.js';
+import uploadSessionUploads from './upload-session-uploads.js';
+
+/** Options every route plugin gets. */
+export interface RouteOptions {
+  kernel: Kernel;
+}
+
+/** Every route plugin, registered under /api/v1. */
+export const routes: FastifyPluginAsync<RouteOptions>[] = [auth, accessRequests, me, billing, projects, localToLive, operations, versions, builds, deployments, releases, uploadSessions, uploadSessionUploads];

@@ -1,0 +1,93 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { describeTransitions } from '../../../core/operations/state-machine.js';
+import { invalid } from '../../../core/errors.js';
+import { IDEMPOTENCY_SERVICE, requestHash, validateKey, type IdempotencyService } from '../../../core/idempotency/idempotency-service.js';
+import { STORAGE, type Storage } from '../../../core/ports/storage.js';
+import { PROJECT_SERVICE, type ProjectService } from '../../../core/projects/project-service.js';
+import { bearer, principalOf } from '../auth.js';
+import { errorResponses } from '../schemas.js';
+import { Queued, UploadIngest, type ParsedUpload, type Target } from '../upload-ingest.js';
+import { uploadOptions } from '../upload-options.js';
+import type { RouteOptions } from './index.js';
+
+const description = (scope: string) =>
+  `${scope} Multipart form data: the ZIP in the file part \`file\` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts ` +
+  '`name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), ' +
+  '`root_directory`, `skip_build` (true|false), `runtime` (static|node) and `framework`. The archive streams into storage, hashed and counted, never held in memory. ' +
+  'Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. ' +
+  'An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; ' +
+  'the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress ' +
+  '(details.operation_id).\n\n' +
+  describeTransitions();
+
+const ALLOWED = {
+  account: ['name', 'visibility', 'root_directory', 'skip_build', 'runtime', 'framework'],
+  project: ['root_directory', 'skip_build', 'runtime', 'framework'],
+};
+
+/** Local-to-Live: upload a ZIP and queue Analyze, Build, Deploy (account-level and project-level). */
+const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
+  const storage = kernel.get<Storage>(STORAGE);
+  const projects = kernel.get<ProjectService>(PROJECT_SERVICE);
+  const idempotency = kernel.get<IdempotencyService>(IDEMPOTENCY_SERVICE);
+  const ingest = new UploadIngest(kernel);
+
+  app.addHook('onRequest', app.authenticate);
+  await ingest.multipart(app);
+  app.addHook('onRequest', async (req) => {
+    const key = req.headers['idempotency-key'];
+    if (key !== undefined) validateKey(String(key));
+  });
+
+  const answer = async (req: FastifyRequest, reply: FastifyReply, parsed: ParsedUpload, resolve: () => Promise<Target>, scope: string) => {
+    const { accountId } = principalOf(req);
+    const { upload } = parsed;
+    try {
+      const options = uploadOptions(parsed.fields);
+      const key = req.headers['idempotency-key'];
+      const fields = Object.fromEntries(Object.entries(parsed.fields).sort(([a], [b]) => (a < b ? -1 : 1)));
+      const hash = requestHash({ scope, fields, sha256: upload.sha256, size: upload.size });
+      const result = await idempotency.run(accountId, typeof key === 'string' ? key : undefined, hash, () => ingest.start(accountId, upload, options, resolve));
+      if (result.replayed) await storage.delete(upload.key).catch(() => {});
+      if (result.replayed) reply.header('idempotent-replayed', 'true');
+      return reply.status(result.status).send(result.body);
+    } catch (err) {
+      await storage.delete(upload.key).catch(() => {});
+      throw err;
+    }
+  };
+
+  const schema = (summary: string, scope: string, params?: object) => ({
+    tags: ['Deployments'],
+    summary,
+    description: description(scope),
+    security: bearer,
+    consumes: ['multipart/form-data'],
+    headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', maxLength: 255 } } },
+    ...(params ? { params } : {}),
+    response: { 202: Queued, ...errorResponses(400, 401, 403, 404, 409, 413, 422) },
+  });
+
+  app.post('/local-to-live', { schema: schema('Upload a ZIP and deploy it (creates or selects the project by name)', 'Account-level.') }, async (req, reply) => {
+    const parsed = await ingest.parse(req, ALLOWED.account);
+    const { accountId } = principalOf(req);
+    return answer(req, reply, parsed, async () => {
+      const name = parsed.fields.name?.trim();
+      if (!name) throw invalid('name is required: the project to create or select', { field: 'name' });
+      return ingest.byName(accountId, name, parsed.fields.visibility);
+    }, 'account');
+  });
+
+  app.post<{ Params: { projectID: string } }>(
+    '/projects/:projectID/local-to-live',
+    { schema: schema('Upload a ZIP and deploy it to an existing project', 'Project-level.', { type: 'object', required: ['projectID'], properties: { projectID: { type: 'string' } } }) },
+    async (req, reply) => {
+      const { accountId } = principalOf(req);
+      const project = await projects.get(accountId, req.params.projectID);
+      const parsed = await ingest.parse(req, ALLOWED.project);
+      return answer(req, reply, parsed, async () => ({ project }), `project:${project.id}`);
+    },
+  );
+};
+
+export default localToLive;

@@ -1,0 +1,187 @@
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+import { PassThrough, type Readable } from 'node:stream';
+import type { UploadedArchive } from '../../../core/deployments/deployment-service.js';
+import type { UploadSession, UploadTransport } from '../../../core/entities/upload-session.js';
+import { HoistError, invalid } from '../../../core/errors.js';
+import { STORAGE, type Storage } from '../../../core/ports/storage.js';
+import { PROJECT_SERVICE, type ProjectService } from '../../../core/projects/project-service.js';
+import { UPLOAD_SESSION_SERVICE, type UploadSessionService } from '../../../core/uploads/upload-session-service.js';
+import { errorResponses } from '../schemas.js';
+import { closeUnread, Queued, UploadIngest } from '../upload-ingest.js';
+import type { RouteOptions } from './index.js';
+
+const TUS_VERSION = '1.0.0';
+const Params = { type: 'object', required: ['token'], properties: { token: { type: 'string', description: 'The secret token of upload_url.' } } } as const;
+type Token = { Params: { token: string } };
+
+const common =
+  'No bearer token: upload_url is the credential (an Authorization header is ignored and never forwarded). ' +
+  'An unknown token → 404; a used or expired one → 410 (the same answer for both).';
+
+const tusDescription =
+  'tus 1.0.0 core (https://tus.io/protocols/resumable-upload) for direct_storage_resumable sessions; the session is the tus upload, ' +
+  'its declared size the Upload-Length (at most 100,000,000 bytes). Every answer carries Tus-Resumable: 1.0.0. ' +
+  'HEAD upload_url → 200 with Upload-Offset (the bytes stored so far: resume from there), Upload-Length, Upload-Expires and Cache-Control: no-store. ' +
+  'PATCH upload_url with Content-Type: application/offset+octet-stream (else 415), Upload-Offset: <the current offset> (missing → 400; ' +
+  'not the current offset → 409 conflict with the right one in details.offset and the Upload-Offset header), Tus-Resumable: 1.0.0 (another version → 412) ' +
+  'and the next bytes as the body, all of the rest or any part of it. A body that would pass Upload-Length → 413 (before it is read when Content-Length says so); ' +
+  'the piece is then not stored. Bytes that arrive before a connection drops are kept: HEAD gives the offset to go on from. ' +
+  'A PATCH that leaves the upload unfinished → 204 with the new Upload-Offset; the PATCH that completes it starts the deployment and → 202 with the ' +
+  'operation (as Local-to-Live), after which the URL is spent (410), also when the deployment is refused then (403, 409: the upload is discarded).';
+
+/**
+ * The upload to an upload session's URL, without a bearer token: a multipart POST
+ * (proxied_multipart), or tus 1.0.0 HEAD and PATCH (direct_storage_resumable).
+ */
+const uploadSessionUploads: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
+  const sessions = kernel.get<UploadSessionService>(UPLOAD_SESSION_SERVICE);
+  const storage = kernel.get<Storage>(STORAGE);
+  const projects = kernel.get<ProjectService>(PROJECT_SERVICE);
+  const ingest = new UploadIngest(kernel);
+  const opened = new WeakMap<FastifyRequest, UploadSession>();
+
+  /** onRequest hook: opens the session of the URL's token (404 / 410) before anything else is looked at. */
+  const open = (transport: UploadTransport) => async (req: FastifyRequest) => {
+    opened.set(req, await sessions.open((req.params as { token: string }).token, transport));
+  };
+  const sessionOf = (req: FastifyRequest) => opened.get(req)!;
+
+  /** Starts the session's deployment for its stored ZIP and answers 202; a refusal deletes the ZIP. */
+  const deploy = async (session: UploadSession, upload: UploadedArchive, reply: FastifyReply) => {
+    try {
+      const answer = await ingest.start(session.accountId, upload, session.options, async () =>
+        session.projectId ? { project: await projects.get(session.accountId, session.projectId) } : ingest.byName(session.accountId, session.name!, session.visibility ?? undefined),
+      );
+      await sessions.finish(session, answer.body.operation.id);
+      return reply.status(answer.status).send(answer.body);
+    } catch (err) {
+      await storage.delete(upload.key).catch(() => {});
+      throw err;
+    }
+  };
+
+  await app.register(async (proxied: FastifyInstance) => {
+    proxied.addHook('onRequest', open('proxied_multipart'));
+    await ingest.multipart(proxied);
+    proxied.post<Token>(
+      '/upload-sessions/:token/upload',
+      {
+        schema: {
+          tags: ['Deployments'],
+          summary: 'Send the ZIP to an upload session (proxied_multipart)',
+          description:
+            `${common} Multipart form data with the ZIP in the file part \`file\` (at most 95,000,000 bytes; the whole request at most 100,000,000) and no other part: ` +
+            'the project and the upload options are the session\'s. A request refused before its body is read (404, 410, 400 for a body that is not ' +
+            'multipart/form-data, 413 for a Content-Length over the envelope) leaves the URL as it was; any other spends it, whatever its outcome. ' +
+            'Answers as Local-to-Live: 202 with the project and the parent operation (running, progress 5). For a direct_storage_resumable session → 400 (use tus: HEAD and PATCH).',
+          security: [],
+          consumes: ['multipart/form-data'],
+          params: Params,
+          response: { 202: Queued, ...errorResponses(400, 403, 404, 409, 410, 413) },
+        },
+      },
+      async (req, reply) => {
+        const session = sessionOf(req);
+        await sessions.claim(session);
+        const { upload } = await ingest.parse(req, [], session.storageKey);
+        return deploy(session, { ...upload, filename: session.filename ?? upload.filename }, reply);
+      },
+    );
+  });
+
+  await app.register(async (tus: FastifyInstance) => {
+    // The body is streamed from the request by the handler, whatever its type (checked below).
+    tus.removeAllContentTypeParsers();
+    tus.addContentTypeParser('*', (_req, _payload, done) => done(null));
+    tus.addHook('onRequest', async (_req, reply) => {
+      reply.header('tus-resumable', TUS_VERSION).header('tus-version', TUS_VERSION);
+    });
+    tus.addHook('onRequest', open('direct_storage_resumable'));
+    tus.addHook('onSend', closeUnread);
+
+    tus.head<Token>(
+      '/upload-sessions/:token/upload',
+      {
+        // @fastify/swagger leaves HEAD routes out unless told.
+        config: { swagger: { exposeHeadRoute: true } },
+        schema: {
+          tags: ['Deployments'],
+          summary: 'Offset of a resumable upload (tus HEAD)',
+          description: `${common} ${tusDescription}`,
+          security: [],
+          params: Params,
+          response: { 200: { description: 'Upload-Offset, Upload-Length and Upload-Expires headers; no body.', type: 'null' }, ...errorResponses(400, 404, 410) },
+        },
+      },
+      async (req, reply) => {
+        const session = sessionOf(req);
+        return reply
+          .header('upload-offset', String(session.offset))
+          .header('upload-length', String(session.declaredSize))
+          .header('upload-expires', session.expiresAt.toUTCString())
+          .header('cache-control', 'no-store')
+          .status(200)
+          .send();
+      },
+    );
+
+    tus.patch<Token>(
+      '/upload-sessions/:token/upload',
+      {
+        onRequest: async (req) => {
+          const version = req.headers['tus-resumable'];
+          if (version !== undefined && version !== TUS_VERSION) throw new HoistError('precondition_failed', `Only tus ${TUS_VERSION} is supported`, { field: 'Tus-Resumable' });
+          if (!/^application\/offset\+octet-stream\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
+            throw new HoistError('unsupported_media_type', 'Send the bytes with Content-Type: application/offset+octet-stream', { field: 'content-type' });
+          }
+          if (!/^\d{1,15}$/.test(String(req.headers['upload-offset'] ?? ''))) throw invalid('Upload-Offset (the byte the body starts at) is required', { field: 'Upload-Offset' });
+        },
+        schema: {
+          tags: ['Deployments'],
+          summary: 'Send bytes of a resumable upload (tus PATCH)',
+          description: `${common} ${tusDescription}`,
+          security: [],
+          consumes: ['application/offset+octet-stream'],
+          params: Params,
+          headers: {
+            type: 'object',
+            properties: {
+              'upload-offset': { type: 'string', description: 'The byte this body starts at: the current offset (HEAD).' },
+              'tus-resumable': { type: 'string', description: '1.0.0' },
+            },
+          },
+          response: {
+            202: Queued,
+            204: { description: 'Stored; the upload is not complete yet. Upload-Offset holds the new offset.', type: 'null' },
+            ...errorResponses(400, 403, 404, 409, 410, 412, 413, 415),
+          },
+        },
+      },
+      async (req, reply) => {
+        const session = sessionOf(req);
+        const length = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+        const { complete } = await sessions.append(session, Number(req.headers['upload-offset']), keepArrived(req.raw), length).catch((err) => {
+          if (err instanceof HoistError && typeof err.details.offset === 'number') reply.header('upload-offset', String(err.details.offset));
+          throw err;
+        });
+        reply.header('upload-offset', String(session.offset));
+        if (!complete) return reply.status(204).send();
+        const stored = await sessions.assemble(session);
+        return deploy(session, { ...stored, filename: session.filename }, reply);
+      },
+    );
+  });
+};
+
+/** The request body, ended (not failed) where a dropped connection cuts it, so the bytes that arrived are kept. */
+function keepArrived(req: IncomingMessage): Readable {
+  const body = new PassThrough();
+  const cut = () => {
+    if (!req.complete && !body.writableEnded) body.end();
+  };
+  req.on('error', cut).on('close', cut);
+  return req.pipe(body);
+}
+
+export default uploadSessionUploads;

@@ -1,0 +1,34 @@
+import { OPERATION_STORE, STAGE_RUNNER } from '../deployment-services.js';
+import { Operation } from '../../core/entities/operation.js';
+import { STAGE_TOPIC, type OperationStore, type StageJob } from '../../core/deployments/operation-store.js';
+import type { StageRunner } from '../../core/deployments/stage-runner.js';
+import type { OperationState } from '../../core/operations/state-machine.js';
+import { QUEUE, type Queue } from '../../core/ports/queue.js';
+import { DEPLOYER, type Deployer } from '../../core/ports/deployer.js';
+import { liveReleaseSpecs } from '../../core/deployments/release-specs.js';
+import type { Kernel } from '../kernel.js';
+
+/**
+ * Starts the worker role: takes stage jobs from the queue. At start it brings live releases back
+ * (Deployer.restore) and re-enqueues the current stage
+ * of every unfinished deployment (the queue de-duplicates), so a chain interrupted between a stage's
+ * commit and the next enqueue resumes. Returns a function that stops taking jobs and waits for
+ * running ones to hand back.
+ */
+export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> {
+  const queue = kernel.get<Queue>(QUEUE);
+  const runner = kernel.get<StageRunner>(STAGE_RUNNER);
+  const store = kernel.get<OperationStore>(OPERATION_STORE);
+  const em = kernel.orm.em.fork();
+  await kernel.get<Deployer>(DEPLOYER).restore(await liveReleaseSpecs(em));
+  for (const op of await em.find(Operation, { kind: 'deploy', status: 'running' })) {
+    const state = op.state as unknown as OperationState;
+    if (state?.current && state.stages[state.current].status !== 'skipped') {
+      await store.carryOut(op, [{ type: 'enqueue_stage', stage: state.current, attempt: state.attempt }]);
+    }
+  }
+  return queue.consume<StageJob>(STAGE_TOPIC, (job, control) => runner.handle(job, control), {
+    concurrency: kernel.config.workerConcurrency,
+    onDead: (job, reason) => runner.fail(job as never, reason),
+  });
+}

@@ -1,0 +1,63 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { settings, type ConfigKey, type HoistConfig, type Setting } from './schema.js';
+
+/** Raised at start-up for a configuration value that cannot be used; the message names the key. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function coerce(key: string, source: string, s: Setting, raw: unknown): string | number | boolean {
+  const where = `${key} (${source})`;
+  if (s.type === 'integer') {
+    const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : NaN;
+    if (!Number.isSafeInteger(n)) throw new ConfigError(`config: ${where} must be an integer, got ${JSON.stringify(raw)}`);
+    if (s.min !== undefined && n < s.min) throw new ConfigError(`config: ${where} must be >= ${s.min}, got ${n}`);
+    if (s.max !== undefined && n > s.max) throw new ConfigError(`config: ${where} must be <= ${s.max}, got ${n}`);
+    return n;
+  }
+  if (s.type === 'boolean') {
+    if (typeof raw === 'boolean') return raw;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    throw new ConfigError(`config: ${where} must be true or false, got ${JSON.stringify(raw)}`);
+  }
+  if (typeof raw !== 'string' || raw === '') throw new ConfigError(`config: ${where} must be a non-empty string`);
+  if (s.oneOf && !s.oneOf.includes(raw)) throw new ConfigError(`config: ${where} must be one of ${s.oneOf.join(', ')}, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
+/**
+ * Reads the configuration: defaults from `config/schema.ts`, then the JSON file named by
+ * `HOIST_CONFIG` (or `./hoist.config.json` when present), then `HOIST_*` environment variables.
+ * Throws ConfigError naming the key for an unknown key or a bad value.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<HoistConfig> = {}): HoistConfig {
+  const out: Record<string, unknown> = {};
+  for (const [k, s] of Object.entries(settings) as [ConfigKey, Setting][]) if (s.default !== undefined) out[k] = s.default;
+
+  const file = env.HOIST_CONFIG ?? (existsSync('hoist.config.json') ? 'hoist.config.json' : undefined);
+  if (file) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (err) {
+      throw new ConfigError(`config: cannot read ${file}: ${(err as Error).message}`);
+    }
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`config: ${file} must hold a JSON object`);
+    for (const [k, v] of Object.entries(parsed)) {
+      const s = (settings as Record<string, Setting>)[k];
+      if (!s) throw new ConfigError(`config: unknown key ${JSON.stringify(k)} in ${file}`);
+      out[k] = coerce(k, file, s, v);
+    }
+  }
+  for (const [k, s] of Object.entries(settings) as [ConfigKey, Setting][]) {
+    const v = env[s.env];
+    if (v !== undefined && v !== '') out[k] = coerce(k, s.env, s, v);
+  }
+  for (const [k, v] of Object.entries(overrides)) if (v !== undefined) out[k] = v;
+
+  const cfg = out as HoistConfig;
+  cfg.dataDir = resolve(cfg.dataDir);
+  return cfg;
+}

@@ -1,0 +1,65 @@
+/**
+ * Every configuration key Hoist reads: its type, default, environment variable and meaning.
+ * The README's configuration table is generated from this list (`node scripts/config-table.ts`).
+ */
+export type SettingType = 'string' | 'integer' | 'boolean' | 'secret';
+
+export interface Setting {
+  type: SettingType;
+  env: string;
+  default?: string | number | boolean;
+  min?: number;
+  max?: number;
+  oneOf?: readonly string[];
+  doc: string;
+}
+
+export const settings = {
+  dataDir: { type: 'string', env: 'HOIST_DATA_DIR', default: './.hoist', doc: 'Directory for the SQLite file, local storage, keys and releases.' },
+  host: { type: 'string', env: 'HOIST_HOST', default: '127.0.0.1', doc: 'Address the API and the edge listen on.' },
+  port: { type: 'integer', env: 'HOIST_PORT', default: 3000, min: 0, max: 65535, doc: 'API port.' },
+  edgePort: { type: 'integer', env: 'HOIST_EDGE_PORT', default: 8080, min: 0, max: 65535, doc: 'Edge port (serves deployed projects by Host header).' },
+  publicUrl: { type: 'string', env: 'HOIST_PUBLIC_URL', doc: 'Public base URL of the API, used in links sent by e-mail. Default: http://localhost:<port>.' },
+  appsDomain: { type: 'string', env: 'HOIST_APPS_DOMAIN', default: 'localhost', doc: 'Service-owned apps domain; a project is served at <slug>.<appsDomain>.' },
+  appsScheme: { type: 'string', env: 'HOIST_APPS_SCHEME', default: 'http', oneOf: ['http', 'https'], doc: 'Scheme of project URLs.' },
+  appsPort: { type: 'integer', env: 'HOIST_APPS_PORT', min: 0, max: 65535, doc: 'Port shown in project URLs. Default: the edge port (omitted when 80 or 443).' },
+  db: { type: 'string', env: 'HOIST_DB', default: 'sqlite', doc: 'Database plugin: sqlite (embedded) or postgres.' },
+  databaseUrl: { type: 'secret', env: 'HOIST_DATABASE_URL', doc: 'PostgreSQL connection URL (db=postgres), e.g. postgres://user@127.0.0.1:5432/hoist.' },
+  storage: { type: 'string', env: 'HOIST_STORAGE', default: 'local', doc: 'Storage plugin: local (data directory) or minio.' },
+  queue: { type: 'string', env: 'HOIST_QUEUE', default: 'local', doc: 'Queue plugin: local (in-process, kept in the database) or nats.' },
+  deployer: { type: 'string', env: 'HOIST_DEPLOYER', default: 'local', doc: 'Deployer plugin: local, docker or pulumi.' },
+  mailer: { type: 'string', env: 'HOIST_MAILER', default: 'outbox', doc: 'Mailer plugin: outbox (stored; `hoist mail list`) or smtp.' },
+  smtpUrl: { type: 'secret', env: 'HOIST_SMTP_URL', doc: 'SMTP connection URL (mailer=smtp), e.g. smtp://user:pass@mail.example.com:587.' },
+  mailFrom: { type: 'string', env: 'HOIST_MAIL_FROM', default: 'Hoist <hoist@localhost>', doc: 'Sender of the mail Hoist sends.' },
+  jwtSecret: { type: 'secret', env: 'HOIST_JWT_SECRET', doc: 'HS256 signing secret (32+ bytes). Default: generated once into <dataDir>/jwt.key.' },
+  tokenTtlSeconds: { type: 'integer', env: 'HOIST_TOKEN_TTL_SECONDS', default: 43200, min: 60, max: 2592000, doc: 'Lifetime of a REST token (default 12 h).' },
+  loginMaxPerAccount: { type: 'integer', env: 'HOIST_LOGIN_MAX_PER_ACCOUNT', default: 10, min: 1, doc: 'Failed logins allowed per account per window.' },
+  loginMaxPerAddress: { type: 'integer', env: 'HOIST_LOGIN_MAX_PER_ADDRESS', default: 30, min: 1, doc: 'Login attempts allowed per client address per window.' },
+  loginWindowSeconds: { type: 'integer', env: 'HOIST_LOGIN_WINDOW_SECONDS', default: 900, min: 1, doc: 'Login rate-limit window.' },
+  trustProxy: { type: 'boolean', env: 'HOIST_TRUST_PROXY', default: false, doc: 'Trust X-Forwarded-* headers (set behind a reverse proxy).' },
+  requestTimeoutMs: { type: 'integer', env: 'HOIST_REQUEST_TIMEOUT_MS', default: 300000, min: 1000, doc: 'Whole-request timeout, including slow uploads.' },
+  buildTimeoutSeconds: { type: 'integer', env: 'HOIST_BUILD_TIMEOUT_SECONDS', default: 900, min: 1, doc: 'Time limit of one build (install and build commands).' },
+  buildMemoryMb: { type: 'integer', env: 'HOIST_BUILD_MEMORY_MB', default: 2048, min: 64, doc: 'Heap cap of Node.js processes a build runs (NODE_OPTIONS --max-old-space-size).' },
+  npmRegistry: { type: 'string', env: 'HOIST_NPM_REGISTRY', doc: 'npm registry Node.js builds install from (npm_config_registry; the only one they use). Default: the registry npm is configured with on this host (`npm config get registry`, read once, at the first build), else https://registry.npmjs.org/.' },
+  releaseMemoryMb: { type: 'integer', env: 'HOIST_RELEASE_MEMORY_MB', default: 512, min: 32, doc: 'Heap cap of a running Node.js release (NODE_OPTIONS --max-old-space-size).' },
+  healthTimeoutSeconds: { type: 'integer', env: 'HOIST_HEALTH_TIMEOUT_SECONDS', default: 60, min: 1, doc: 'A Node.js release must answer HTTP on PORT within this time, or its deploy fails.' },
+  stuckAfterSeconds: { type: 'integer', env: 'HOIST_STUCK_AFTER_SECONDS', default: 120, min: 1, doc: 'A running stage with no heartbeat for this long marks its operation maybe_stuck.' },
+  queueVisibilitySeconds: { type: 'integer', env: 'HOIST_QUEUE_VISIBILITY_SECONDS', default: 30, min: 1, doc: 'A stage job whose worker stops sending heartbeats for this long is delivered again (to any worker).' },
+  queueMaxDeliveries: { type: 'integer', env: 'HOIST_QUEUE_MAX_DELIVERIES', default: 5, min: 1, doc: 'Deliveries of a stage job before its operation fails with guidance.' },
+  workerConcurrency: { type: 'integer', env: 'HOIST_WORKER_CONCURRENCY', default: 2, min: 1, doc: 'Stages one worker process runs at once.' },
+  uploadSessionTtlSeconds: { type: 'integer', env: 'HOIST_UPLOAD_SESSION_TTL_SECONDS', default: 900, min: 60, max: 86400, doc: 'Lifetime of an upload session\'s one-time upload URL (default 15 min).' },
+  maxArchiveBytes: { type: 'integer', env: 'HOIST_MAX_ARCHIVE_BYTES', default: 95000000, min: 1, doc: 'Largest ZIP accepted by proxied multipart upload (the spec: 95,000,000).' },
+  logLevel: { type: 'string', env: 'HOIST_LOG_LEVEL', default: 'info', oneOf: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], doc: 'Log level.' },
+} as const satisfies Record<string, Setting>;
+
+type Value<S extends Setting> = S['type'] extends 'integer' ? number : S['type'] extends 'boolean' ? boolean : string;
+type Req<S> = S extends { default: unknown } ? true : false;
+
+/** The validated configuration: keys with a default are always present. */
+export type HoistConfig = {
+  -readonly [K in keyof typeof settings as Req<(typeof settings)[K]> extends true ? K : never]: Value<(typeof settings)[K]>;
+} & {
+  -readonly [K in keyof typeof settings as Req<(typeof settings)[K]> extends true ? never : K]?: Value<(typeof settings)[K]>;
+};
+
+export type ConfigKey = keyof typeof settings;

@@ -1,0 +1,60 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { Account } from '../entities/account.js';
+import { User } from '../entities/user.js';
+import { conflict, invalid, notFound } from '../errors.js';
+import { normalizeEmail } from '../auth/auth-service.js';
+import { plans } from '../billing/plans.js';
+import type { PasswordHasher } from '../ports/password-hasher.js';
+
+export const ACCOUNT_SERVICE = Symbol.for('hoist.AccountService');
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** True for a plausible e-mail address (one @, a dot in the domain, no spaces, at most 320 chars). */
+export function isEmail(email: string): boolean {
+  return email.length <= 320 && EMAIL.test(email);
+}
+
+/** Creates and administers accounts (admin CLI; public registration is disabled). */
+export class AccountService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly hasher: PasswordHasher,
+  ) {}
+
+  /** Creates an account with its first user; `password` may be omitted (set later by a reset link). */
+  async create(input: { email: string; password?: string; name?: string; plan?: string }): Promise<{ account: Account; user: User }> {
+    const email = normalizeEmail(input.email);
+    if (!isEmail(email)) throw invalid(`Not a valid e-mail address: ${input.email}`, { field: 'email' });
+    if (input.password !== undefined && input.password.length < 8) throw invalid('Password must be at least 8 characters', { field: 'password' });
+    const plan = input.plan ?? 'free';
+    if (!plans[plan]) throw invalid(`Unknown plan ${plan}; known: ${Object.keys(plans).join(', ')}`, { field: 'plan' });
+    if (await this.em.count(User, { email })) throw conflict(`An account with e-mail ${email} already exists`);
+    const account = Object.assign(new Account(), { name: input.name ?? email, plan });
+    const user = Object.assign(new User(), {
+      accountId: account.id,
+      email,
+      passwordHash: input.password === undefined ? null : await this.hasher.hash(input.password),
+    });
+    await this.em.persist([account, user]).flush();
+    return { account, user };
+  }
+
+  /** Every account with its users' e-mails, oldest first. */
+  async list(): Promise<{ account: Account; emails: string[] }[]> {
+    const accounts = await this.em.find(Account, {}, { orderBy: { createdAt: 'asc' } });
+    const users = await this.em.find(User, { accountId: { $in: accounts.map((a) => a.id) } });
+    return accounts.map((account) => ({ account, emails: users.filter((u) => u.accountId === account.id).map((u) => u.email) }));
+  }
+
+  /** Moves the account of the user with `email` to `plan`. */
+  async setPlan(email: string, plan: string): Promise<Account> {
+    if (!plans[plan]) throw invalid(`Unknown plan ${plan}; known: ${Object.keys(plans).join(', ')}`, { field: 'plan' });
+    const user = await this.em.findOne(User, { email: normalizeEmail(email) });
+    if (!user) throw notFound(`Account for ${email}`);
+    const account = await this.em.findOneOrFail(Account, { id: user.accountId });
+    account.plan = plan;
+    await this.em.flush();
+    return account;
+  }
+}

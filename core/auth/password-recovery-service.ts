@@ -1,0 +1,84 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { HoistConfig } from '../../config/schema.js';
+import { Session } from '../entities/session.js';
+import { User } from '../entities/user.js';
+import { invalid } from '../errors.js';
+import type { Clock } from '../ports/clock.js';
+import type { Mailer } from '../ports/mailer.js';
+import type { PasswordHasher } from '../ports/password-hasher.js';
+import { normalizeEmail } from './auth-service.js';
+import { apiLink } from './links.js';
+import type { OneTimeTokens } from './one-time-tokens.js';
+
+export const PASSWORD_RECOVERY_SERVICE = Symbol.for('hoist.PasswordRecoveryService');
+
+/** Lifetime of a password-recovery token. */
+export const RESET_TTL_SECONDS = 3600;
+/** Lifetime of the set-password token mailed when an access request is approved. */
+export const SET_PASSWORD_TTL_SECONDS = 7 * 24 * 3600;
+// Recovery answers no sooner than this, so a known and an unknown e-mail take about the same time.
+const RECOVERY_FLOOR_MS = 250;
+
+/** Password recovery and first passwords: mailed one-time reset tokens, and the reset itself. */
+export class PasswordRecoveryService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly oneTime: OneTimeTokens,
+    private readonly mailer: Mailer,
+    private readonly hasher: PasswordHasher,
+    private readonly clock: Clock,
+    private readonly config: HoistConfig,
+  ) {}
+
+  /** Mails a reset token when `email` has an account; resolves the same way, in about the same time, when not. */
+  async request(email: string): Promise<void> {
+    const started = performance.now();
+    try {
+      const user = await this.em.findOne(User, { email: normalizeEmail(email) });
+      if (user) await this.mail(user, RESET_TTL_SECONDS, 'Reset your Hoist password', `Someone asked to reset the Hoist password of ${user.email}.`);
+    } finally {
+      const left = RECOVERY_FLOOR_MS - (performance.now() - started);
+      if (left > 0) await sleep(left);
+    }
+  }
+
+  /** Mails `user` a set-password token (7 days) that works like a recovery token (approved access requests). */
+  async sendSetPasswordLink(user: User): Promise<void> {
+    await this.mail(user, SET_PASSWORD_TTL_SECONDS, 'Your Hoist account is ready: choose a password', `Your Hoist account for ${user.email} is ready.`);
+  }
+
+  /**
+   * Sets a new password (at least 8 characters) with a reset token, which is then used up with
+   * every other pending one of the user, and revokes every session of the user. Receiving the
+   * token proves the e-mail address, so the user counts as verified. Throws invalid_request
+   * (field `token` or `password`).
+   */
+  async reset(token: string, password: string): Promise<void> {
+    if (password.length < 8) throw invalid('Password must be at least 8 characters', { field: 'password' });
+    const row = await this.oneTime.consume(token, 'reset_password');
+    const passwordHash = await this.hasher.hash(password);
+    const now = this.clock.now();
+    await this.em.transactional(async (em) => {
+      await em.nativeUpdate(User, { id: row.userId }, { passwordHash });
+      await em.nativeUpdate(User, { id: row.userId, emailVerifiedAt: null }, { emailVerifiedAt: now });
+      await em.nativeUpdate(Session, { userId: row.userId, revokedAt: null }, { revokedAt: now });
+      await this.oneTime.retire(row.userId, 'reset_password');
+    });
+  }
+
+  private async mail(user: User, ttlSeconds: number, subject: string, intro: string): Promise<void> {
+    const token = await this.oneTime.issue(user.id, 'reset_password', ttlSeconds);
+    const hours = ttlSeconds / 3600;
+    const within = hours >= 48 ? `${hours / 24} days` : hours === 1 ? '1 hour' : `${hours} hours`;
+    const url = apiLink(this.config, '/api/v1/auth/password-recovery/reset');
+    await this.mailer.send({
+      to: user.email,
+      subject,
+      text:
+        `${intro}\n\nTo choose a password (at least 8 characters), send this token within ${within}; it works once:\n\n` +
+        `  POST ${url}\n  {"token": "${token}", "password": "<your new password>"}\n\nToken: ${token}\n\n` +
+        `If you did not ask for this, ignore this message; your password stays as it is.\n`,
+    });
+  }
+}

@@ -1,0 +1,77 @@
+/** Numeric limits of a plan; null means unlimited. */
+export interface PlanLimits {
+  projects: number | null;
+  deployments_per_day: number | null;
+  archive_bytes: number;
+  private_projects: number | null;
+  access_grants_per_project: number | null;
+  environment_variables_per_project: number | null;
+  environment_value_bytes: number;
+  customer_subdomains: number | null;
+  concurrent_builds: number;
+}
+
+export interface Plan {
+  id: string;
+  name: string;
+  /** Monthly price in US cents, shown by the plans call. */
+  price_cents: number;
+  limits: PlanLimits;
+  /** Visibilities a project of this plan may take. */
+  visibilities: string[];
+}
+
+/** The plans, cheapest first; `required_plan` in a restriction is the first one that allows it. */
+export const plans: Record<string, Plan> = {
+  free: {
+    id: 'free',
+    name: 'Free',
+    price_cents: 0,
+    visibilities: ['draft', 'public'],
+    limits: {
+      projects: 3,
+      deployments_per_day: 50,
+      archive_bytes: 50_000_000,
+      private_projects: 0,
+      access_grants_per_project: 0,
+      environment_variables_per_project: 20,
+      environment_value_bytes: 4096,
+      customer_subdomains: 0,
+      concurrent_builds: 1,
+    },
+  },
+  pro: {
+    id: 'pro',
+    name: 'Pro',
+    price_cents: 2000,
+    visibilities: ['draft', 'public', 'private'],
+    limits: {
+      projects: 50,
+      deployments_per_day: 500,
+      archive_bytes: 100_000_000,
+      private_projects: 10,
+      access_grants_per_project: 25,
+      environment_variables_per_project: 100,
+      environment_value_bytes: 32768,
+      customer_subdomains: 5,
+      concurrent_builds: 2,
+    },
+  },
+  team: {
+    id: 'team',
+    name: 'Team',
+    price_cents: 8000,
+    visibilities: ['draft', 'public', 'private'],
+    limits: {
+      projects: null,
+      deployments_per_day: null,
+      archive_bytes: 100_000_000,
+      private_projects: null,
+      access_grants_per_project: 500,
+      environment_variables_per_project: 500,
+      environment_value_bytes: 65536,
+      customer_subdomains: 50,
+      concurrent_builds: 5,
+    },
+  },
+};

@@ -1,0 +1,172 @@
+import type { EntityManager } from '@mikro-orm/core';
+import type { EntitlementService } from '../billing/entitlement-service.js';
+import { Build } from '../entities/build.js';
+import { Operation } from '../entities/operation.js';
+import { Project } from '../entities/project.js';
+import { Version, type UploadOptions } from '../entities/version.js';
+import { HoistError, notFound } from '../errors.js';
+import { createOperation, isTerminal, type Transition } from '../operations/state-machine.js';
+import type { Clock } from '../ports/clock.js';
+import type { StoredObject } from '../ports/storage.js';
+import { isUuid } from '../projects/keyset-cursor.js';
+import { OperationStore } from './operation-store.js';
+
+export const DEPLOYMENT_SERVICE = Symbol.for('hoist.DeploymentService');
+
+/** An uploaded archive, already in Storage. */
+export interface UploadedArchive extends StoredObject {
+  filename: string | null;
+}
+
+/**
+ * Starts (from an upload, a version or a build), cancels and retries deployment chains (Analyze → Build → Deploy). One chain runs per
+ * project: the project's `activeOperationId` is taken by compare-and-set and freed when the chain
+ * ends.
+ */
+export class DeploymentService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly store: OperationStore,
+    private readonly entitlements: EntitlementService,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Records the version and starts its chain: the operation is `running` with progress 5 and Analyze
+   * is enqueued. Throws plan_restricted (archive size, deployments per day) or
+   * deployment_in_progress (details.operation_id) and writes nothing then.
+   */
+  async start(accountId: string, project: Project, upload: UploadedArchive, options: UploadOptions): Promise<{ operation: Operation; version: Version }> {
+    await this.entitlements.assertWithin(accountId, 'archive_bytes', upload.size, 0);
+    await this.assertPlanRoom(accountId);
+
+    const created = createOperation(this.clock.now(), { skipBuild: options.skip_build === true });
+    const operation = this.newOperation(accountId, project.id, created);
+    const version = Object.assign(new Version(), {
+      accountId,
+      projectId: project.id,
+      operationId: operation.id,
+      filename: upload.filename,
+      archiveKey: upload.key,
+      archiveSize: upload.size,
+      archiveSha256: upload.sha256,
+      options,
+    });
+    operation.versionId = version.id;
+    await this.launch(operation, created, [version]);
+    return { operation, version };
+  }
+
+  /**
+   * Starts a new chain for an existing version of the account (a build retry): Analyze and Build run
+   * again with the project's current settings, then Deploy. Throws not_found, plan_restricted
+   * (deployments per day) or deployment_in_progress, and writes nothing then.
+   */
+  async rebuild(accountId: string, versionId: string): Promise<Operation> {
+    const version = isUuid(versionId) ? await this.em.findOne(Version, { id: versionId, accountId }) : null;
+    if (!version) throw notFound('Version');
+    await this.assertPlanRoom(accountId);
+    const created = createOperation(this.clock.now(), { skipBuild: version.options.skip_build === true });
+    const operation = Object.assign(this.newOperation(accountId, version.projectId, created), { versionId: version.id });
+    await this.launch(operation, created);
+    return operation;
+  }
+
+  /**
+   * Starts a new chain that deploys an existing build of the account again (a deployment retry):
+   * Analyze and Build are reused (skipped), Deploy ships the build's artifact. Throws not_found,
+   * not_retryable (the build has no artifact), plan_restricted or deployment_in_progress, and writes
+   * nothing then.
+   */
+  async redeploy(accountId: string, buildId: string): Promise<Operation> {
+    const build = isUuid(buildId) ? await this.em.findOne(Build, { id: buildId, accountId }) : null;
+    if (!build) throw notFound('Build');
+    if (!build.artifactKey) throw new HoistError('not_retryable', `Build ${build.id} has no artifact to deploy (it is ${build.status}); retry the build instead`, { build_id: build.id, status: build.status });
+    await this.assertPlanRoom(accountId);
+    const created = createOperation(this.clock.now(), { reuse: ['analyze', 'build'] });
+    created.state.buildId = build.id;
+    const operation = Object.assign(this.newOperation(accountId, build.projectId, created), { versionId: build.versionId });
+    await this.launch(operation, created);
+    return operation;
+  }
+
+  /** Cancels queued or running work (not_cancelable otherwise); the running stage is stopped by its worker. */
+  async cancel(accountId: string, operationId: string): Promise<Operation> {
+    await this.owned(accountId, operationId);
+    return (await this.store.apply(operationId, { type: 'cancel_requested' })).op;
+  }
+
+  /**
+   * Starts a new attempt of a failed or canceled deployment (not_retryable otherwise), resuming at
+   * the first unfinished stage; refused with deployment_in_progress while another chain runs.
+   */
+  async retry(accountId: string, operationId: string): Promise<Operation> {
+    const op = await this.owned(accountId, operationId);
+    await this.assertConcurrentRoom(accountId);
+    return (await this.store.apply(operationId, { type: 'retry_requested' }, (tx) => this.takeChain(tx, op.projectId!, op.id))).op;
+  }
+
+  /** The deployment operation with `id` of the account, or not_found. */
+  async owned(accountId: string, id: string): Promise<Operation> {
+    const op = await this.em.findOne(Operation, { id, accountId, kind: 'deploy' });
+    if (!op) throw notFound('Operation');
+    return op;
+  }
+
+  /**
+   * Throws plan_restricted when the account has started its plan's deployments_per_day in the last
+   * 24 h, or already runs its plan's concurrent_builds deployment chains.
+   */
+  private async assertPlanRoom(accountId: string): Promise<void> {
+    const since = new Date(this.clock.now().getTime() - 24 * 3600 * 1000);
+    await this.entitlements.assertWithin(accountId, 'deployments_per_day', await this.em.count(Operation, { accountId, kind: 'deploy', createdAt: { $gte: since } }));
+    await this.assertConcurrentRoom(accountId);
+  }
+
+  /** Throws plan_restricted when the account already runs its plan's concurrent_builds deployment chains. */
+  private async assertConcurrentRoom(accountId: string): Promise<void> {
+    await this.entitlements.assertWithin(accountId, 'concurrent_builds', await this.em.count(Operation, { accountId, kind: 'deploy', status: 'running' }));
+  }
+
+  /** A deployment operation (not yet written) in the created state. */
+  private newOperation(accountId: string, projectId: string, created: Transition): Operation {
+    return Object.assign(new Operation(), {
+      accountId,
+      projectId,
+      kind: 'deploy',
+      status: created.state.status,
+      progress: created.state.progress,
+      state: created.state as unknown as Record<string, unknown>,
+      createdAt: this.clock.now(),
+    });
+  }
+
+  /** Takes the project's chain and writes the operation (and `also`) in one transaction, then enqueues its first stage. */
+  private async launch(operation: Operation, created: Transition, also: object[] = []): Promise<void> {
+    await this.em.fork().transactional(async (tx) => {
+      await this.takeChain(tx, operation.projectId!, operation.id);
+      tx.persist([operation, ...also]);
+    });
+    await this.store.carryOut(operation, created.effects);
+  }
+
+  /** Takes the project's chain for `operationId`; a chain held by an operation that has ended is free. */
+  private async takeChain(tx: EntityManager, projectId: string, operationId: string): Promise<void> {
+    const project = await tx.findOne(Project, { id: projectId, status: 'active' });
+    if (!project) throw notFound('Project');
+    const holder = project.activeOperationId;
+    if (holder && holder !== operationId) {
+      const running = await tx.findOne(Operation, { id: holder });
+      if (running && !isTerminal(OperationStore.stateOf(running))) {
+        throw new HoistError('deployment_in_progress', 'A deployment of this project is still running; wait for it to finish or cancel it', {
+          operation_id: holder,
+        });
+      }
+    }
+    const n = await tx.nativeUpdate(Project, { id: projectId, activeOperationId: holder }, { activeOperationId: operationId });
+    if (n !== 1) {
+      const winner = (await tx.findOne(Project, { id: projectId }, { refresh: true }))?.activeOperationId;
+      throw new HoistError('deployment_in_progress', 'Another deployment of this project has just started', winner ? { operation_id: winner } : {});
+    }
+  }
+}

@@ -1,0 +1,100 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { Operation } from '../entities/operation.js';
+import { Project } from '../entities/project.js';
+import { HoistError, notFound } from '../errors.js';
+import { transition, type Effect, type OperationEvent, type OperationState, type Stage, type Transition } from '../operations/state-machine.js';
+import type { Clock } from '../ports/clock.js';
+import type { Queue } from '../ports/queue.js';
+
+/** The queue topic of deployment stages. */
+export const STAGE_TOPIC = 'stages';
+
+/** The payload of a stage job. */
+export interface StageJob {
+  operationId: string;
+  stage: Stage;
+  attempt: number;
+}
+
+/** The queue key of a stage job: a repeat of the same stage and attempt is de-duplicated. */
+export const stageJobKey = (j: StageJob) => `${j.operationId}:${j.stage}:${j.attempt}`;
+
+/** Extra writes made in the same transaction as a transition (e.g. the route switch). */
+export type AlsoWrite = (em: EntityManager, t: Transition, op: Operation) => Promise<void>;
+
+/**
+ * Persists state-machine transitions of deployment operations. Every write is a compare-and-set on
+ * the operation's revision, so a late or redelivered worker can never overwrite a newer state (a
+ * cancel, a retry); a lost race re-reads and re-applies the event.
+ */
+export class OperationStore {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly queue: Queue,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The state of a deployment operation (throws not_found for another kind). */
+  static stateOf(op: Operation): OperationState {
+    if (!op.state) throw notFound('Deployment operation');
+    return op.state as unknown as OperationState;
+  }
+
+  /**
+   * Applies `event` to the operation and, in the same transaction, runs `also` (which may throw to
+   * abort everything). After the commit, carries out the effects (enqueue stages). Returns the
+   * transition (noop when nothing changed) and the operation as written.
+   */
+  async apply(operationId: string, event: OperationEvent, also?: AlsoWrite): Promise<{ t: Transition; op: Operation }> {
+    for (let tries = 0; ; tries++) {
+      const em = this.em.fork();
+      const op = await em.findOne(Operation, { id: operationId });
+      if (!op) throw notFound('Operation');
+      const t = transition(OperationStore.stateOf(op), event, this.clock.now());
+      if (t.noop) {
+        await this.carryOut(op, t.effects);
+        return { t, op };
+      }
+      // clear: the transaction starts with an empty identity map, so its closing flush does not rewrite
+      // `op` (on SQLite, MikroORM sees the dates of every loaded entity as changed).
+      const won = await em.transactional(async (tx) => {
+        const n = await tx.nativeUpdate(Operation, { id: op.id, revision: op.revision }, this.fields(op, t));
+        if (n !== 1) return false;
+        if (t.effects.some((e) => e.type === 'finish') && op.projectId) {
+          await tx.nativeUpdate(Project, { id: op.projectId, activeOperationId: op.id }, { activeOperationId: null });
+        }
+        await also?.(tx, t, op);
+        return true;
+      }, { clear: true });
+      if (won) {
+        Object.assign(op, this.fields(op, t));
+        await this.carryOut(op, t.effects);
+        return { t, op };
+      }
+      if (tries >= 20) throw new HoistError('conflict', 'The operation is changing too fast; try again');
+    }
+  }
+
+  /** Enqueues the stage jobs among `effects` (de-duplicated by key, so repeating is harmless). */
+  async carryOut(op: Operation, effects: Effect[]): Promise<void> {
+    for (const e of effects) {
+      if (e.type === 'enqueue_stage') {
+        const job: StageJob = { operationId: op.id, stage: e.stage, attempt: e.attempt };
+        await this.queue.enqueue(STAGE_TOPIC, job, { key: stageJobKey(job) });
+      }
+    }
+  }
+
+  private fields(op: Operation, t: Transition) {
+    const s = t.state;
+    return {
+      state: s as unknown as Record<string, unknown>,
+      status: s.status,
+      progress: s.progress,
+      error: s.error,
+      finishedAt: s.finishedAt ? new Date(s.finishedAt) : null,
+      revision: op.revision + 1,
+      updatedAt: this.clock.now(),
+    };
+  }
+}

@@ -1,0 +1,196 @@
+import type { EntityManager, EntityName, FilterQuery } from '@mikro-orm/core';
+import type { Readable } from 'node:stream';
+import { Build } from '../entities/build.js';
+import { Deployment } from '../entities/deployment.js';
+import { Operation } from '../entities/operation.js';
+import type { Project } from '../entities/project.js';
+import { Version } from '../entities/version.js';
+import { HoistError, invalid, notFound } from '../errors.js';
+import type { OperationState, Stage } from '../operations/state-machine.js';
+import type { Storage } from '../ports/storage.js';
+import { decodeCursor, encodeCursor, isUuid } from '../projects/keyset-cursor.js';
+import { PAGE_DEFAULT, PAGE_MAX, type ProjectService } from '../projects/project-service.js';
+import { analysisView } from './analysis-view.js';
+import type { DeploymentService } from './deployment-service.js';
+import { buildView, deploymentView, iso, versionView, type BuildView, type DeploymentView, type VersionView } from './record-views.js';
+
+export const RECORDS_SERVICE = Symbol.for('hoist.RecordsService');
+
+/** Where a page starts (`cursor`: a `nextCursor` of the previous page) and how long it is. */
+export interface PageOptions {
+  cursor?: string;
+  limit?: number;
+}
+
+/** One page of records, newest first; `nextCursor` is null on the last page. */
+export interface RecordPage<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** A release (a deployment that went live) with its version, build and timings. */
+export interface ReleaseView {
+  id: string;
+  project_id: string;
+  operation_id: string;
+  version: { id: string; filename: string | null; size: number; sha256: string; created_at: string; analysis: Record<string, unknown> | null };
+  build: Pick<BuildView, 'id' | 'status' | 'artifact' | 'log' | 'log_url'> | null;
+  deployment: Pick<DeploymentView, 'id' | 'status' | 'url' | 'live' | 'live_at' | 'ended_at'>;
+  timings: {
+    uploaded_at: string;
+    started_at: string | null;
+    live_at: string;
+    analyze_ms: number | null;
+    build_ms: number | null;
+    deploy_ms: number | null;
+    total_ms: number;
+  };
+}
+
+/**
+ * The records of a project's deployments, for the API: versions, builds (and their stored logs),
+ * deployments and releases, each cursor-paginated newest first; and the build and deployment
+ * retries. Everything is account-scoped: another account's project or record, a deleting project
+ * and a malformed id are all not_found alike.
+ */
+export class RecordsService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly projects: ProjectService,
+    private readonly deployments: DeploymentService,
+    private readonly storage: Storage,
+  ) {}
+
+  /** A page of the project's versions. */
+  async versions(accountId: string, projectId: string, opts: PageOptions): Promise<RecordPage<VersionView>> {
+    const project = await this.projects.get(accountId, projectId);
+    return this.page(Version, { projectId: project.id }, opts, versionView);
+  }
+
+  /** One version of the project. */
+  async version(accountId: string, projectId: string, id: string): Promise<VersionView> {
+    const project = await this.projects.get(accountId, projectId);
+    return versionView(await this.one(Version, project, id, 'Version'));
+  }
+
+  /** A page of the project's builds. */
+  async builds(accountId: string, projectId: string, opts: PageOptions): Promise<RecordPage<BuildView>> {
+    const project = await this.projects.get(accountId, projectId);
+    return this.page(Build, { projectId: project.id }, opts, buildView);
+  }
+
+  /** One build of the project. */
+  async build(accountId: string, projectId: string, id: string): Promise<BuildView> {
+    const project = await this.projects.get(accountId, projectId);
+    return buildView(await this.one(Build, project, id, 'Build'));
+  }
+
+  /** The build's whole stored log (UTF-8 text); not_found while the build has not stored it yet. */
+  async buildLog(accountId: string, projectId: string, id: string): Promise<Readable> {
+    const project = await this.projects.get(accountId, projectId);
+    const build = await this.one(Build, project, id, 'Build');
+    if (!build.logKey) throw notFound('Build log');
+    return this.storage.get(build.logKey).catch((err) => {
+      throw err instanceof HoistError && err.code === 'not_found' ? notFound('Build log') : err;
+    });
+  }
+
+  /** A page of the project's deployments. */
+  async deploymentList(accountId: string, projectId: string, opts: PageOptions): Promise<RecordPage<DeploymentView>> {
+    const project = await this.projects.get(accountId, projectId);
+    return this.page(Deployment, { projectId: project.id }, opts, (d) => deploymentView(d, project));
+  }
+
+  /** One deployment of the project. */
+  async deployment(accountId: string, projectId: string, id: string): Promise<DeploymentView> {
+    const project = await this.projects.get(accountId, projectId);
+    return deploymentView(await this.one(Deployment, project, id, 'Deployment'), project);
+  }
+
+  /** A page of the project's releases: its deployments that went live, newest first. */
+  async releases(accountId: string, projectId: string, opts: PageOptions): Promise<RecordPage<DeploymentView>> {
+    const project = await this.projects.get(accountId, projectId);
+    return this.page(Deployment, { projectId: project.id, liveAt: { $ne: null } }, opts, (d) => deploymentView(d, project));
+  }
+
+  /** One release: a deployment that went live, with its version, build and stage timings. */
+  async release(accountId: string, projectId: string, id: string): Promise<ReleaseView> {
+    const project = await this.projects.get(accountId, projectId);
+    const d = await this.one(Deployment, project, id, 'Release');
+    if (!d.liveAt) throw notFound('Release');
+    const version = await this.em.findOneOrFail(Version, { id: d.versionId });
+    const build = await this.em.findOne(Build, { id: d.buildId });
+    const op = await this.em.findOne(Operation, { id: d.operationId });
+    const stages = (op?.state as unknown as OperationState | null)?.stages;
+    const span = (name: Stage) => {
+      const s = stages?.[name];
+      return s?.startedAt && s.finishedAt ? Date.parse(s.finishedAt) - Date.parse(s.startedAt) : null;
+    };
+    const b = build && buildView(build);
+    const dv = deploymentView(d, project);
+    return {
+      id: d.id,
+      project_id: project.id,
+      operation_id: d.operationId,
+      version: {
+        id: version.id,
+        filename: version.filename,
+        size: version.archiveSize,
+        sha256: version.archiveSha256,
+        created_at: iso(version.createdAt)!,
+        analysis: version.analysis ? summary(analysisView(version.analysis)) : null,
+      },
+      build: b && { id: b.id, status: b.status, artifact: b.artifact, log: b.log, log_url: b.log_url },
+      deployment: { id: dv.id, status: dv.status, url: dv.url, live: dv.live, live_at: dv.live_at, ended_at: dv.ended_at },
+      timings: {
+        uploaded_at: iso(version.createdAt)!,
+        started_at: iso(op?.createdAt),
+        live_at: dv.live_at!,
+        analyze_ms: span('analyze'),
+        build_ms: span('build'),
+        deploy_ms: span('deploy'),
+        total_ms: new Date(d.liveAt).getTime() - new Date(version.createdAt).getTime(),
+      },
+    };
+  }
+
+  /** Retries a build of the project: a new chain for its version (see DeploymentService.rebuild). */
+  async retryBuild(accountId: string, projectId: string, id: string): Promise<{ project: Project; operation: Operation }> {
+    const project = await this.projects.get(accountId, projectId);
+    const build = await this.one(Build, project, id, 'Build');
+    return { project, operation: await this.deployments.rebuild(accountId, build.versionId) };
+  }
+
+  /** Retries a deployment of the project: a new chain deploying its build again (see DeploymentService.redeploy). */
+  async retryDeployment(accountId: string, projectId: string, id: string): Promise<{ project: Project; operation: Operation }> {
+    const project = await this.projects.get(accountId, projectId);
+    const d = await this.one(Deployment, project, id, 'Deployment');
+    return { project, operation: await this.deployments.redeploy(accountId, d.buildId) };
+  }
+
+  /** The project's record `id` of `entity`; not_found (as `what`) for a missing, malformed or foreign id. */
+  private async one<T extends object>(entity: EntityName<T>, project: Project, id: string, what: string): Promise<T> {
+    const row = isUuid(id) ? await this.em.findOne(entity, { id, accountId: project.accountId, projectId: project.id } as FilterQuery<T>) : null;
+    if (!row) throw notFound(what);
+    return row;
+  }
+
+  /** A keyset page of `entity` rows matching `where`, ordered by (createdAt, id) descending. */
+  private async page<T extends { id: string; createdAt: Date }, V>(entity: EntityName<T>, where: object, opts: PageOptions, view: (row: T) => V): Promise<RecordPage<V>> {
+    const limit = opts.limit ?? PAGE_DEFAULT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_MAX) throw invalid(`limit must be 1 to ${PAGE_MAX}`, { field: 'limit' });
+    const after = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
+    const rows = await this.em.find(
+      entity,
+      { ...where, ...(after && { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] }) } as FilterQuery<T>,
+      { orderBy: { createdAt: 'desc', id: 'desc' } as never, limit: limit + 1 },
+    );
+    const items = rows.slice(0, limit);
+    return { items: items.map(view), nextCursor: rows.length > limit ? encodeCursor(items[items.length - 1]) : null };
+  }
+}
+
+/** The few Analyze fields a release shows. */
+function summary(a: ReturnType<typeof analysisView>): Record<string, unknown> {
+  return { runtime: a.runtime, framework: a.framework, output_dir: a.output_dir, file_count: a.file_count, total_size: a.total_size, warnings: a.warnings };
+}

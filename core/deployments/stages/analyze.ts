@@ -1,0 +1,90 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { join } from 'node:path';
+import { Version } from '../../entities/version.js';
+import { StageError } from '../../operations/stage-error.js';
+import type { Analyzer, Detection } from '../../ports/analyzer.js';
+import type { Archive, ArchiveManifest, ArchiveReader } from '../../ports/archive.js';
+import type { Storage } from '../../ports/storage.js';
+import type { StageContext, StageImpl } from '../stage-runner.js';
+import { download, withWorkspace } from '../workspace.js';
+
+/** The Analyze result stored on the Version and shown in the operation's child state. */
+export interface Analysis extends Detection {
+  analyzer: string;
+  fileCount: number;
+  totalSize: number;
+  strippedPrefix: string;
+  archiveWarnings: string[];
+}
+
+/** Merged settings: the upload's options override the project's settings. */
+export function settingsOf(ctx: Pick<StageContext, 'project' | 'version'>) {
+  const o = ctx.version.options;
+  return {
+    ...ctx.project.settings,
+    ...(o.root_directory !== undefined ? { root_directory: o.root_directory } : {}),
+    ...(o.runtime !== undefined ? { runtime: o.runtime } : {}),
+    ...(o.framework !== undefined ? { framework: o.framework } : {}),
+    skip_build: o.skip_build === true,
+  };
+}
+
+/** Downloads the version's archive to `<dir>/upload.zip` and checks its shape; returns the path and the manifest. */
+export async function fetchVersion(storage: Storage, archive: Archive, ctx: StageContext, dir: string): Promise<{ zip: string; manifest: ArchiveManifest }> {
+  const zip = join(dir, 'upload.zip');
+  await download(storage, ctx.version.archiveKey, zip, ctx.signal);
+  return { zip, manifest: await archive.inspect(zip, { rootDirectory: settingsOf(ctx).root_directory }) };
+}
+
+/** Analyze: checks the archive's shape and asks every analyzer, highest priority first. */
+export class AnalyzeStage implements StageImpl {
+  constructor(
+    private readonly storage: Storage,
+    private readonly archive: Archive,
+    private readonly analyzers: Analyzer[],
+    private readonly dataDir: string,
+  ) {}
+
+  async run(ctx: StageContext) {
+    const analysis = await withWorkspace(this.dataDir, `analyze-${ctx.operation.id}`, async (dir) => {
+      const { zip, manifest } = await fetchVersion(this.storage, this.archive, ctx, dir);
+      // Every file is checked as Build's extraction checks it, but nothing is written to disk: the
+      // analyzers read the few files they look at straight from the archive.
+      const reader = await this.archive.read(zip, manifest, ctx.signal);
+      try {
+        return await this.detect(ctx, manifest, reader);
+      } finally {
+        reader.close();
+      }
+    });
+    return {
+      also: async (tx: EntityManager) => {
+        await tx.nativeUpdate(Version, { id: ctx.version.id }, { analysis: analysis as unknown as Record<string, unknown> });
+      },
+    };
+  }
+
+  /** Asks every analyzer, highest priority first; the first detection wins. */
+  private async detect(ctx: StageContext, manifest: ArchiveManifest, reader: ArchiveReader): Promise<Analysis> {
+    ctx.progress(0.5);
+    const input = {
+      files: manifest.files.map((f) => f.path),
+      settings: settingsOf(ctx),
+      readFile: async (path: string, maxBytes = 1_000_000) => (await reader.readFile(path, maxBytes))?.toString('utf8') ?? null,
+    };
+    for (const analyzer of [...this.analyzers].sort((a, b) => b.priority - a.priority)) {
+      const detection = await analyzer.detect(input);
+      if (detection) {
+        return {
+          ...detection,
+          analyzer: analyzer.id,
+          fileCount: manifest.fileCount,
+          totalSize: manifest.totalSize,
+          strippedPrefix: manifest.prefix,
+          archiveWarnings: manifest.warnings,
+        };
+      }
+    }
+    throw new StageError('analyze_unsupported', 'No analyzer recognised this archive: add an index.html for a static site or a package.json for a Node.js app', false);
+  }
+}

@@ -1,0 +1,34 @@
+import { AccessRequestSchema } from './access-request.js';
+import { AccountSchema } from './account.js';
+import { BuildSchema } from './build.js';
+import { DeploymentSchema } from './deployment.js';
+import { IdempotencyRecordSchema } from './idempotency-record.js';
+import { JobRowSchema } from './job.js';
+import { VersionSchema } from './version.js';
+import { OneTimeTokenSchema } from './one-time-token.js';
+import { OperationSchema } from './operation.js';
+import { OutboxMailSchema } from './outbox-mail.js';
+import { ProjectSchema } from './project.js';
+import { RateBucketSchema } from './rate-bucket.js';
+import { SessionSchema } from './session.js';
+import { UserSchema } from './user.js';
+import { UploadSessionSchema } from './upload-session.js';
+
+/** Every entity schema; the database adapter registers these. */
+export const entities = [
+  AccountSchema,
+  UserSchema,
+  SessionSchema,
+  OneTimeTokenSchema,
+  AccessRequestSchema,
+  ProjectSchema,
+  OperationSchema,
+  OutboxMailSchema,
+  RateBucketSchema,
+  JobRowSchema,
+  VersionSchema,
+  BuildSchema,
+  DeploymentSchema,
+  IdempotencyRecordSchema,
+  UploadSessionSchema,
+];

@@ -1,0 +1,53 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+
+/** Build settings a project may set; each overrides what Analyze detects. */
+export interface BuildSettings {
+  root_directory?: string;
+  install_command?: string;
+  build_command?: string;
+  start_command?: string;
+  output_directory?: string;
+  node_version?: string;
+  framework?: string;
+  runtime?: string;
+}
+
+/** A project: a named slot of an account, served at `<slug>.<appsDomain>`. */
+export class Project {
+  id: string = randomUUID();
+  accountId!: string;
+  name!: string;
+  /** URL-safe, unique across the service. */
+  slug!: string;
+  /** `draft`, `public` or `private`. */
+  visibility: string = 'draft';
+  settings: BuildSettings = {};
+  /** `active` or `deleting`; a deleting project is gone from the API. */
+  status: string = 'active';
+  /** The deployment the edge serves; switched in one write, so a release goes live atomically. */
+  liveDeploymentId: string | null = null;
+  /** The deployment chain now running; set by compare-and-set, so only one chain runs per project. */
+  activeOperationId: string | null = null;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
+export const ProjectSchema = new EntitySchema<Project>({
+  class: Project,
+  tableName: 'projects',
+  indexes: [{ properties: ['accountId', 'createdAt'] }],
+  properties: {
+    id: { type: 'uuid', primary: true },
+    accountId: { type: 'uuid' },
+    name: { type: 'string', length: 100 },
+    slug: { type: 'string', length: 63, unique: true },
+    visibility: { type: 'string', length: 16 },
+    settings: { type: 'json' },
+    status: { type: 'string', length: 16 },
+    liveDeploymentId: { type: 'uuid', nullable: true },
+    activeOperationId: { type: 'uuid', nullable: true },
+    createdAt: { type: 'datetime' },
+    updatedAt: { type: 'datetime', onUpdate: () => new Date() },
+  },
+});

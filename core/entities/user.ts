@@ -1,0 +1,27 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+
+/** A person who logs in; belongs to one account. */
+export class User {
+  id: string = randomUUID();
+  accountId!: string;
+  /** Lower-cased e-mail address, unique. */
+  email!: string;
+  /** argon2id hash; null until a password is set (approved access requests). */
+  passwordHash: string | null = null;
+  emailVerifiedAt: Date | null = null;
+  createdAt: Date = new Date();
+}
+
+export const UserSchema = new EntitySchema<User>({
+  class: User,
+  tableName: 'users',
+  properties: {
+    id: { type: 'uuid', primary: true },
+    accountId: { type: 'uuid', index: true },
+    email: { type: 'string', length: 320, unique: true },
+    passwordHash: { type: 'string', length: 255, nullable: true },
+    emailVerifiedAt: { type: 'datetime', nullable: true },
+    createdAt: { type: 'datetime' },
+  },
+});

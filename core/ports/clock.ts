@@ -1,0 +1,8 @@
+/** The current time; a port so tests can move it (token expiry, rate-limit windows). */
+export interface Clock {
+  /** Now. */
+  now(): Date;
+}
+
+export const CLOCK = Symbol.for('hoist.Clock');
+export const systemClock: Clock = { now: () => new Date() };

@@ -1,0 +1,110 @@
+import type { Readable } from 'node:stream';
+import { invalid } from '../errors.js';
+
+/** What `put` stored: the key, the byte count and the SHA-256 of the bytes (lowercase hex). */
+export interface StoredObject {
+  key: string;
+  size: number;
+  sha256: string;
+}
+
+/** An object as `stat` and `list` see it. */
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  modifiedAt: Date;
+}
+
+export interface PutOptions {
+  /** More bytes than this reject the put with HoistError('payload_too_large', {limit}) as soon as they arrive. */
+  maxBytes?: number;
+  /** Aborting it rejects the put with an AbortError. */
+  signal?: AbortSignal;
+}
+
+/** Bytes `start` to `end` inclusive (HTTP Range style); `end` defaults to, and is clamped to, the last byte. */
+export interface ByteRange {
+  start: number;
+  end?: number;
+}
+
+/**
+ * Object storage for uploads, build artifacts and logs. Plugins: `storage-local` (files under
+ * `<dataDir>/storage`, the default) and `storage-minio`. Every plugin passes the suite in
+ * test/contract/storage.ts.
+ *
+ * Keys are `/`-separated segments of lowercase letters, digits, `.`, `_` and `-`, none empty or
+ * starting with `.`, at most 1024 characters: `uploads/<id>.zip`, `artifacts/sha256/<hex>.zip`,
+ * `logs/<operation>/<stage>.log`. Any other key rejects with HoistError('invalid_request').
+ * Objects are written whole (there is no append: a log is stored when its stage ends).
+ * Backend failures reject with HoistError('unavailable') carrying the backend's error as `cause`.
+ */
+export interface Storage {
+  /**
+   * Streams `body` (Buffer chunks; string chunks count as UTF-8) into the object at `key`,
+   * hashing and counting it on the way, and replaces any object there. Resolves once the object
+   * is durable. The object appears whole or not at all:
+   * concurrent puts of one key leave one of them complete; a put that fails (source error, abort,
+   * `maxBytes` passed, backend error) leaves nothing and rejects with the source's error, an
+   * AbortError, or a HoistError; `body` is destroyed on failure.
+   */
+  put(key: string, body: Readable, opts?: PutOptions): Promise<StoredObject>;
+  /**
+   * Stores an immutable object at `contentAddressedKey(prefix, sha256, suffix)` as `put` does;
+   * when that object exists already it is kept as is and this resolves with the same result.
+   */
+  putContentAddressed(prefix: string, body: Readable, opts?: PutOptions & { suffix?: string }): Promise<StoredObject>;
+  /**
+   * Opens the object (or `range` of it) for reading; the caller consumes or destroys the stream.
+   * Rejects with HoistError('not_found') for a missing key, and 'invalid_request' for a range
+   * that is malformed or starts past the last byte.
+   */
+  get(key: string, range?: ByteRange): Promise<Readable>;
+  /** The object's size and modification time, or null when it does not exist. */
+  stat(key: string): Promise<ObjectInfo | null>;
+  /** Removes the object; a missing key is not an error. */
+  delete(key: string): Promise<void>;
+  /**
+   * Every object whose key starts with `prefix` (a plain string prefix, `''` for all), in
+   * lexicographic key order, for cleanup sweeps. Objects being written are never listed.
+   */
+  list(prefix: string): AsyncIterable<ObjectInfo>;
+}
+
+export const STORAGE = Symbol.for('hoist.Storage');
+
+const SEGMENT = '[a-z0-9_-][a-z0-9._-]*';
+const KEY = new RegExp(`^${SEGMENT}(/${SEGMENT})*$`);
+const PREFIX = new RegExp(`^(${SEGMENT}/)*(${SEGMENT})?$`);
+
+/** True when `key` is a valid storage key. */
+export const isStorageKey = (key: string): boolean => typeof key === 'string' && key.length <= 1024 && KEY.test(key);
+
+/** Returns `key` when it is a valid storage key; throws HoistError('invalid_request') otherwise. */
+export function checkKey(key: string): string {
+  if (!isStorageKey(key)) throw invalid(`Invalid storage key ${JSON.stringify(key)}`, { key });
+  return key;
+}
+
+/** Returns `prefix` when some valid key could start with it (or it is `''`); throws HoistError('invalid_request') otherwise. */
+export function checkPrefix(prefix: string): string {
+  if (typeof prefix !== 'string' || prefix.length > 1024 || !PREFIX.test(prefix)) throw invalid(`Invalid storage prefix ${JSON.stringify(prefix)}`, { prefix });
+  return prefix;
+}
+
+/** The key of content-addressed bytes: `<prefix>/sha256/<hex><suffix>`, validated. */
+export function contentAddressedKey(prefix: string, sha256: string, suffix = ''): string {
+  return checkKey(`${prefix}/sha256/${sha256}${suffix}`);
+}
+
+/**
+ * `range` as inclusive `{start, end}` within an object of `size` bytes (`end` clamped to the last
+ * byte); throws HoistError('invalid_request') when it is malformed or starts past the last byte.
+ */
+export function checkRange(range: ByteRange, size: number): { start: number; end: number } {
+  const { start, end = Infinity } = range;
+  if (!Number.isSafeInteger(start) || start < 0 || start >= size || !(end === Infinity || (Number.isSafeInteger(end) && end >= start))) {
+    throw invalid(`Range ${start}-${range.end ?? ''} does not fit an object of ${size} bytes`, { size });
+  }
+  return { start, end: Math.min(end, size - 1) };
+}

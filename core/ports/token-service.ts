@@ -1,0 +1,22 @@
+/** The kinds of bearer token Hoist issues; each is valid only where its kind is expected. */
+export type TokenKind = 'rest' | 'agent';
+
+export interface TokenClaims {
+  /** User id. */
+  sub: string;
+  /** Session id (REST) or grant id (agent); used for revocation. */
+  jti: string;
+  kind: TokenKind;
+  issuedAt: Date;
+  expiresAt: Date;
+}
+
+/** Signs and verifies bearer tokens. Plugin: `token-jose` (JWT, HS256 pinned). */
+export interface TokenService {
+  /** Signs a token of `kind` for `sub`, identified by `jti`, expiring after `ttlSeconds`. */
+  sign(kind: TokenKind, sub: string, jti: string, ttlSeconds: number): Promise<{ token: string; expiresAt: Date }>;
+  /** Verifies signature, algorithm, issuer, audience, type and expiry for `kind`; null when any fails. */
+  verify(kind: TokenKind, token: string): Promise<TokenClaims | null>;
+}
+
+export const TOKEN_SERVICE = Symbol.for('hoist.TokenService');

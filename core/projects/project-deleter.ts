@@ -1,0 +1,62 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { Build } from '../entities/build.js';
+import { Deployment } from '../entities/deployment.js';
+import { Operation } from '../entities/operation.js';
+import { Project } from '../entities/project.js';
+import { Version } from '../entities/version.js';
+import type { Deployer } from '../ports/deployer.js';
+import type { Storage } from '../ports/storage.js';
+
+export const PROJECT_DELETER = Symbol.for('hoist.ProjectDeleter');
+
+const UNFINISHED = ['queued', 'running'];
+
+/**
+ * Finishes project deletions queued by ProjectService.requestDeletion. Idempotent: running an
+ * operation twice, or from two processes, ends in the same state.
+ */
+export class ProjectDeleter {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly deployer: Deployer,
+    private readonly storage: Storage,
+  ) {}
+
+  /**
+   * Tears the project of a `delete_project` operation down and marks the operation succeeded
+   * (progress 100). Does nothing for an unknown or already finished operation.
+   */
+  async run(operationId: string): Promise<void> {
+    const em = this.em.fork();
+    const op = await em.findOne(Operation, { id: operationId, kind: 'delete_project', status: { $in: UNFINISHED } });
+    if (!op) return;
+    const projectId = op.projectId;
+    if (projectId) {
+      // Releases stop first; uploads and logs go; artifacts stay, being content-addressed and possibly shared.
+      for (const d of await em.find(Deployment, { projectId, status: { $in: ['running', 'live', 'superseded'] } })) await this.deployer.remove(d.id);
+      for (const v of await em.find(Version, { projectId })) await this.storage.delete(v.archiveKey);
+      for (const b of await em.find(Build, { projectId, logKey: { $ne: null } })) await this.storage.delete(b.logKey!);
+    }
+    await em.transactional(async (tx) => {
+      if (projectId) {
+        await tx.nativeDelete(Deployment, { projectId });
+        await tx.nativeDelete(Build, { projectId });
+        await tx.nativeDelete(Version, { projectId });
+        await tx.nativeDelete(Operation, { projectId, kind: 'deploy' });
+        await tx.nativeDelete(Project, { id: projectId, status: 'deleting' });
+      }
+      await tx.nativeUpdate(
+        Operation,
+        { id: op.id, status: { $in: UNFINISHED } },
+        { status: 'succeeded', progress: 100, finishedAt: new Date(), updatedAt: new Date() },
+      );
+    });
+  }
+
+  /** Finishes every unfinished deletion, oldest first (after a restart); returns how many it ran. */
+  async finishUnfinished(): Promise<number> {
+    const ops = await this.em.fork().find(Operation, { kind: 'delete_project', status: { $in: UNFINISHED } }, { orderBy: { createdAt: 'asc' } });
+    for (const op of ops) await this.run(op.id);
+    return ops.length;
+  }
+}

@@ -1,0 +1,163 @@
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
+import type { EntitlementService } from '../billing/entitlement-service.js';
+import { Operation } from '../entities/operation.js';
+import { Project } from '../entities/project.js';
+import { HoistError, invalid, notFound } from '../errors.js';
+import { applyBuildSettings, validateBuildSettings } from './build-settings.js';
+import { decodeCursor, encodeCursor, isUuid } from './keyset-cursor.js';
+import { isReservedSlug, slugify, withSuffix } from './slug.js';
+
+export const PROJECT_SERVICE = Symbol.for('hoist.ProjectService');
+
+/** Visibilities a project may take; the plan says which of them an account may use. */
+export const VISIBILITIES = ['draft', 'public', 'private'] as const;
+export const NAME_MAX = 100;
+export const PAGE_DEFAULT = 20;
+export const PAGE_MAX = 100;
+
+/** What creating a project takes; `settings` holds build settings (see BuildSettings). */
+export interface NewProject {
+  name: string;
+  visibility?: string;
+  settings?: Record<string, unknown>;
+}
+
+/** A change to a project: absent fields stay; in `settings` null clears a key. */
+export interface ProjectChange {
+  name?: string;
+  visibility?: string;
+  settings?: Record<string, unknown>;
+}
+
+/** One page of an account's projects, newest first. */
+export interface ProjectPage {
+  projects: Project[];
+  nextCursor: string | null;
+}
+
+// Marks the slug of a deleting project: `~` never appears in a real slug, so the name is free at once.
+const tombstone = (id: string) => `~deleted-${id}`;
+
+/** The account's projects: create, read, update, list, and queue their deletion. */
+export class ProjectService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly entitlements: EntitlementService,
+  ) {}
+
+  /** A page of the account's active projects, newest first; `cursor` is a `nextCursor` of a previous page. */
+  async list(accountId: string, opts: { cursor?: string; limit?: number } = {}): Promise<ProjectPage> {
+    const limit = opts.limit ?? PAGE_DEFAULT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_MAX) throw invalid(`limit must be 1 to ${PAGE_MAX}`, { field: 'limit' });
+    const after = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
+    const rows = await this.em.find(
+      Project,
+      {
+        accountId,
+        status: 'active',
+        ...(after && { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] }),
+      },
+      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: limit + 1 },
+    );
+    const projects = rows.slice(0, limit);
+    const last = projects[projects.length - 1];
+    return { projects, nextCursor: rows.length > limit ? encodeCursor(last) : null };
+  }
+
+  /** The account's active project `id`; not_found for a missing, malformed, deleting or foreign id alike. */
+  async get(accountId: string, id: string): Promise<Project> {
+    const project = isUuid(id) ? await this.em.findOne(Project, { id, accountId, status: 'active' }) : null;
+    if (!project) throw notFound('Project');
+    return project;
+  }
+
+  /**
+   * Creates a project with a slug unique across the service (derived from the name, suffixed when
+   * taken). Visibility defaults to draft; the plan's visibilities, projects and private_projects
+   * limits apply.
+   */
+  async create(accountId: string, input: NewProject): Promise<Project> {
+    const name = checkName(input.name);
+    const visibility = checkVisibility(input.visibility ?? 'draft');
+    const settings = applyBuildSettings({}, validateBuildSettings(input.settings ?? {}));
+    await this.entitlements.assertVisibility(accountId, visibility);
+    await this.entitlements.assertWithin(accountId, 'projects', await this.em.count(Project, { accountId, status: 'active' }));
+    if (visibility === 'private') await this.assertPrivateRoom(accountId);
+
+    const base = slugify(name);
+    for (let attempt = 1; ; attempt++) {
+      const project = Object.assign(new Project(), { accountId, name, visibility, settings, slug: await this.freeSlug(base) });
+      try {
+        // A native insert leaves nothing behind in the unit of work when a concurrent create took the slug.
+        await this.em.insert(project);
+        return project;
+      } catch (err) {
+        if (!(err instanceof UniqueConstraintViolationException) || attempt >= 5) throw err;
+      }
+    }
+  }
+
+  /** Changes name, visibility and build settings; the slug (and so the URL) stays. */
+  async update(accountId: string, id: string, change: ProjectChange): Promise<Project> {
+    const name = change.name === undefined ? undefined : checkName(change.name);
+    const visibility = change.visibility === undefined ? undefined : checkVisibility(change.visibility);
+    const settings = change.settings === undefined ? undefined : validateBuildSettings(change.settings);
+    const project = await this.get(accountId, id);
+    if (name === undefined && visibility === undefined && settings === undefined) return project;
+    if (visibility !== undefined && visibility !== project.visibility) {
+      await this.entitlements.assertVisibility(accountId, visibility);
+      if (visibility === 'private') await this.assertPrivateRoom(accountId);
+    }
+    if (name !== undefined) project.name = name;
+    if (visibility !== undefined) project.visibility = visibility;
+    if (settings !== undefined) project.settings = applyBuildSettings(project.settings ?? {}, settings);
+    await this.em.flush();
+    return project;
+  }
+
+  /**
+   * Queues the deletion of a project: in one transaction it leaves the API (status `deleting`, slug
+   * freed) and a `delete_project` operation starts (running, progress 5). ProjectDeleter finishes it.
+   */
+  async requestDeletion(accountId: string, id: string): Promise<Operation> {
+    const project = await this.get(accountId, id);
+    if (project.activeOperationId) {
+      const running = await this.em.findOne(Operation, { id: project.activeOperationId, status: { $in: ['queued', 'running'] } });
+      if (running) {
+        throw new HoistError('deployment_in_progress', 'A deployment of this project is running; cancel it or wait for it to finish, then delete', { operation_id: running.id });
+      }
+    }
+    return this.em.transactional(async (em) => {
+      const n = await em.nativeUpdate(Project, { id: project.id, accountId, status: 'active' }, { status: 'deleting', slug: tombstone(project.id) });
+      if (n !== 1) throw notFound('Project');
+      const op = Object.assign(new Operation(), { accountId, projectId: project.id, kind: 'delete_project', status: 'running', progress: 5 });
+      await em.persist(op).flush();
+      return op;
+    });
+  }
+
+  private async assertPrivateRoom(accountId: string): Promise<void> {
+    const used = await this.em.count(Project, { accountId, status: 'active', visibility: 'private' });
+    await this.entitlements.assertWithin(accountId, 'private_projects', used);
+  }
+
+  private async freeSlug(base: string): Promise<string> {
+    let slug = base;
+    for (let i = 0; i < 10; i++) {
+      if (!isReservedSlug(slug) && !(await this.em.count(Project, { slug }))) return slug;
+      slug = withSuffix(base);
+    }
+    return slug;
+  }
+}
+
+function checkName(name: string): string {
+  const trimmed = typeof name === 'string' ? name.trim() : '';
+  if (trimmed.length < 1 || trimmed.length > NAME_MAX) throw invalid(`name must be 1 to ${NAME_MAX} characters`, { field: 'name' });
+  return trimmed;
+}
+
+function checkVisibility(v: string): string {
+  if (!(VISIBILITIES as readonly string[]).includes(v)) throw invalid(`visibility must be one of ${VISIBILITIES.join(', ')}`, { field: 'visibility' });
+  return v;
+}

@@ -1,0 +1,31 @@
+import type { HoistConfig } from '../../config/schema.js';
+import type { BuildSettings, Project } from '../entities/project.js';
+import { BUILD_SETTING_KEYS } from './build-settings.js';
+import { projectUrl } from './project-url.js';
+
+/** A project as the API shows it; every build setting is present, null when unset. */
+export interface ProjectView {
+  id: string;
+  name: string;
+  slug: string;
+  url: string;
+  visibility: string;
+  settings: { [K in keyof BuildSettings]-?: string | null };
+  created_at: string;
+  updated_at: string;
+}
+
+/** The API shape of `project`. */
+export function projectView(config: HoistConfig, project: Project): ProjectView {
+  const settings = Object.fromEntries(BUILD_SETTING_KEYS.map((k) => [k, project.settings?.[k] ?? null])) as ProjectView['settings'];
+  return {
+    id: project.id,
+    name: project.name,
+    slug: project.slug,
+    url: projectUrl(config, project.slug),
+    visibility: project.visibility,
+    settings,
+    created_at: project.createdAt.toISOString(),
+    updated_at: project.updatedAt.toISOString(),
+  };
+}

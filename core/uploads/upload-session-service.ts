@@ -1,0 +1,228 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { HoistConfig } from '../../config/schema.js';
+import type { EntitlementService } from '../billing/entitlement-service.js';
+import { Project } from '../entities/project.js';
+import { UploadSession, type UploadPart, type UploadTransport } from '../entities/upload-session.js';
+import type { UploadOptions } from '../entities/version.js';
+import { HoistError, invalid, notFound } from '../errors.js';
+import type { Clock } from '../ports/clock.js';
+import type { Storage, StoredObject } from '../ports/storage.js';
+import type { ProjectService } from '../projects/project-service.js';
+
+export const UPLOAD_SESSION_SERVICE = Symbol.for('hoist.UploadSessionService');
+
+/** Largest ZIP of the resumable transport: the spec's canonical maximum. */
+export const RESUMABLE_MAX_BYTES = 100_000_000;
+
+/** What creating an upload session takes: `name` (create or select) or `projectId`, and the upload's settings. */
+export interface NewUploadSession {
+  name?: string;
+  projectId?: string;
+  visibility?: string;
+  filename?: string;
+  options?: UploadOptions;
+  transport?: UploadTransport;
+  /** The ZIP's size in bytes; required for the resumable transport. */
+  size?: number;
+  /** Refused: named here so that the refusal can say how to supply them instead. */
+  environment?: unknown;
+  accessPassword?: unknown;
+}
+
+/** A created session, its secret token (shown once) and the largest ZIP it takes. */
+export interface CreatedSession {
+  session: UploadSession;
+  token: string;
+  project: Project | null;
+  maxBytes: number;
+}
+
+const SECRETS =
+  'An upload session cannot carry environment variables or an access password. Supply them one of two ways: ' +
+  'create the project first (POST /api/v1/projects/), set them on it, and create the session with its project_id; ' +
+  'or upload with the authenticated POST /api/v1/local-to-live, which takes them.';
+
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+const sha256 = (token: string) => createHash('sha256').update(token).digest('hex');
+// One answer for used and expired alike: it says nothing more about the token.
+const gone = () => new HoistError('gone', 'This upload URL has been used or has expired; create a new upload session');
+const wrongOffset = (offset: number) => new HoistError('conflict', `Upload-Offset does not match; the upload is at byte ${offset}`, { field: 'Upload-Offset', offset });
+const pastSize = (size: number) => new HoistError('payload_too_large', `This would take the upload past its declared size of ${size} bytes`, { limit: size });
+
+/**
+ * Upload sessions: short-lived, one-time upload URLs whose token is the credential. Creates them,
+ * opens and spends them (compare-and-set), and keeps the accounting of resumable uploads, whose
+ * pieces are stored as objects under `uploads/<session id>/` and joined when the last one arrives.
+ */
+export class UploadSessionService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly storage: Storage,
+    private readonly entitlements: EntitlementService,
+    private readonly projects: ProjectService,
+    private readonly clock: Clock,
+    private readonly config: Pick<HoistConfig, 'uploadSessionTtlSeconds' | 'maxArchiveBytes'>,
+  ) {}
+
+  /** The largest ZIP `transport` takes. */
+  maxBytes(transport: UploadTransport): number {
+    return transport === 'direct_storage_resumable' ? RESUMABLE_MAX_BYTES : this.config.maxArchiveBytes;
+  }
+
+  /**
+   * Creates a session and returns it with its token. Throws invalid_request (environment or access
+   * password given, name and project_id both or neither, filename not .zip, no size for the
+   * resumable transport), payload_too_large (size over the transport's maximum), plan_restricted
+   * (size over the plan's archive_bytes; a project the plan would not let the upload create) or
+   * not_found (project_id), and writes nothing then.
+   */
+  async create(accountId: string, input: NewUploadSession): Promise<CreatedSession> {
+    if (input.environment !== undefined) throw invalid(SECRETS, { field: 'environment' });
+    if (input.accessPassword !== undefined) throw invalid(SECRETS, { field: 'access_password' });
+    if (input.filename !== undefined && !/^[^/\\]+\.zip$/i.test(input.filename)) throw invalid('filename must be the name of a ZIP, ending in .zip', { field: 'filename' });
+    const transport = input.transport ?? 'proxied_multipart';
+    const size = input.size ?? null;
+    if (transport === 'direct_storage_resumable' && size === null) {
+      throw invalid('size (the ZIP\'s size in bytes) is required for the direct_storage_resumable transport', { field: 'size' });
+    }
+    const max = this.maxBytes(transport);
+    if (size !== null && size > max) throw new HoistError('payload_too_large', `The ZIP is larger than ${max} bytes, the most ${transport} takes`, { limit: max });
+    if (size !== null) await this.entitlements.assertWithin(accountId, 'archive_bytes', size, 0);
+    const project = await this.target(accountId, input);
+
+    await this.sweep(accountId);
+    const token = randomBytes(32).toString('base64url');
+    const now = this.clock.now();
+    const session = Object.assign(new UploadSession(), {
+      accountId,
+      tokenHash: sha256(token),
+      projectId: project?.id ?? null,
+      name: project ? null : input.name!.trim(),
+      visibility: input.visibility ?? null,
+      options: input.options ?? {},
+      filename: input.filename ?? null,
+      transport,
+      declaredSize: size,
+      storageKey: `uploads/${randomUUID()}.zip`,
+      expiresAt: new Date(now.getTime() + this.config.uploadSessionTtlSeconds * 1000),
+      createdAt: now,
+    });
+    await this.em.insert(session);
+    const plan = await this.entitlements.planOf(accountId);
+    return { session, token, project, maxBytes: Math.min(max, plan.limits.archive_bytes) };
+  }
+
+  /**
+   * The session of `token`, usable with `transport`: not_found for an unknown (or malformed) token,
+   * gone for a used or expired one (the pieces an expired one received are deleted), and
+   * invalid_request when the session takes the other transport.
+   */
+  async open(token: string, transport: UploadTransport): Promise<UploadSession> {
+    const session = TOKEN.test(token) ? await this.em.findOne(UploadSession, { tokenHash: sha256(token) }, { disableIdentityMap: true }) : null;
+    if (!session) throw notFound('Upload URL');
+    if (session.usedAt) throw gone();
+    if (session.expiresAt <= this.clock.now()) {
+      await this.dropParts(session);
+      throw gone();
+    }
+    if (session.transport !== transport) {
+      const how = session.transport === 'proxied_multipart' ? 'a multipart/form-data POST' : 'tus 1.0.0 (HEAD and PATCH)';
+      throw invalid(`This upload URL belongs to a ${session.transport} session: send the ZIP with ${how}`, { field: 'transport', transport: session.transport });
+    }
+    return session;
+  }
+
+  /** Spends the session before its one upload; of concurrent uses one wins, the others (and a late one) get gone. */
+  async claim(session: UploadSession): Promise<void> {
+    const now = this.clock.now();
+    if ((await this.em.nativeUpdate(UploadSession, { id: session.id, usedAt: null, expiresAt: { $gt: now } }, { usedAt: now })) !== 1) throw gone();
+  }
+
+  /** Records the deployment the session's upload started. */
+  async finish(session: UploadSession, operationId: string): Promise<void> {
+    await this.em.nativeUpdate(UploadSession, { id: session.id }, { operationId });
+  }
+
+  /**
+   * Stores `body` as the next piece of a resumable upload, which must start at the session's
+   * offset (conflict with details.offset otherwise). The piece must not take the upload past its
+   * declared size: payload_too_large, before a byte is read when `length` says so. Whatever `body`
+   * yields before it ends is kept, so a piece cut short by a dropped connection counts. The piece
+   * that completes the upload spends the session (`complete`); `assemble` comes next.
+   */
+  async append(session: UploadSession, offset: number, body: Readable, length?: number): Promise<{ session: UploadSession; complete: boolean }> {
+    const size = session.declaredSize!;
+    const room = size - session.offset;
+    if (offset !== session.offset || (length !== undefined && length > room)) {
+      body.destroy();
+      throw offset !== session.offset ? wrongOffset(session.offset) : pastSize(size);
+    }
+    const number = session.parts.length + 1;
+    // A random suffix: a concurrent piece at the same offset must not overwrite this one before the compare-and-set decides.
+    const key = `uploads/${session.id}/part-${number}-${randomBytes(6).toString('hex')}`;
+    const stored = await this.storage.put(key, body, { maxBytes: room }).catch((err) => {
+      throw err instanceof HoistError && err.code === 'payload_too_large' ? pastSize(size) : err;
+    });
+    if (stored.size === 0) {
+      await this.storage.delete(key);
+      return { session, complete: false };
+    }
+    const parts: UploadPart[] = [...session.parts, { number, size: stored.size, key }];
+    const next = session.offset + stored.size;
+    const usedAt = next === size ? this.clock.now() : null;
+    const won = await this.em.nativeUpdate(UploadSession, { id: session.id, offset: session.offset, usedAt: null }, { offset: next, parts, usedAt });
+    if (won !== 1) {
+      await this.storage.delete(key);
+      const now = await this.em.findOne(UploadSession, { id: session.id }, { disableIdentityMap: true });
+      throw !now || now.usedAt ? gone() : wrongOffset(now.offset);
+    }
+    return { session: Object.assign(session, { offset: next, parts, usedAt }), complete: usedAt !== null };
+  }
+
+  /**
+   * Joins the pieces of a completed resumable upload into its object at `storageKey`, hashed and
+   * counted on the way, and deletes the pieces (also when joining fails).
+   */
+  async assemble(session: UploadSession): Promise<StoredObject> {
+    const { storage } = this;
+    async function* bytes() {
+      for (const part of session.parts) yield* await storage.get(part.key!);
+    }
+    try {
+      return await storage.put(session.storageKey, Readable.from(bytes()), { maxBytes: session.declaredSize! });
+    } finally {
+      await this.dropParts(session);
+    }
+  }
+
+  /** Checks name / project_id and, for a project the upload would create, the plan, now rather than after the upload. */
+  private async target(accountId: string, { name, projectId, visibility }: NewUploadSession): Promise<Project | null> {
+    if (projectId !== undefined) {
+      if (name !== undefined) throw invalid('Give either name (the project to create or select) or project_id, not both', { field: 'name' });
+      if (visibility !== undefined) throw invalid('visibility applies only to a project the upload creates (a session with name)', { field: 'visibility' });
+      return this.projects.get(accountId, projectId);
+    }
+    const trimmed = name?.trim();
+    if (!trimmed) throw invalid('name is required: the project to create or select (or give project_id)', { field: 'name' });
+    if (!(await this.em.count(Project, { accountId, name: trimmed, status: 'active' }))) {
+      await this.entitlements.assertVisibility(accountId, visibility ?? 'draft');
+      await this.entitlements.assertWithin(accountId, 'projects', await this.em.count(Project, { accountId, status: 'active' }));
+    }
+    return null;
+  }
+
+  /** Deletes the pieces the session holds; an unfinished upload starts over. */
+  private async dropParts(session: UploadSession): Promise<void> {
+    if (!session.parts.length) return;
+    for (const part of session.parts) if (part.key) await this.storage.delete(part.key);
+    await this.em.nativeUpdate(UploadSession, { id: session.id }, { parts: [], ...(session.usedAt ? {} : { offset: 0 }) });
+  }
+
+  /** Deletes the pieces of the account's expired, unfinished resumable uploads. */
+  private async sweep(accountId: string): Promise<void> {
+    const stale = await this.em.find(UploadSession, { accountId, usedAt: null, expiresAt: { $lte: this.clock.now() }, offset: { $gt: 0 } }, { disableIdentityMap: true });
+    for (const session of stale) await this.dropParts(session);
+  }
+}

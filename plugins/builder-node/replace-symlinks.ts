@@ -1,0 +1,41 @@
+import { chmod, cp, readdir, readlink, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { StageError } from '../../core/operations/stage-error.js';
+
+const inside = (path: string, root: string) => path === root || path.startsWith(root + sep);
+
+/**
+ * Makes `dir` (inside `root`) packable, since an artifact holds only files and folders: each symbolic
+ * link under it that points inside `root` becomes a shell shim that execs its target (executables) or
+ * a copy of the target (other files, folders); a dangling link is removed. Throws StageError
+ * `build_symlink_outside` naming a link that points outside `root`. Returns how many links it replaced.
+ */
+export async function replaceSymlinks(root: string, dir: string): Promise<number> {
+  const realRoot = await realpath(root);
+  let count = 0;
+  const walk = async (d: string): Promise<void> => {
+    for (const entry of await readdir(d, { withFileTypes: true })) {
+      const path = join(d, entry.name);
+      if (entry.isDirectory()) await walk(path);
+      if (!entry.isSymbolicLink()) continue;
+      const written = resolve(d, await readlink(path));
+      const target = await realpath(path).catch(() => null);
+      if (!(target ? inside(target, realRoot) : inside(written, root) || inside(written, realRoot))) {
+        const name = relative(realRoot, path);
+        throw new StageError('build_symlink_outside', `${name} is a symbolic link to ${target ?? written}, outside the project; an artifact can only hold the project's own files.`, false, { path: name });
+      }
+      await rm(path);
+      count++;
+      if (!target) continue;
+      const st = await stat(target);
+      if (st.isDirectory()) await cp(target, path, { recursive: true, dereference: true });
+      else if (st.mode & 0o111) {
+        const rel = relative(d, target).replace(/["$`\\]/g, '\\$&');
+        await writeFile(path, `#!/bin/sh\nexec "$(dirname "$0")/${rel}" "$@"\n`);
+        await chmod(path, 0o755);
+      } else await cp(target, path);
+    }
+  };
+  await walk(join(realRoot, relative(root, dir)));
+  return count;
+}

@@ -1,0 +1,67 @@
+import { existsSync, statSync } from 'node:fs';
+import { posix, resolve, sep } from 'node:path';
+import type { HoistConfig } from '../../config/schema.js';
+import { StageError } from '../../core/operations/stage-error.js';
+import type { Detection } from '../../core/ports/analyzer.js';
+import { BUILDERS, type BuildInput, type Builder, type BuildOutput } from '../../core/ports/builder.js';
+import type { PluginDefinition } from '../../core/plugin.js';
+import { runCommand } from '../../adapters/process/run-command.js';
+
+/** Static sites: no build for plain HTML; otherwise the install and build commands, then the output dir. */
+export class StaticBuilder implements Builder {
+  readonly id = 'builder-static';
+
+  constructor(private readonly config: HoistConfig) {}
+
+  supports(detection: Detection): boolean {
+    return detection.runtime === 'static';
+  }
+
+  async build({ workspace, detection, env, signal, log, progress }: BuildInput): Promise<BuildOutput> {
+    const commands = [detection.installCommand, detection.buildCommand].filter((c): c is string => !!c);
+    const started = Date.now();
+    for (const [i, command] of commands.entries()) {
+      log(`$ ${command}`);
+      await runCommand(command, {
+        cwd: workspace,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: workspace, CI: 'true', ...env },
+        timeoutMs: Math.max(1000, this.config.buildTimeoutSeconds * 1000 - (Date.now() - started)),
+        memoryMb: this.config.buildMemoryMb,
+        signal,
+        log,
+        codePrefix: 'build',
+      });
+      progress((i + 1) / (commands.length + 1));
+    }
+    if (commands.length === 0) log('Plain static site: nothing to build.');
+    const outputDir = resolve(workspace, detection.outputDir);
+    if (outputDir !== workspace && !outputDir.startsWith(workspace + sep)) throw outputInvalid(detection);
+    if (!existsSync(outputDir) || !statSync(outputDir).isDirectory()) throw outputMissing(detection);
+    if (!existsSync(resolve(outputDir, 'index.html'))) throw noIndexHtml(detection);
+    return { outputDir };
+  }
+
+  outputWithoutBuild({ detection, files, log }: { detection: Detection; files: string[]; log(line: string): void }): string | null {
+    if (detection.installCommand || detection.buildCommand) return null;
+    log('Plain static site: nothing to build.');
+    const dir = posix.normalize(detection.outputDir).replace(/(.)\/$/, '$1');
+    if (dir === '..' || dir.startsWith('../') || dir.startsWith('/')) throw outputInvalid(detection);
+    const prefix = dir === '.' ? '' : `${dir}/`;
+    if (!files.some((f) => f.startsWith(prefix))) throw outputMissing(detection);
+    if (!files.includes(`${prefix}index.html`)) throw noIndexHtml(detection);
+    return dir;
+  }
+}
+
+const outputInvalid = (d: Detection) => new StageError('build_output_invalid', `output_directory "${d.outputDir}" leaves the project`, false);
+const outputMissing = (d: Detection) =>
+  new StageError('build_output_missing', `The build did not produce the output directory "${d.outputDir}". Check build_command and output_directory.`, false);
+const noIndexHtml = (d: Detection) => new StageError('build_output_no_index_html', `The output directory "${d.outputDir}" has no index.html.`, false);
+
+export default {
+  id: 'builder-static',
+  port: 'builder',
+  name: 'static',
+  token: BUILDERS,
+  create: ({ config }) => new StaticBuilder(config),
+} satisfies PluginDefinition<Builder>;

@@ -1,0 +1,117 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { download, withWorkspace } from '../../core/deployments/workspace.js';
+import { Deployment, type ReleaseTarget } from '../../core/entities/deployment.js';
+import { StageError } from '../../core/operations/stage-error.js';
+import type { Lifecycle } from '../../core/plugin.js';
+import type { Archive } from '../../core/ports/archive.js';
+import type { Deployer, ReleaseSpec } from '../../core/ports/deployer.js';
+import type { Storage } from '../../core/ports/storage.js';
+import { Supervisor } from './supervisor.js';
+
+export interface LocalDeployerOptions {
+  dataDir: string;
+  /** Heap cap of a Node.js release, MiB. */
+  memoryMb: number;
+  /** How long a Node.js release has to answer HTTP before its deploy fails. */
+  healthTimeoutMs: number;
+}
+
+/**
+ * Runs releases on this machine. Every release is an immutable directory
+ * `<dataDir>/releases/<deploymentId>`, unpacked beside it and renamed into place in one step. A
+ * static release is served from it by the edge; a Node.js release runs there as a supervised child
+ * process on a free loopback port (restarted with backoff after a crash; a crash loop marks the
+ * deployment failed).
+ */
+export class LocalDeployer implements Deployer, Lifecycle {
+  private readonly running = new Map<string, Supervisor>();
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly storage: Storage,
+    private readonly archive: Archive,
+    private readonly opts: LocalDeployerOptions,
+  ) {}
+
+  private dir(deploymentId: string): string {
+    return join(this.opts.dataDir, 'releases', deploymentId);
+  }
+
+  async prepare(spec: ReleaseSpec, control: { signal: AbortSignal; log(line: string): void }): Promise<ReleaseTarget> {
+    const root = this.dir(spec.deploymentId);
+    await mkdir(join(this.opts.dataDir, 'releases'), { recursive: true });
+    await withWorkspace(this.opts.dataDir, `deploy-${spec.deploymentId}`, async (work) => {
+      const zip = join(work, 'artifact.zip');
+      await download(this.storage, spec.artifactKey, zip, control.signal);
+      const manifest = await this.archive.inspect(zip, {});
+      const staging = join(work, 'release');
+      await this.archive.extract(zip, manifest, staging, control.signal);
+      await rm(root, { recursive: true, force: true });
+      await rename(staging, root);
+    });
+    control.log(`Release ${spec.deploymentId} unpacked`);
+    if (spec.runtime === 'static') return { kind: 'static', root };
+    if (!spec.startCommand) throw new StageError('deploy_no_start_command', 'The release has no start command; set start_command in the project settings', false);
+    return this.run(spec, root, control.signal);
+  }
+
+  async remove(deploymentId: string): Promise<void> {
+    this.running.get(deploymentId)?.stop();
+    this.running.delete(deploymentId);
+    await rm(this.dir(deploymentId), { recursive: true, force: true });
+  }
+
+  async restore(specs: ReleaseSpec[]): Promise<void> {
+    for (const spec of specs) {
+      if (spec.runtime !== 'node' || this.running.has(spec.deploymentId) || !spec.startCommand) continue;
+      const root = this.dir(spec.deploymentId);
+      if (!(await stat(root).catch(() => null))) continue;
+      try {
+        const target = await this.run(spec, root);
+        await this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target });
+      } catch (err) {
+        await this.markFailed(spec.deploymentId, 'deploy_restore_failed', `The release did not come back after a restart: ${(err as StageError).message}`);
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.running.values()) s.stop();
+    this.running.clear();
+  }
+
+  private async run(spec: ReleaseSpec, root: string, signal?: AbortSignal): Promise<ReleaseTarget> {
+    const supervisor = new Supervisor(
+      {
+        command: spec.startCommand!,
+        cwd: root,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, NODE_ENV: 'production', HOST: '127.0.0.1', ...spec.env },
+        memoryMb: this.opts.memoryMb,
+      },
+      {
+        crashLoop: (lines) => {
+          this.running.delete(spec.deploymentId);
+          void this.markFailed(spec.deploymentId, 'deploy_crash_loop', `The app crashed 5 times within a minute and was stopped. Last lines:\n${lines.slice(-20).join('\n')}`);
+        },
+        restarted: (port) => {
+          void this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target: { kind: 'http', url: `http://127.0.0.1:${port}` } });
+        },
+      },
+    );
+    try {
+      const port = await supervisor.start(this.opts.healthTimeoutMs, signal);
+      this.running.set(spec.deploymentId, supervisor);
+      return { kind: 'http', url: `http://127.0.0.1:${port}` };
+    } catch (err) {
+      const tail = supervisor.lines.slice(-20).join('\n');
+      const message = `The app ${(err as Error).message}. ${tail ? `Last lines:\n${tail}` : 'It printed nothing.'}`;
+      throw new StageError(signal?.aborted ? 'deploy_canceled' : 'deploy_unhealthy', message, true, { last_lines: supervisor.lines.slice(-20) });
+    }
+  }
+
+  private async markFailed(deploymentId: string, code: string, message: string): Promise<void> {
+    await this.em.fork().nativeUpdate(Deployment, { id: deploymentId }, { status: 'failed', error: { code, message }, endedAt: new Date() }).catch(() => {});
+  }
+}

@@ -1,0 +1,49 @@
+// legs: db
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { loadConfig } from '../../config/load.js';
+import { boot, KernelError } from '../../adapters/kernel.js';
+import { createLogger } from '../../adapters/logger.js';
+import { testKernel } from '../helpers/kernel.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'hoist-kernel-'));
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+const failsWith = async (env: Record<string, string>, ...words: string[]) => {
+  try {
+    const k = await boot(loadConfig({ HOIST_DATA_DIR: dir, ...env }), { log: createLogger('silent') });
+    await k.stop();
+  } catch (err) {
+    assert.instance(err, KernelError);
+    for (const w of words) assert.ok((err as Error).message.includes(w), `${(err as Error).message} should name ${w}`);
+    return;
+  }
+  assert.unreachable('booted');
+};
+
+test('an unknown plugin id fails start-up naming the port, the id and the choices', async () => {
+  await failsWith({ HOIST_STORAGE: 's4' }, 'storage', '"s4"', 'local');
+  await failsWith({ HOIST_QUEUE: 'kafka' }, 'queue', '"kafka"');
+  await failsWith({ HOIST_DB: 'oracle' }, 'oracle');
+});
+
+test('a misconfigured plugin fails start-up naming the plugin id and the key', async () => {
+  await failsWith({ HOIST_MAILER: 'smtp' }, 'mailer-smtp', 'HOIST_SMTP_URL');
+  await failsWith({ HOIST_DB: 'postgres' }, 'postgres', 'HOIST_DATABASE_URL');
+  await failsWith({ HOIST_JWT_SECRET: 'short' }, 'tokens-jose', 'HOIST_JWT_SECRET');
+});
+
+test('boot runs migrations, start hooks, and stop closes the database', async () => {
+  const k = await testKernel();
+  const rows = await k.orm.em.fork().getConnection().execute('select count(*) as n from projects');
+  assert.is(Number(rows[0].n), 0);
+  await k.stop();
+  let closed = false;
+  await k.orm.em.fork().getConnection().execute('select 1').catch(() => (closed = true));
+  assert.ok(closed || !(await k.orm.isConnected()));
+});
+
+test.run();

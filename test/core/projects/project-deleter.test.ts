@@ -1,0 +1,72 @@
+// legs: db
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { buildApi } from '../../../adapters/http/app.js';
+import { Operation } from '../../../core/entities/operation.js';
+import { Project } from '../../../core/entities/project.js';
+import { PROJECT_DELETER, type ProjectDeleter } from '../../../core/projects/project-deleter.js';
+import { PROJECT_SERVICE, type ProjectService } from '../../../core/projects/project-service.js';
+import { testApi, type TestApi } from '../../helpers/api.js';
+
+let t: TestApi;
+let projects: ProjectService;
+let deleter: ProjectDeleter;
+test.before(async () => {
+  t = await testApi();
+  projects = t.kernel.get<ProjectService>(PROJECT_SERVICE);
+  deleter = t.kernel.get<ProjectDeleter>(PROJECT_DELETER);
+});
+test.after(async () => t?.close());
+
+const em = () => t.kernel.orm.em.fork();
+
+/** A deletion queued as the DELETE call queues it, but never run (as if the process died after the 202). */
+async function interrupted(name: string): Promise<{ project: Project; op: Operation }> {
+  const { accountId } = await t.account();
+  const project = await t.inContext(() => projects.create(accountId, { name }));
+  const op = await t.inContext(() => projects.requestDeletion(accountId, project.id));
+  return { project, op };
+}
+
+test('requestDeletion marks the project deleting with a freed slug and starts a running operation', async () => {
+  const { project, op } = await interrupted('Half Gone');
+  const row = await em().findOneOrFail(Project, { id: project.id });
+  assert.is(row.status, 'deleting');
+  assert.is.not(row.slug, project.slug);
+  assert.is(row.slug, `~deleted-${project.id}`);
+  assert.equal([op.kind, op.status, op.progress, op.projectId], ['delete_project', 'running', 5, project.id]);
+  await deleter.run(op.id);
+});
+
+test('run finishes the deletion once; running it again changes nothing', async () => {
+  const { project, op } = await interrupted('Twice Run');
+  await deleter.run(op.id);
+  const done = await em().findOneOrFail(Operation, { id: op.id });
+  assert.equal([done.status, done.progress], ['succeeded', 100]);
+  assert.ok(done.finishedAt);
+  assert.is(await em().count(Project, { id: project.id }), 0);
+  await deleter.run(op.id);
+  assert.equal((await em().findOneOrFail(Operation, { id: op.id })).finishedAt, done.finishedAt);
+  await deleter.run('00000000-0000-4000-8000-000000000000');
+});
+
+test('finishUnfinished completes every interrupted deletion', async () => {
+  const a = await interrupted('Lost One');
+  const b = await interrupted('Lost Two');
+  assert.ok((await deleter.finishUnfinished()) >= 2);
+  for (const { op, project } of [a, b]) {
+    assert.is((await em().findOneOrFail(Operation, { id: op.id })).status, 'succeeded');
+    assert.is(await em().count(Project, { id: project.id }), 0);
+  }
+  assert.is(await deleter.finishUnfinished(), 0);
+});
+
+test('a freshly started API finishes interrupted deletions', async () => {
+  const { op } = await interrupted('Restart Me');
+  const app = await buildApi(t.kernel);
+  await app.ready();
+  await app.close();
+  assert.is((await em().findOneOrFail(Operation, { id: op.id })).status, 'succeeded');
+});
+
+test.run();

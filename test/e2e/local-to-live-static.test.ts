@@ -1,0 +1,69 @@
+// legs: db
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
+
+let h: LiveHoist;
+let token: string;
+test.before(async () => {
+  h = await liveHoist();
+  ({ token } = await h.login());
+});
+test.after(async () => h?.close());
+
+test('a plain HTML site goes live at its project URL', async () => {
+  const zip = await zipOf({ 'index.html': '<h1>hello hoist</h1>', 'about/index.html': 'about', 'style.css': 'body{}' });
+  const res = await h.upload(token, '/api/v1/local-to-live', zip, { name: 'Plain Site' });
+  const body = await res.json();
+  assert.is(res.status, 202, JSON.stringify(body));
+  assert.is(body.action, 'local_to_live_queued');
+  assert.is(body.operation.status, 'running');
+  assert.is(body.operation.progress, 5);
+  assert.match(body.project.url, /^http:\/\/plain-site\.localhost:\d+\/$/);
+  assert.type(body.next_step, 'string');
+
+  const op = await h.waitFor(token, body.operation.id);
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  assert.is(op.progress, 100);
+  assert.is(op.stages.analyze.status, 'succeeded');
+  assert.is(op.stages.analyze.result.runtime, 'static');
+  assert.is(op.stages.build.status, 'succeeded');
+  assert.is(op.stages.deploy.status, 'succeeded');
+  assert.is(op.result.url, body.project.url);
+  assert.is(op.next_step.action, 'none');
+
+  const page = await h.site(hostOf(body.project.url));
+  assert.is(page.status, 200);
+  assert.is(page.body, '<h1>hello hoist</h1>');
+  assert.is(page.headers['x-robots-tag'], 'noindex');
+  const about = await h.site(hostOf(body.project.url), '/about/');
+  assert.is(about.body, 'about');
+  const css = await h.site(hostOf(body.project.url), '/style.css');
+  assert.match(String(css.headers['content-type']), /text\/css/);
+});
+
+test('a site wrapped in one folder is unwrapped', async () => {
+  const zip = await zipOf({ 'my-site/index.html': 'wrapped', '__MACOSX/my-site/._index.html': 'junk' });
+  const body = await (await h.upload(token, '/api/v1/local-to-live', zip, { name: 'wrapped' })).json();
+  const op = await h.waitFor(token, body.operation.id);
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  assert.is((await h.site(hostOf(body.project.url))).body, 'wrapped');
+});
+
+test('an archive without index.html fails Analyze with fix_input guidance', async () => {
+  const zip = await zipOf({ 'readme.txt': 'no html here' });
+  const body = await (await h.upload(token, '/api/v1/local-to-live', zip, { name: 'no-index' })).json();
+  const op = await h.waitFor(token, body.operation.id);
+  assert.is(op.status, 'failed');
+  assert.is(op.stages.analyze.error.code, 'analyze_no_index_html');
+  assert.is(op.next_step.action, 'fix_input');
+  assert.is(op.stages.build.status, 'canceled');
+});
+
+test('an unknown host gets the 404 page', async () => {
+  const res = await h.site('nobody-here.localhost');
+  assert.is(res.status, 404);
+  assert.match(res.body, /Not found/);
+});
+
+test.run();

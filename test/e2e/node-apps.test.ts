@@ -1,0 +1,168 @@
+// legs: db
+import net from 'node:net';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
+
+let h: LiveHoist;
+let token: string;
+test.before(async () => {
+  h = await liveHoist({ healthTimeoutSeconds: 4 });
+  ({ token } = await h.login());
+});
+test.after(async () => h?.close());
+
+// A dependency-free server: answers with its marker, its pid and the forwarded headers; echoes POST
+// bodies; answers WebSocket-style upgrades with 101 and a greeting.
+const server = (marker: string) => `
+const http = require('http');
+const s = http.createServer((req, res) => {
+  let body = '';
+  req.on('data', (d) => (body += d));
+  req.on('end', () => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ marker: ${JSON.stringify(marker)}, pid: process.pid, method: req.method, body, forwardedFor: req.headers['x-forwarded-for'] || null, forwardedHost: req.headers['x-forwarded-host'] || null, port: process.env.PORT }));
+  });
+});
+s.on('upgrade', (req, socket) => {
+  socket.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n');
+  socket.write('hello from ${marker}');
+});
+s.listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+async function deploy(name: string, files: Record<string, string>) {
+  const res = await h.upload(token, '/api/v1/local-to-live', await zipOf(files), { name });
+  const body = await res.json();
+  assert.is(res.status, 202, JSON.stringify(body));
+  return { op: await h.waitFor(token, body.operation.id, undefined, 90_000), url: body.project.url as string };
+}
+
+test('a dependency-free Node.js server goes live and answers from its own process', async () => {
+  const pkg = JSON.stringify({ name: 'app', version: '1.0.0', scripts: { start: 'node server.js' } });
+  const { op, url } = await deploy('node-app', { 'package.json': pkg, 'server.js': server('one') });
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  assert.is(op.stages.analyze.result.runtime, 'node');
+  assert.is(op.stages.analyze.result.start_command, 'npm start');
+  const res = await h.site(hostOf(url), '/anything?x=1');
+  assert.is(res.status, 200, res.body);
+  const body = JSON.parse(res.body);
+  assert.is(body.marker, 'one');
+  assert.is.not(body.pid, process.pid);
+  assert.is(body.forwardedHost, hostOf(url));
+  assert.ok(body.forwardedFor);
+
+  const post = await fetch(h.edge, { method: 'POST', body: 'ping' }).catch(() => null);
+  assert.ok(post, 'edge answers');
+});
+
+test('POST bodies and WebSocket upgrades are proxied', async () => {
+  const pkg = JSON.stringify({ name: 'ws-app', main: 'server.js' });
+  const { op, url } = await deploy('ws-app', { 'package.json': pkg, 'server.js': server('ws') });
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  const edge = new URL(h.edge);
+  const echoed = await new Promise<string>((resolve, reject) => {
+    const s = net.connect(Number(edge.port), edge.hostname, () => {
+      s.write(`POST /echo HTTP/1.1\r\nHost: ${hostOf(url)}\r\nContent-Length: 5\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nhello`);
+    });
+    let data = '';
+    s.on('data', (d) => (data += d)).on('end', () => resolve(data)).on('error', reject);
+  });
+  assert.match(echoed, /"body":"hello"/);
+  assert.match(echoed, /"method":"POST"/);
+
+  const upgraded = await new Promise<string>((resolve, reject) => {
+    const s = net.connect(Number(edge.port), edge.hostname, () => {
+      s.write(`GET /socket HTTP/1.1\r\nHost: ${hostOf(url)}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    });
+    let data = '';
+    s.on('data', (d) => {
+      data += d;
+      if (data.includes('hello from ws')) {
+        s.destroy();
+        resolve(data);
+      }
+    });
+    s.on('error', reject);
+    setTimeout(() => reject(new Error(`no upgrade: ${data}`)), 5000);
+  });
+  assert.match(upgraded, /^HTTP\/1\.1 101/);
+});
+
+test('a package-lock.json app with a committed node_modules runs with its dependency', async () => {
+  const pkg = JSON.stringify({ name: 'dep-app', version: '1.0.0', dependencies: { greet: '1.0.0' }, scripts: { start: 'node index.js' } });
+  const lock = JSON.stringify({
+    name: 'dep-app',
+    version: '1.0.0',
+    lockfileVersion: 3,
+    requires: true,
+    packages: { '': { name: 'dep-app', version: '1.0.0', dependencies: { greet: '1.0.0' } }, 'node_modules/greet': { version: '1.0.0' } },
+  });
+  const index = `require('http').createServer((q, r) => r.end(require('greet')('committed'))).listen(process.env.PORT);`;
+  const { op, url } = await deploy('dep-app', {
+    'package.json': pkg,
+    'package-lock.json': lock,
+    'index.js': index,
+    'node_modules/greet/package.json': JSON.stringify({ name: 'greet', version: '1.0.0', main: 'index.js' }),
+    'node_modules/greet/index.js': 'module.exports = (n) => `hello ${n}`;',
+  });
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  assert.is((await h.site(hostOf(url))).body, 'hello committed');
+});
+
+test('a Vite-style project whose build writes dist/ is served as a static site', async () => {
+  const pkg = JSON.stringify({ name: 'vite-like', scripts: { build: 'node build.js' }, devDependencies: {} });
+  const build = `require('fs').mkdirSync('dist',{recursive:true}); require('fs').writeFileSync('dist/index.html','<p>built by node</p>');`;
+  const res = await h.upload(token, '/api/v1/local-to-live', await zipOf({ 'package.json': pkg, 'build.js': build }), { name: 'vite-like', runtime: 'static' });
+  const body = await res.json();
+  const op = await h.waitFor(token, body.operation.id, undefined, 90_000);
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  assert.is(op.stages.analyze.result.runtime, 'static');
+  assert.is((await h.site(hostOf(body.project.url))).body, '<p>built by node</p>');
+});
+
+test('no start command fails Analyze with guidance', async () => {
+  const { op } = await deploy('no-start', { 'package.json': JSON.stringify({ name: 'x' }), 'lib.js': '1' });
+  assert.is(op.status, 'failed');
+  assert.is(op.stages.analyze.error.code, 'analyze_no_start_command');
+  assert.match(op.stages.analyze.error.message, /start/);
+  assert.is(op.next_step.action, 'fix_input');
+});
+
+test('a server that never listens fails Deploy with its log lines', async () => {
+  const pkg = JSON.stringify({ name: 'mute', scripts: { start: 'node mute.js' } });
+  const { op } = await deploy('mute', { 'package.json': pkg, 'mute.js': "console.log('booting but never listening'); setInterval(() => {}, 1000);" });
+  assert.is(op.status, 'failed', JSON.stringify(op));
+  assert.is(op.stages.deploy.error.code, 'deploy_unhealthy');
+  assert.match(op.stages.deploy.error.message, /booting but never listening/);
+});
+
+test('a new release that fails its health check leaves the old one serving', async () => {
+  const pkg = JSON.stringify({ name: 'steady', scripts: { start: 'node server.js' } });
+  const first = await deploy('steady', { 'package.json': pkg, 'server.js': server('old') });
+  assert.is(first.op.status, 'succeeded');
+  const second = await deploy('steady', { 'package.json': pkg, 'server.js': "console.error('boom on start'); process.exit(3);" });
+  assert.is(second.op.status, 'failed');
+  assert.match(second.op.stages.deploy.error.message, /boom on start/);
+  assert.is(JSON.parse((await h.site(hostOf(first.url))).body).marker, 'old');
+});
+
+test('a crash loop marks the deployment failed', async () => {
+  const pkg = JSON.stringify({ name: 'crashy', scripts: { start: 'node server.js' } });
+  // Serves, then crashes a moment later on every start.
+  const crashy = `require('http').createServer((q, r) => r.end('up')).listen(process.env.PORT); setTimeout(() => process.exit(1), 150);`;
+  const { op } = await deploy('crashy', { 'package.json': pkg, 'server.js': crashy });
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  const list = async () => (await h.get(token, `/api/v1/projects/${op.project_id}/deployments`)).body;
+  const end = Date.now() + 60_000;
+  let d: any;
+  for (;;) {
+    d = (await list()).deployments?.[0];
+    if (d?.status === 'failed' || Date.now() > end) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  assert.is(d?.status, 'failed', JSON.stringify(d));
+  assert.is(d.error.code, 'deploy_crash_loop');
+});
+
+test.run();

@@ -1,0 +1,131 @@
+// legs: db
+// SIGKILL of `hoist start` in the middle of a build, then a restart: the live release serves
+// throughout, the interrupted build is delivered again and the operation ends succeeded, and no
+// half-written object is left in Storage.
+import { RequestContext } from '@mikro-orm/core';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ACCOUNT_SERVICE, type AccountService } from '../../core/accounts/account-service.js';
+import { testCli, type TestCli } from '../helpers/cli.js';
+import { zipOf } from '../helpers/live.js';
+
+let cli: TestCli;
+let server: ChildProcess | undefined;
+const orphans: number[] = [];
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
+const until = async (cond: () => boolean | Promise<boolean>, ms = 30_000) => {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+function start(): Promise<ChildProcess> {
+  const child = cli.spawn(['start']);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (/hoist worker running/.test(out)) resolve(child);
+    });
+    child.stderr!.on('data', (d) => (out += d));
+    child.on('exit', (code) => reject(new Error(`hoist start exited with ${code}: ${out}`)));
+  });
+}
+
+test.before(async () => {
+  cli = await testCli();
+});
+test.after(async () => {
+  server?.kill('SIGKILL');
+  for (const pid of orphans) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  await cli?.close();
+});
+
+test('a SIGKILL during a build resumes after restart; the live release keeps serving', async () => {
+  const [apiPort, edgePort] = [await freePort(), await freePort()];
+  Object.assign(cli.env, { HOIST_PORT: String(apiPort), HOIST_EDGE_PORT: String(edgePort), HOIST_QUEUE_VISIBILITY_SECONDS: '2', HOIST_STUCK_AFTER_SECONDS: '2' });
+  const api = `http://127.0.0.1:${apiPort}`;
+  const email = 'restart@example.com';
+  await RequestContext.create(cli.kernel.orm.em.fork(), () => cli.kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password: 'a-long-password', plan: 'pro' }));
+  server = await start();
+  const { token } = await (await fetch(`${api}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'a-long-password' }) })).json();
+  const auth = { authorization: `Bearer ${token}` };
+  const op = async (id: string) => (await fetch(`${api}/api/v1/operations/${id}`, { headers: auth })).json();
+  const site = () =>
+    new Promise<string | null>((resolve) => {
+      http
+        .get({ host: '127.0.0.1', port: edgePort, path: '/', headers: { host: `restart-site.localhost:${edgePort}` } }, (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d)).on('end', () => resolve(body));
+        })
+        .on('error', () => resolve(null));
+    });
+
+  const gate = join(cli.dataDir, 'gate');
+  const pidFile = join(cli.dataDir, 'build.pid');
+  const buildJs = `const fs=require('fs');const done=()=>{fs.mkdirSync('dist',{recursive:true});fs.writeFileSync('dist/index.html',process.argv[2]);};
+if(process.argv[2]==='v1'||fs.existsSync(${JSON.stringify(gate)}))done();else{fs.writeFileSync(${JSON.stringify(pidFile)},String(process.pid));const t=setInterval(()=>{if(fs.existsSync(${JSON.stringify(gate)})){clearInterval(t);done();}},50);}`;
+  const created = await fetch(`${api}/api/v1/projects/`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'restart-site', settings: { output_directory: 'dist' } }),
+  });
+  const project = await created.json();
+  const deploy = async (version: string) => {
+    await fetch(`${api}/api/v1/projects/${project.id}/`, {
+      method: 'PATCH',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ settings: { build_command: `node build.js ${version}` } }),
+    });
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(await zipOf({ 'build.js': buildJs }))]), 'site.zip');
+    const res = await fetch(`${api}/api/v1/projects/${project.id}/local-to-live`, { method: 'POST', headers: auth, body: form });
+    return (await res.json()).operation.id as string;
+  };
+
+  const first = await deploy('v1');
+  await until(async () => (await op(first)).status === 'succeeded');
+  assert.is(await site(), 'v1');
+
+  const second = await deploy('v2');
+  await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').length > 0);
+  orphans.push(Number(readFileSync(pidFile, 'utf8')));
+  server.kill('SIGKILL');
+  await new Promise((r) => server!.once('exit', r));
+
+  server = await start();
+  assert.is(await site(), 'v1', 'the live release serves right after the restart');
+  const during = await op(second);
+  assert.is(during.status, 'running');
+  writeFileSync(gate, 'open');
+  await until(async () => ['succeeded', 'failed', 'canceled'].includes((await op(second)).status));
+  const after = await op(second);
+  assert.is(after.status, 'succeeded', JSON.stringify(after));
+  assert.is(after.attempt, 1);
+  assert.is(await site(), 'v2');
+  const tmp = join(cli.dataDir, 'storage', '.tmp');
+  assert.equal(existsSync(tmp) ? readdirSync(tmp) : [], [], 'no half-written object is left');
+});
+
+test.run();

@@ -1,0 +1,47 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { loadConfig } from '../../config/load.js';
+import type { HoistConfig } from '../../config/schema.js';
+import { boot, type Kernel } from '../../adapters/kernel.js';
+import { createLogger } from '../../adapters/logger.js';
+
+/** The database leg this test process runs on: HOIST_TEST_DB=sqlite (default) or postgres. */
+export const testDb = (process.env.HOIST_TEST_DB ?? 'sqlite') as 'sqlite' | 'postgres';
+export const pgUrl = process.env.HOIST_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Creates an empty PostgreSQL database for one kernel; returns its URL and a function that drops it. */
+export async function freshPgDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `hoist_t_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const admin = new pg.Client({ connectionString: pgUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(pgUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: pgUrl });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}
+
+/** A kernel on a fresh data directory and a fresh database of the current leg; `stop` removes both. */
+export async function testKernel(overrides: Partial<HoistConfig> = {}): Promise<Kernel> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hoist-test-'));
+  const db = testDb === 'postgres' ? await freshPgDatabase() : null;
+  const config = loadConfig({}, { dataDir, db: testDb, databaseUrl: db?.url, logLevel: process.env.HOIST_TEST_LOG ?? 'silent', port: 0, edgePort: 0, ...overrides });
+  const kernel = await boot(config, { log: createLogger(config.logLevel) });
+  const stop = kernel.stop;
+  kernel.stop = async () => {
+    await stop();
+    await db?.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  return kernel;
+}
