@@ -36,6 +36,14 @@ export interface Kernel {
   get<T>(token: symbol): T;
   /** Runs stop hooks in reverse start order, then closes the database. */
   stop(): Promise<void>;
+  /** Checks that the database and every plugin's backend answer now: `ok` and, per part, `ok` or why not. */
+  ready(): Promise<Readiness>;
+}
+
+/** What `Kernel.ready` found: each part (`database`, then plugin ids) with `ok` or the reason it is not. */
+export interface Readiness {
+  ok: boolean;
+  checks: Record<string, string>;
 }
 
 /**
@@ -120,6 +128,25 @@ export async function boot(config: HoistConfig, options: { plugins?: PluginDefin
     await stop();
     throw err;
   }
+  const ready = async (): Promise<Readiness> => {
+    const parts: [string, () => Promise<unknown>][] = [['database', () => orm.em.getConnection().execute('select 1')]];
+    for (const { id, instance } of instances) {
+      const l = instance as Lifecycle;
+      if (typeof l.check === 'function') parts.push([id, () => l.check!()]);
+    }
+    const results = await Promise.all(parts.map(([, check]) => withTimeout(check(), 5000).then(() => 'ok', (err: Error) => err.message || String(err))));
+    const checks = Object.fromEntries(parts.map(([id], i) => [id, results[i]]));
+    return { ok: results.every((r) => r === 'ok'), checks };
+  };
   log.debug({ plugins: instances.map((i) => i.id) }, 'kernel booted');
-  return { config, orm, log, get: <T>(t: symbol) => c.resolve<T>(t), stop };
+  return { config, orm, log, get: <T>(t: symbol) => c.resolve<T>(t), stop, ready };
+}
+
+/** Rejects when `p` has not settled within `ms`. */
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }

@@ -46,6 +46,8 @@ export const settings = {
   stuckAfterSeconds: { type: 'integer', env: 'HOIST_STUCK_AFTER_SECONDS', default: 120, min: 1, doc: 'A running stage with no heartbeat for this long marks its operation maybe_stuck.' },
   queueVisibilitySeconds: { type: 'integer', env: 'HOIST_QUEUE_VISIBILITY_SECONDS', default: 30, min: 1, doc: 'A stage job whose worker stops sending heartbeats for this long is delivered again (to any worker).' },
   queueMaxDeliveries: { type: 'integer', env: 'HOIST_QUEUE_MAX_DELIVERIES', default: 5, min: 1, doc: 'Deliveries of a stage job before its operation fails with guidance.' },
+  workerPort: { type: 'integer', env: 'HOIST_WORKER_PORT', default: 3001, min: 0, max: 65535, doc: 'Port where a worker running without the API (`hoist worker`) answers /healthz, /readyz and /metrics.' },
+  metricsToken: { type: 'secret', env: 'HOIST_METRICS_TOKEN', doc: 'When set, GET /metrics needs `Authorization: Bearer <token>`. Unset: /metrics is open (keep the ports private).' },
   workerConcurrency: { type: 'integer', env: 'HOIST_WORKER_CONCURRENCY', default: 2, min: 1, doc: 'Stages one worker process runs at once.' },
   uploadSessionTtlSeconds: { type: 'integer', env: 'HOIST_UPLOAD_SESSION_TTL_SECONDS', default: 900, min: 60, max: 86400, doc: 'Lifetime of an upload session\'s one-time upload URL (default 15 min).' },
   maxArchiveBytes: { type: 'integer', env: 'HOIST_MAX_ARCHIVE_BYTES', default: 95000000, min: 1, doc: 'Largest ZIP accepted by proxied multipart upload (the spec: 95,000,000).' },

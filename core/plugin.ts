@@ -18,6 +18,8 @@ export interface Lifecycle {
   start?(): Promise<void>;
   /** Called once at shutdown, in reverse order. */
   stop?(): Promise<void>;
+  /** Throws when the backend this plugin needs cannot be reached now; readiness (`/readyz`) calls it. */
+  check?(): Promise<void>;
 }
 
 /**

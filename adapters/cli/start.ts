@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../../config/load.js';
 import { buildEdge } from '../edge/edge.js';
 import { buildApi } from '../http/app.js';
+import { buildHealthServer } from '../observability/health-routes.js';
 import { startWorker } from '../worker/worker.js';
 import { boot, type Kernel } from '../kernel.js';
 
@@ -40,6 +41,11 @@ export async function startRoles(roles: Role[], kernel?: Kernel): Promise<Runnin
     if (roles.includes('worker')) {
       stopWorker = await startWorker(k);
       urls.worker = `queue ${k.config.queue}, ${k.config.workerConcurrency} at once`;
+      if (!roles.includes('api')) {
+        const health = await buildHealthServer(k, 'worker');
+        urls.worker += `; health on ${await health.listen({ port: k.config.workerPort, host: k.config.host })}`;
+        servers.push(health);
+      }
     }
   } catch (err) {
     await shutdown();

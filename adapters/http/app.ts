@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { AUTH_SERVICE, type AuthService } from '../../core/auth/auth-service.js';
 import type { Kernel } from '../kernel.js';
+import { healthRoutes, instrument } from '../observability/health-routes.js';
 import { agentTools } from './agent-tools.js';
 import { authPlugin } from './auth.js';
 import { errorBody, errorHandler } from './error-handler.js';
@@ -33,6 +34,7 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
     reply.header('x-request-id', req.id);
     RequestContext.create(kernel.orm.em, done);
   });
+  instrument(app, kernel, 'api');
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send(errorBody(req, 'not_found', `No route ${req.method} ${req.url.split('?')[0]}`)),
@@ -57,6 +59,7 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
+  await app.register(healthRoutes, { kernel, role: 'api' });
   await app.register(authPlugin, { auth: kernel.get<AuthService>(AUTH_SERVICE) });
   for (const route of routes) await app.register(route, { prefix: '/api/v1', kernel });
   await app.register(agentTools, { prefix: '/agent/v1', kernel });

@@ -3,7 +3,8 @@ import { Operation } from '../../core/entities/operation.js';
 import { STAGE_TOPIC, type OperationStore, type StageJob } from '../../core/deployments/operation-store.js';
 import type { StageRunner } from '../../core/deployments/stage-runner.js';
 import type { OperationState } from '../../core/operations/state-machine.js';
-import { QUEUE, type Queue } from '../../core/ports/queue.js';
+import { QUEUE, type Job, type JobControl, type Queue } from '../../core/ports/queue.js';
+import { metricsOf } from '../observability/metrics.js';
 import { DEPLOYER, type Deployer } from '../../core/ports/deployer.js';
 import { liveReleaseSpecs } from '../../core/deployments/release-specs.js';
 import type { Kernel } from '../kernel.js';
@@ -27,7 +28,18 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
       await store.carryOut(op, [{ type: 'enqueue_stage', stage: state.current, attempt: state.attempt }]);
     }
   }
-  return queue.consume<StageJob>(STAGE_TOPIC, (job, control) => runner.handle(job, control), {
+  const { stageSeconds } = metricsOf(kernel);
+  const handle = async (job: Job<StageJob>, control: JobControl) => {
+    const done = stageSeconds.startTimer({ stage: job.payload.stage });
+    try {
+      await runner.handle(job, control);
+      done({ outcome: 'done' });
+    } catch (err) {
+      done({ outcome: 'error' });
+      throw err;
+    }
+  };
+  return queue.consume<StageJob>(STAGE_TOPIC, handle, {
     concurrency: kernel.config.workerConcurrency,
     onDead: (job, reason) => runner.fail(job as never, reason),
   });

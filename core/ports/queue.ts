@@ -65,6 +65,8 @@ export interface Queue {
   consume<P>(topic: string, handler: JobHandler<P>, opts: ConsumeOptions): Promise<() => Promise<void>>;
   /** Where the job with `key` stands in `topic`. */
   position(topic: string, key: string): Promise<QueuePosition>;
+  /** How many jobs of `topic` wait and run now, for metrics; absent when the backend cannot tell. */
+  depth?(topic: string): Promise<{ waiting: number; running: number }>;
 }
 
 export const QUEUE = Symbol.for('hoist.Queue');

@@ -67,6 +67,12 @@ export class LocalQueue implements Queue, Lifecycle {
     return { jobsAhead, state: 'waiting', workers };
   }
 
+  async depth(topic: string): Promise<{ waiting: number; running: number }> {
+    const em = this.em.fork();
+    const [waiting, running] = await Promise.all([em.count(JobRow, { topic, state: 'waiting' }), em.count(JobRow, { topic, state: 'running' })]);
+    return { waiting, running };
+  }
+
   async stop(): Promise<void> {
     await Promise.all([...this.stops].map((s) => s()));
   }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Dirent } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { constants, type Dirent } from 'node:fs';
+import { access, mkdir, open, readdir, rename, rm, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { addAbortSignal, finished, type Readable } from 'node:stream';
 import { HoistError, notFound } from '../../core/errors.js';
@@ -57,6 +57,11 @@ export class LocalStorage implements Storage, Lifecycle {
       const s = await stat(file).catch(() => null);
       if (s && s.mtimeMs < cutoff) await rm(file, { recursive: true, force: true });
     }
+  }
+
+  /** Throws when the storage directory cannot be written. */
+  async check(): Promise<void> {
+    await access(this.tmpDir, constants.W_OK);
   }
 
   put(key: string, body: Readable, opts: PutOptions = {}): Promise<StoredObject> {
