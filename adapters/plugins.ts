@@ -8,9 +8,10 @@ import deployerLocal from '../plugins/deployer-local/index.js';
 import hasherArgon2 from '../plugins/hasher-argon2/index.js';
 import mailerOutbox from '../plugins/mailer-outbox/index.js';
 import mailerSmtp from '../plugins/mailer-smtp/index.js';
+import resolverSystem from '../plugins/resolver-system/index.js';
 import queueLocal from '../plugins/queue-local/index.js';
 import storageLocal from '../plugins/storage-local/index.js';
 import tokensJose from '../plugins/tokens-jose/index.js';
 
 /** Every plugin shipped with Hoist; the kernel picks from these by configuration. */
-export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, queueLocal, storageLocal, archiveZip, deployerLocal, analyzerNode, analyzerStatic, builderNode, builderStatic];
+export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, queueLocal, storageLocal, archiveZip, deployerLocal, analyzerNode, analyzerStatic, builderNode, builderStatic, resolverSystem];

@@ -16,6 +16,9 @@ import { TOKEN_SERVICE } from '../core/ports/token-service.js';
 import { CONFIG, ENTITY_MANAGER } from '../core/tokens.js';
 import { BILLING_SERVICE, BillingService } from '../core/billing/billing-service.js';
 import { ENTITLEMENT_SERVICE, EntitlementService } from '../core/billing/entitlement-service.js';
+import { DOMAIN_CHECKER, DomainChecker } from '../core/domains/domain-checker.js';
+import { DOMAIN_SERVICE, DomainService } from '../core/domains/domain-service.js';
+import { DNS_RESOLVER } from '../core/ports/dns-resolver.js';
 import { PROJECT_DELETER, ProjectDeleter } from '../core/projects/project-deleter.js';
 import { PROJECT_SERVICE, ProjectService } from '../core/projects/project-service.js';
 
@@ -61,5 +64,10 @@ export const services: ServiceDefinition[] = [
   { token: BILLING_SERVICE, create: (get) => new BillingService(get(ENTITY_MANAGER)) },
   { token: PROJECT_SERVICE, create: (get) => new ProjectService(get(ENTITY_MANAGER), get(ENTITLEMENT_SERVICE)) },
   { token: PROJECT_DELETER, create: (get) => new ProjectDeleter(get(ENTITY_MANAGER), get(DEPLOYER), get(STORAGE)) },
+  { token: DOMAIN_CHECKER, create: (get) => new DomainChecker(get(ENTITY_MANAGER), get(DNS_RESOLVER), get(CLOCK), get<HoistConfig>(CONFIG)) },
+  {
+    token: DOMAIN_SERVICE,
+    create: (get) => new DomainService(get(ENTITY_MANAGER), get(PROJECT_SERVICE), get(ENTITLEMENT_SERVICE), get(DOMAIN_CHECKER), get(CLOCK), get<HoistConfig>(CONFIG)),
+  },
   ...deploymentServices,
 ];

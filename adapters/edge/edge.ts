@@ -6,21 +6,12 @@ import type { Duplex } from 'node:stream';
 import { extname, join, posix, relative } from 'node:path';
 import { findLiveRelease } from '../../core/deployments/live-release.js';
 import type { Kernel } from '../kernel.js';
+import { projectSlugOfHost } from './host-slug.js';
 import { notFoundPage } from './pages.js';
 import { createReleaseProxy } from './proxy.js';
 
-/** The project slug a Host header names under the apps domain, or null. */
-export function slugOfHost(host: string | undefined, appsDomain: string): string | null {
-  if (!host) return null;
-  const name = host.replace(/:\d+$/, '').toLowerCase().replace(/\.$/, '');
-  const suffix = `.${appsDomain.toLowerCase()}`;
-  if (!name.endsWith(suffix)) return null;
-  const slug = name.slice(0, -suffix.length);
-  return /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(slug) ? slug : null;
-}
-
 /**
- * Builds the edge (not listening): serves each project's live release on `<slug>.<appsDomain>`.
+ * Builds the edge (not listening): serves each project's live release on `<slug>.<appsDomain>` and its active customer domains.
  * Each request resolves the live release once and is answered from it alone, so a switch of
  * release never mixes two releases in one response.
  */
@@ -33,8 +24,9 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
 
   const proxy = createReleaseProxy();
   const serve = async (req: FastifyRequest, reply: FastifyReply) => {
-    const slug = slugOfHost(req.headers.host, config.appsDomain);
-    const release = slug ? await findLiveRelease(kernel.orm.em.fork(), slug) : null;
+    const em = kernel.orm.em.fork();
+    const slug = await projectSlugOfHost(em, req.headers.host, config.appsDomain);
+    const release = slug ? await findLiveRelease(em, slug) : null;
     if (!release) return notFound(reply, null);
     if (release.visibility !== 'public') reply.header('x-robots-tag', 'noindex');
     reply.header('x-hoist-release', release.deploymentId);
@@ -58,8 +50,8 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   app.server.on('upgrade', (req, socket, head) => {
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
-    const slug = slugOfHost(req.headers.host, config.appsDomain);
-    const found = slug ? findLiveRelease(kernel.orm.em.fork(), slug) : Promise.resolve(null);
+    const em = kernel.orm.em.fork();
+    const found = projectSlugOfHost(em, req.headers.host, config.appsDomain).then((slug) => (slug ? findLiveRelease(em, slug) : null));
     found.then(
       (release) => (release?.target.kind === 'http' ? proxy.ws(req, socket, head, release.target.url) : socket.destroy()),
       () => socket.destroy(),

@@ -8,12 +8,13 @@ import { metricsOf } from '../observability/metrics.js';
 import { DEPLOYER, type Deployer } from '../../core/ports/deployer.js';
 import { liveReleaseSpecs } from '../../core/deployments/release-specs.js';
 import type { Kernel } from '../kernel.js';
+import { startDomainChecks } from './domain-scheduler.js';
 
 /**
  * Starts the worker role: takes stage jobs from the queue. At start it brings live releases back
  * (Deployer.restore) and re-enqueues the current stage
  * of every unfinished deployment (the queue de-duplicates), so a chain interrupted between a stage's
- * commit and the next enqueue resumes. Returns a function that stops taking jobs and waits for
+ * commit and the next enqueue resumes. It also checks customer domains on their schedule. Returns a function that stops taking jobs and waits for
  * running ones to hand back.
  */
 export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> {
@@ -39,8 +40,13 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
       throw err;
     }
   };
-  return queue.consume<StageJob>(STAGE_TOPIC, handle, {
+  const stopConsuming = await queue.consume<StageJob>(STAGE_TOPIC, handle, {
     concurrency: kernel.config.workerConcurrency,
     onDead: (job, reason) => runner.fail(job as never, reason),
   });
+  const stopDomainChecks = startDomainChecks(kernel);
+  return async () => {
+    await stopDomainChecks();
+    await stopConsuming();
+  };
 }

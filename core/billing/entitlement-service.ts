@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { Account } from '../entities/account.js';
+import { Domain } from '../entities/domain.js';
 import { Project } from '../entities/project.js';
 import { planRestricted } from '../errors.js';
 import { plans, type Plan, type PlanLimits } from './plans.js';
@@ -96,7 +97,8 @@ export class EntitlementService {
   async usage(accountId: string): Promise<Usage> {
     const projects = await this.em.count(Project, { accountId, status: 'active' });
     const privateProjects = await this.em.count(Project, { accountId, status: 'active', visibility: 'private' });
-    return { projects, private_projects: privateProjects, deployments_per_day: null, customer_subdomains: null, concurrent_builds: null };
+    const domains = await this.em.count(Domain, { accountId });
+    return { projects, private_projects: privateProjects, deployments_per_day: null, customer_subdomains: domains, concurrent_builds: null };
   }
 
   /** The plan, its limits, the account's usage and the capabilities the plan allows. */

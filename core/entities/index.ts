@@ -2,6 +2,7 @@ import { AccessRequestSchema } from './access-request.js';
 import { AccountSchema } from './account.js';
 import { BuildSchema } from './build.js';
 import { DeploymentSchema } from './deployment.js';
+import { DomainSchema } from './domain.js';
 import { IdempotencyRecordSchema } from './idempotency-record.js';
 import { JobRowSchema } from './job.js';
 import { VersionSchema } from './version.js';
@@ -31,4 +32,5 @@ export const entities = [
   DeploymentSchema,
   IdempotencyRecordSchema,
   UploadSessionSchema,
+  DomainSchema,
 ];

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { Build } from '../entities/build.js';
 import { Deployment } from '../entities/deployment.js';
+import { Domain } from '../entities/domain.js';
 import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { Version } from '../entities/version.js';
@@ -42,6 +43,7 @@ export class ProjectDeleter {
         await tx.nativeDelete(Deployment, { projectId });
         await tx.nativeDelete(Build, { projectId });
         await tx.nativeDelete(Version, { projectId });
+        await tx.nativeDelete(Domain, { projectId });
         await tx.nativeDelete(Operation, { projectId, kind: 'deploy' });
         await tx.nativeDelete(Project, { id: projectId, status: 'deleting' });
       }

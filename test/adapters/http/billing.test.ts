@@ -24,7 +24,7 @@ test('entitlements of a free account: limits, usage and capabilities', async () 
   assert.equal(res.json(), {
     plan: 'free',
     limits: plans.free.limits,
-    usage: { projects: 2, private_projects: 0, deployments_per_day: null, customer_subdomains: null, concurrent_builds: null },
+    usage: { projects: 2, private_projects: 0, deployments_per_day: null, customer_subdomains: 0, concurrent_builds: null },
     capabilities: { visibilities: ['draft', 'public'], private_projects: false, access_grants: false, environment_variables: true, customer_subdomains: false },
   });
 });

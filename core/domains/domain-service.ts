@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
+import type { HoistConfig } from '../../config/schema.js';
+import type { EntitlementService } from '../billing/entitlement-service.js';
+import { Domain } from '../entities/domain.js';
+import { conflict, notFound } from '../errors.js';
+import type { Clock } from '../ports/clock.js';
+import { isUuid } from '../projects/keyset-cursor.js';
+import type { ProjectService } from '../projects/project-service.js';
+import type { DomainChecker } from './domain-checker.js';
+import { domainView, type DomainView } from './domain-view.js';
+import { checkHostname } from './hostname-rules.js';
+
+export const DOMAIN_SERVICE = Symbol.for('hoist.DomainService');
+
+type Settings = Pick<HoistConfig, 'appsDomain' | 'publicUrl' | 'appsScheme' | 'appsPort' | 'edgePort' | 'domainCheckSeconds'>;
+
+/** A project's customer subdomains: list, add, read, check now, remove. */
+export class DomainService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly projects: ProjectService,
+    private readonly entitlements: EntitlementService,
+    private readonly checker: DomainChecker,
+    private readonly clock: Clock,
+    private readonly config: Settings,
+  ) {}
+
+  /** The project's domains, oldest first; not_found for another account's project. */
+  async list(accountId: string, projectId: string): Promise<DomainView[]> {
+    const project = await this.projects.get(accountId, projectId);
+    const rows = await this.em.fork().find(Domain, { projectId: project.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    return rows.map((d) => domainView(this.config, d, project.slug));
+  }
+
+  /**
+   * Adds a subdomain as `pending` with a fresh challenge token; the first check is due after
+   * domainCheckSeconds (or at once with `verify`). Throws not_found, invalid_request (see
+   * checkHostname), plan_restricted (customer_subdomains, counted account-wide) or conflict (the
+   * hostname is already added, here or by anyone else).
+   */
+  async add(accountId: string, projectId: string, hostname: unknown): Promise<DomainView> {
+    const project = await this.projects.get(accountId, projectId);
+    const name = checkHostname(hostname, { appsDomain: this.config.appsDomain, apiHost: URL.parse(this.config.publicUrl ?? '')?.hostname });
+    const em = this.em.fork();
+    await this.entitlements.assertWithin(accountId, 'customer_subdomains', await em.count(Domain, { accountId }));
+    const taken = await em.findOne(Domain, { hostname: name }, { fields: ['id', 'projectId'] });
+    if (taken) throw this.taken(name, taken.projectId === project.id ? taken.id : null);
+    const now = this.clock.now();
+    const domain = Object.assign(new Domain(), {
+      accountId,
+      projectId: project.id,
+      hostname: name,
+      token: `hoist-${randomBytes(20).toString('hex')}`,
+      message: 'Waiting for the DNS records: add both, then call verify or wait for the next check.',
+      nextCheckAt: new Date(now.getTime() + this.config.domainCheckSeconds * 1000),
+      createdAt: now,
+      updatedAt: now,
+    });
+    try {
+      await em.insert(domain);
+    } catch (err) {
+      if (err instanceof UniqueConstraintViolationException) throw this.taken(name, null);
+      throw err;
+    }
+    return domainView(this.config, domain, project.slug);
+  }
+
+  /** One domain of the project; not_found when the project or the domain is not there. */
+  async get(accountId: string, projectId: string, domainId: string): Promise<DomainView> {
+    const project = await this.projects.get(accountId, projectId);
+    return domainView(this.config, await this.row(project.id, domainId), project.slug);
+  }
+
+  /**
+   * Checks the domain's records now and answers its new state. When another checker holds it, waits
+   * (up to one claim lease) for that check to end and checks again.
+   */
+  async verify(accountId: string, projectId: string, domainId: string): Promise<DomainView> {
+    const project = await this.projects.get(accountId, projectId);
+    const domain = await this.row(project.id, domainId);
+    const deadline = Date.now() + this.checker.leaseMs;
+    for (;;) {
+      const checked = await this.checker.check(domain.id);
+      if (checked) return domainView(this.config, checked, project.slug);
+      if (Date.now() > deadline) break;
+      await sleep(100);
+    }
+    return domainView(this.config, await this.row(project.id, domainId), project.slug);
+  }
+
+  /** Removes the domain (the edge stops serving it at once); not_found when it is not there. */
+  async remove(accountId: string, projectId: string, domainId: string): Promise<void> {
+    const project = await this.projects.get(accountId, projectId);
+    const n = isUuid(domainId) ? await this.em.fork().nativeDelete(Domain, { id: domainId, projectId: project.id }) : 0;
+    if (n === 0) throw notFound('Domain');
+  }
+
+  private async row(projectId: string, domainId: string): Promise<Domain> {
+    const domain = isUuid(domainId) ? await this.em.fork().findOne(Domain, { id: domainId, projectId }) : null;
+    if (!domain) throw notFound('Domain');
+    return domain;
+  }
+
+  private taken(hostname: string, sameProjectDomainId: string | null) {
+    return sameProjectDomainId
+      ? conflict(`${hostname} is already a domain of this project`, { field: 'hostname', hostname, domain_id: sameProjectDomainId })
+      : conflict(`${hostname} is already in use by another project`, { field: 'hostname', hostname });
+  }
+}

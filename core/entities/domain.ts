@@ -1,0 +1,54 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+
+/** A customer-owned subdomain of a project; see core/domains/domain-states.ts for its states. */
+export class Domain {
+  id: string = randomUUID();
+  accountId!: string;
+  projectId!: string;
+  /** Lowercased, no trailing dot; unique across the service. */
+  hostname!: string;
+  /** `pending`, `verified`, `active` or `misconfigured`. */
+  status: string = 'pending';
+  /** The value the `_hoist-challenge.<hostname>` TXT record must hold. */
+  token!: string;
+  /** What the last check found wrong, for people; null when nothing is. */
+  message: string | null = null;
+  /** Checks in a row that did not find the domain active (the backoff grows with it). */
+  failures: number = 0;
+  verifiedAt: Date | null = null;
+  /** First time the domain went active; from then on a failed check makes it misconfigured. */
+  activatedAt: Date | null = null;
+  lastCheckedAt: Date | null = null;
+  nextCheckAt: Date = new Date();
+  /** A checker holds the domain until then (set by conditional update, so one checker at a time). */
+  claimedUntil: Date | null = null;
+  /** Random id of the claim's holder: its result is written only while it still holds the claim. */
+  claimedBy: string | null = null;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
+export const DomainSchema = new EntitySchema<Domain>({
+  class: Domain,
+  tableName: 'domains',
+  indexes: [{ properties: ['projectId'] }, { properties: ['accountId'] }, { properties: ['nextCheckAt'] }],
+  properties: {
+    id: { type: 'uuid', primary: true },
+    accountId: { type: 'uuid' },
+    projectId: { type: 'uuid' },
+    hostname: { type: 'string', length: 253, unique: true },
+    status: { type: 'string', length: 16 },
+    token: { type: 'string', length: 64 },
+    message: { type: 'text', nullable: true },
+    failures: { type: 'integer' },
+    verifiedAt: { type: 'datetime', nullable: true },
+    activatedAt: { type: 'datetime', nullable: true },
+    lastCheckedAt: { type: 'datetime', nullable: true },
+    nextCheckAt: { type: 'datetime' },
+    claimedUntil: { type: 'datetime', nullable: true },
+    claimedBy: { type: 'uuid', nullable: true },
+    createdAt: { type: 'datetime' },
+    updatedAt: { type: 'datetime' },
+  },
+});

@@ -1,0 +1,344 @@
+// legs: db
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { DOMAIN_CHECKER, type DomainChecker } from '../../../core/domains/domain-checker.js';
+import { Domain } from '../../../core/entities/domain.js';
+import { PROJECT_DELETER, type ProjectDeleter } from '../../../core/projects/project-deleter.js';
+import { testApi, type TestAccount, type TestApi } from '../../helpers/api.js';
+import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.js';
+
+let t: TestApi;
+let dns: TestDnsServer;
+let pro: TestAccount;
+let rival: TestAccount;
+let projectId: string;
+let slug: string;
+
+test.before(async () => {
+  dns = await startDnsServer();
+  t = await testApi({ appsDomain: 'apps.hoist.test', publicUrl: 'https://api.hoist.test', dnsServers: dns.address, dnsTimeoutMs: 2000, dnsTries: 1 });
+  pro = await t.account({ plan: 'pro' });
+  rival = await t.account({ plan: 'pro' });
+  ({ projectId, slug } = await newProject(pro, 'shop'));
+});
+test.after(async () => {
+  await t?.close();
+  await dns?.close();
+});
+
+async function call(who: TestAccount | null, method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown) {
+  const res = await t.app.inject({ method, url: `/api/v1${url}`, headers: who ? who.auth : {}, ...(payload === undefined ? {} : { payload: payload as object }) });
+  return { status: res.statusCode, body: res.body ? res.json() : null };
+}
+
+async function newProject(who: TestAccount, name: string) {
+  const { body } = await call(who, 'POST', '/projects', { name });
+  return { projectId: body.id as string, slug: body.slug as string };
+}
+
+const rows = () => t.kernel.orm.em.fork().find(Domain, {}, { orderBy: { hostname: 'asc' } });
+const add = (who: TestAccount, project: string, hostname: unknown) => call(who, 'POST', `/projects/${project}/domains`, { hostname });
+
+/** Publishes both records of a domain as its view asks for them. */
+function publish(view: any) {
+  for (const r of view.records) dns.set(r.name, r.type, [r.value]);
+}
+
+test('add answers 201 pending with the TXT and CNAME records to create; list and read show it', async () => {
+  const res = await add(pro, projectId, 'Docs.Customer.TEST.');
+  assert.is(res.status, 201, JSON.stringify(res.body));
+  const d = res.body;
+  assert.is(d.hostname, 'docs.customer.test');
+  assert.is(d.status, 'pending');
+  assert.is(d.project_id, projectId);
+  assert.match(d.records[0].value, /^hoist-[0-9a-f]{40}$/);
+  assert.equal(
+    d.records.map((r: any) => [r.type, r.name, r.value]),
+    [
+      ['TXT', '_hoist-challenge.docs.customer.test', d.records[0].value],
+      ['CNAME', 'docs.customer.test', `${slug}.apps.hoist.test`],
+    ],
+  );
+  assert.is(d.last_checked_at, null);
+  assert.ok(Date.parse(d.next_check_at) > Date.parse(d.created_at), 'the first check is scheduled');
+  assert.match(d.url, /^http:\/\/docs\.customer\.test/);
+
+  const list = await call(pro, 'GET', `/projects/${projectId}/domains`);
+  assert.is(list.status, 200);
+  assert.equal(list.body.domains.map((x: any) => x.id), [d.id]);
+  const read = await call(pro, 'GET', `/projects/${projectId}/domains/${d.id}`);
+  assert.equal(read.body, d);
+  const other = await add(pro, projectId, 'docs2.customer.test');
+  assert.is.not(other.body.records[0].value, d.records[0].value, 'each domain gets its own token');
+  assert.is((await call(pro, 'DELETE', `/projects/${projectId}/domains/${other.body.id}`)).status, 204);
+  assert.is((await call(pro, 'DELETE', `/projects/${projectId}/domains/${d.id}`)).status, 204);
+});
+
+test('verify drives pending → verified → active → misconfigured → active as the records change', async () => {
+  const { body: d } = await add(pro, projectId, 'app.customer.test');
+  const verify = async () => {
+    const r = await call(pro, 'POST', `/projects/${projectId}/domains/${d.id}/verify`);
+    assert.is(r.status, 200, JSON.stringify(r.body));
+    return r.body;
+  };
+  let v = await verify();
+  assert.is(v.status, 'pending');
+  assert.match(v.message, /No TXT record at _hoist-challenge\.app\.customer\.test/);
+  assert.match(v.message, /No CNAME record at app\.customer\.test/);
+  assert.ok(v.last_checked_at);
+  assert.is(v.verified_at, null);
+
+  dns.set('_hoist-challenge.app.customer.test', 'TXT', ['someone-else']);
+  v = await verify();
+  assert.is(v.status, 'pending');
+  assert.match(v.message, /holds "someone-else", not the token/);
+
+  dns.set('_hoist-challenge.app.customer.test', 'TXT', ['someone-else', d.records[0].value]);
+  v = await verify();
+  assert.is(v.status, 'verified');
+  assert.ok(v.verified_at);
+  assert.match(v.message, /No CNAME record/);
+
+  dns.set('app.customer.test', 'CNAME', ['elsewhere.example.test']);
+  v = await verify();
+  assert.is(v.status, 'verified');
+  assert.match(v.message, /is a CNAME for elsewhere\.example\.test, not .*\.apps\.hoist\.test/);
+
+  dns.set('app.customer.test', 'CNAME', [`${slug.toUpperCase()}.APPS.HOIST.TEST.`]);
+  v = await verify();
+  assert.is(v.status, 'active');
+  assert.is(v.message, null);
+  const activeCheck = Date.parse(v.next_check_at) - Date.parse(v.last_checked_at);
+  assert.is(activeCheck, t.kernel.config.domainActiveCheckSeconds * 1000, 'an active domain is checked periodically');
+
+  dns.set('_hoist-challenge.app.customer.test', 'TXT', []);
+  v = await verify();
+  assert.is(v.status, 'misconfigured');
+  assert.match(v.message, /No TXT record/);
+
+  publish(d);
+  v = await verify();
+  assert.is(v.status, 'active');
+
+  dns.set('app.customer.test', 'CNAME', []);
+  v = await verify();
+  assert.is(v.status, 'misconfigured', 'an active domain whose CNAME goes is misconfigured, not merely verified');
+  assert.match(v.message, /No CNAME record/);
+
+  publish(d);
+  assert.is((await verify()).status, 'active');
+  assert.is((await call(pro, 'DELETE', `/projects/${projectId}/domains/${d.id}`)).status, 204);
+  dns.remove('app.customer.test');
+  dns.remove('_hoist-challenge.app.customer.test');
+});
+
+test('a failed lookup keeps the state, says so, and backs off', async () => {
+  const { body: d } = await add(pro, projectId, 'flaky.customer.test');
+  publish(d);
+  const path = `/projects/${projectId}/domains/${d.id}/verify`;
+  assert.is((await call(pro, 'POST', path)).body.status, 'active');
+  dns.mode = 'servfail';
+  try {
+    const first = (await call(pro, 'POST', path)).body;
+    assert.is(first.status, 'active', 'a server failure is not proof the records are gone');
+    assert.match(first.message, /DNS lookup failed \(servfail\)/);
+    const second = (await call(pro, 'POST', path)).body;
+    const gap = (v: any) => Date.parse(v.next_check_at) - Date.parse(v.last_checked_at);
+    assert.ok(gap(second) > gap(first), `the wait grows: ${gap(first)} then ${gap(second)}`);
+  } finally {
+    dns.mode = 'answer';
+  }
+  const back = (await call(pro, 'POST', path)).body;
+  assert.is(back.status, 'active');
+  assert.is(back.message, null);
+  await call(pro, 'DELETE', `/projects/${projectId}/domains/${d.id}`);
+});
+
+test('pending domains are checked often at first, then less and less often', async () => {
+  const { body: d } = await add(pro, projectId, 'slow.customer.test');
+  const { domainCheckSeconds, domainCheckMaxSeconds } = t.kernel.config;
+  assert.is(Date.parse(d.next_check_at) - Date.parse(d.created_at), domainCheckSeconds * 1000);
+  const gaps: number[] = [];
+  for (let i = 0; i < 14; i++) {
+    const v = (await call(pro, 'POST', `/projects/${projectId}/domains/${d.id}/verify`)).body;
+    gaps.push((Date.parse(v.next_check_at) - Date.parse(v.last_checked_at)) / 1000);
+  }
+  for (let i = 1; i < gaps.length; i++) assert.ok(gaps[i] >= gaps[i - 1], `never sooner: ${gaps}`);
+  assert.ok(gaps[1] > gaps[0], `backs off: ${gaps}`);
+  assert.is(gaps[gaps.length - 1], domainCheckMaxSeconds, `capped: ${gaps}`);
+  await call(pro, 'DELETE', `/projects/${projectId}/domains/${d.id}`);
+});
+
+test('every hostname that is not a customer subdomain is refused with 400 and the reason; nothing is stored', async () => {
+  const before = await rows();
+  const cases: [unknown, RegExp][] = [
+    ['customer.test', /apex domain/],
+    ['customer.co.uk', /apex domain/],
+    ['CUSTOMER.COM.', /apex domain/],
+    ['co.uk', /public suffix/],
+    ['com', /public suffix/],
+    ['192.0.2.10', /IP address/],
+    ['[2001:db8::1]', /IP address/],
+    ['2001:db8::1', /IP address|not a valid DNS name/],
+    ['apps.hoist.test', /belongs to this service/],
+    ['shop.apps.hoist.test', /belongs to this service/],
+    ['a.b.apps.hoist.test', /belongs to this service/],
+    ['api.hoist.test', /belongs to this service/],
+    ['*.customer.test', /wildcard/],
+    ['*', /wildcard/],
+    ['app..customer.test', /not a valid DNS name/],
+    ['-app.customer.test', /not a valid DNS name/],
+    ['app-.customer.test', /not a valid DNS name/],
+    ['app_1.customer.test', /not a valid DNS name/],
+    ['app customer.test', /not a valid DNS name/],
+    ['https://app.customer.test/', /not a valid DNS name/],
+    ['app.customer.test:8080', /not a valid DNS name/],
+    [`${'a'.repeat(64)}.customer.test`, /not a valid DNS name/],
+    [`${'abcdefghi.'.repeat(24)}customer.test`, /at most \d+ characters/],
+    ['', /required/],
+    ['   ', /required/],
+  ];
+  for (const [hostname, reason] of cases) {
+    const res = await add(pro, projectId, hostname);
+    assert.is(res.status, 400, `${hostname}: ${JSON.stringify(res.body)}`);
+    assert.is(res.body.error.code, 'invalid_request');
+    assert.is(res.body.error.details.field, 'hostname');
+    assert.match(res.body.error.message, reason, String(hostname));
+  }
+  for (const payload of [{}, { hostname: 42 }, { hostname: null }, { hostname: 'ok.customer.test', extra: 1 }]) {
+    const res = await call(pro, 'POST', `/projects/${projectId}/domains`, payload);
+    assert.is(res.status, 400, JSON.stringify(payload));
+    assert.is(res.body.error.code, 'invalid_request');
+  }
+  assert.equal(await rows(), before);
+});
+
+test('a hostname held by another account or another project is a 409; the holder keeps it', async () => {
+  const { body: held } = await add(pro, projectId, 'held.customer.test');
+  const theirs = await newProject(rival, 'rival-site');
+  const before = await rows();
+  for (const [who, project, hostname] of [
+    [rival, theirs.projectId, 'held.customer.test'],
+    [rival, theirs.projectId, 'HELD.customer.test.'],
+  ] as const) {
+    const res = await add(who, project, hostname);
+    assert.is(res.status, 409, JSON.stringify(res.body));
+    assert.is(res.body.error.code, 'conflict');
+    assert.is(res.body.error.details.domain_id, undefined, 'another account learns nothing of the holder');
+  }
+  const mine = await newProject(pro, 'second-site');
+  const sameAccount = await add(pro, mine.projectId, 'held.customer.test');
+  assert.is(sameAccount.status, 409);
+  const again = await add(pro, projectId, 'held.customer.test');
+  assert.is(again.status, 409);
+  assert.is(again.body.error.details.domain_id, held.id);
+  assert.equal(await rows(), before);
+  await call(pro, 'DELETE', `/projects/${projectId}/domains/${held.id}`);
+  assert.is((await add(rival, theirs.projectId, 'held.customer.test')).status, 201, 'a removed hostname is free again');
+});
+
+test('a plan without customer subdomains answers 403 with the plan fields; the limit counts the whole account', async () => {
+  const free = await t.account({ plan: 'free' });
+  const { projectId: freeProject } = await newProject(free, 'free-site');
+  const before = await rows();
+  const res = await add(free, freeProject, 'app.free-customer.test');
+  assert.is(res.status, 403);
+  assert.is(res.body.error.code, 'plan_restricted');
+  assert.equal(
+    { feature: res.body.error.feature, plan: res.body.error.plan, required_plan: res.body.error.required_plan, limit: res.body.error.limit, usage: res.body.error.usage },
+    { feature: 'customer_subdomains', plan: 'free', required_plan: 'pro', limit: 0, usage: 0 },
+  );
+  assert.equal(await rows(), before);
+
+  const full = await t.account({ plan: 'pro' });
+  const a = await newProject(full, 'full-a');
+  const b = await newProject(full, 'full-b');
+  for (let i = 0; i < 5; i++) assert.is((await add(full, i % 2 ? a.projectId : b.projectId, `s${i}.full.test`)).status, 201);
+  const over = await add(full, a.projectId, 's5.full.test');
+  assert.is(over.status, 403);
+  assert.is(over.body.error.limit, 5);
+  assert.is(over.body.error.usage, 5);
+  assert.is(over.body.error.required_plan, 'team');
+  const ent = await call(full, 'GET', '/billing/entitlements');
+  assert.is(ent.body.usage.customer_subdomains, 5, 'the entitlements call counts them');
+  assert.is((await t.kernel.orm.em.fork().count(Domain, { accountId: full.accountId })), 5);
+});
+
+test('another account\'s project or domain is a 404; no token is a 401; nothing changes', async () => {
+  const { body: d } = await add(pro, projectId, 'private.customer.test');
+  const before = await rows();
+  const urls = [`/projects/${projectId}/domains`, `/projects/${projectId}/domains/${d.id}`];
+  assert.is((await call(rival, 'GET', urls[0])).status, 404);
+  assert.is((await call(rival, 'GET', urls[1])).status, 404);
+  assert.is((await call(rival, 'POST', `${urls[1]}/verify`)).status, 404);
+  assert.is((await call(rival, 'DELETE', urls[1])).status, 404);
+  const steal = await add(rival, projectId, 'other.customer.test');
+  assert.is(steal.status, 404);
+  assert.is(steal.body.error.code, 'not_found');
+  // The right domain id under another of the caller's projects is not found either.
+  const theirs = await newProject(rival, 'rival-two');
+  assert.is((await call(rival, 'GET', `/projects/${theirs.projectId}/domains/${d.id}`)).status, 404);
+  for (const bad of ['not-a-uuid', '00000000-0000-0000-0000-000000000000']) {
+    assert.is((await call(pro, 'GET', `/projects/${projectId}/domains/${bad}`)).status, 404);
+    assert.is((await call(pro, 'DELETE', `/projects/${projectId}/domains/${bad}`)).status, 404);
+    assert.is((await call(pro, 'POST', `/projects/${projectId}/domains/${bad}/verify`)).status, 404);
+  }
+  for (const [method, url] of [['GET', urls[0]], ['POST', urls[0]], ['GET', urls[1]], ['POST', `${urls[1]}/verify`], ['DELETE', urls[1]]] as const) {
+    const res = await call(null, method, url, method === 'POST' ? { hostname: 'x.customer.test' } : undefined);
+    assert.is(res.status, 401, `${method} ${url}`);
+    assert.is(res.body.error.code, 'unauthorized');
+  }
+  assert.equal(await rows(), before);
+  await call(pro, 'DELETE', urls[1]);
+});
+
+test('two checkers never check one domain at once: the second finds it claimed', async () => {
+  const { body: d } = await add(pro, projectId, 'claimed.customer.test');
+  publish(d);
+  const checker = t.kernel.get<DomainChecker>(DOMAIN_CHECKER);
+  dns.mode = 'silent';
+  const asked = dns.asked.length;
+  const slow = checker.check(d.id);
+  // Wait until the first checker's question reached the server: it holds the claim now.
+  for (const end = Date.now() + 20_000; dns.asked.length === asked; ) {
+    if (Date.now() > end) throw new Error('the first check never asked');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.is(await checker.check(d.id), null, 'the second checker does not check a claimed domain');
+  dns.mode = 'answer';
+  const first = await slow;
+  assert.ok(first, 'the first checker writes its result');
+  assert.match(first!.message ?? '', /timeout/);
+  const row = await t.kernel.orm.em.fork().findOneOrFail(Domain, { id: d.id });
+  assert.is(row.claimedBy, null, 'the claim is released');
+  assert.ok(await checker.check(d.id), 'and the next check takes it');
+  await call(pro, 'DELETE', `/projects/${projectId}/domains/${d.id}`);
+});
+
+test('checkDue checks only domains that are due, and reschedules them', async () => {
+  const { body: d } = await add(pro, projectId, 'due.customer.test');
+  const checker = t.kernel.get<DomainChecker>(DOMAIN_CHECKER);
+  const em = t.kernel.orm.em.fork();
+  await em.nativeUpdate(Domain, {}, { nextCheckAt: new Date(Date.now() + 3_600_000) });
+  assert.is(await checker.checkDue(), 0);
+  await em.nativeUpdate(Domain, { id: d.id }, { nextCheckAt: new Date(Date.now() - 1000) });
+  publish(d);
+  assert.is(await checker.checkDue(), 1);
+  const row = await em.fork().findOneOrFail(Domain, { id: d.id });
+  assert.is(row.status, 'active');
+  assert.ok(row.nextCheckAt.getTime() > Date.now());
+  assert.is(await checker.checkDue(), 0);
+  await call(pro, 'DELETE', `/projects/${projectId}/domains/${d.id}`);
+});
+
+test('deleting a project removes its domains and frees their hostnames', async () => {
+  const doomed = await newProject(pro, 'doomed');
+  const { body: d } = await add(pro, doomed.projectId, 'doomed.customer.test');
+  const del = await call(pro, 'DELETE', `/projects/${doomed.projectId}`);
+  assert.ok([200, 202, 204].includes(del.status), JSON.stringify(del.body));
+  await t.inContext(() => t.kernel.get<ProjectDeleter>(PROJECT_DELETER).finishUnfinished());
+  assert.is(await t.kernel.orm.em.fork().count(Domain, { id: d.id }), 0);
+  assert.is((await add(rival, (await newProject(rival, 'heir')).projectId, 'doomed.customer.test')).status, 201);
+});
+
+test.run();
