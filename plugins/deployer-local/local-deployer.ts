@@ -40,6 +40,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
   }
 
   async prepare(spec: ReleaseSpec, control: { signal: AbortSignal; log(line: string): void }): Promise<ReleaseTarget> {
+    if (spec.runtime === 'node' && !spec.startCommand) throw new StageError('deploy_no_start_command', 'The release has no start command; set start_command in the project settings', false);
     const root = this.dir(spec.deploymentId);
     await mkdir(join(this.opts.dataDir, 'releases'), { recursive: true });
     await withWorkspace(this.opts.dataDir, `deploy-${spec.deploymentId}`, async (work) => {
@@ -53,8 +54,12 @@ export class LocalDeployer implements Deployer, Lifecycle {
     });
     control.log(`Release ${spec.deploymentId} unpacked`);
     if (spec.runtime === 'static') return { kind: 'static', root };
-    if (!spec.startCommand) throw new StageError('deploy_no_start_command', 'The release has no start command; set start_command in the project settings', false);
-    return this.run(spec, root, control.signal);
+    try {
+      return await this.run(spec, root, control.signal);
+    } catch (err) {
+      await rm(root, { recursive: true, force: true });
+      throw err;
+    }
   }
 
   async remove(deploymentId: string): Promise<void> {

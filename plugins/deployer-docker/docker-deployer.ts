@@ -1,0 +1,244 @@
+import type { EntityManager } from '@mikro-orm/core';
+import type Docker from 'dockerode';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { withWorkspace } from '../../core/deployments/workspace.js';
+import { Deployment, type ReleaseTarget } from '../../core/entities/deployment.js';
+import { StageError } from '../../core/operations/stage-error.js';
+import type { Lifecycle } from '../../core/plugin.js';
+import type { Archive } from '../../core/ports/archive.js';
+import type { Deployer, ReleaseSpec } from '../../core/ports/deployer.js';
+import type { Storage } from '../../core/ports/storage.js';
+import { lastLogLines } from './docker-logs.js';
+import {
+  MAX_RESTARTS,
+  PIDS_LIMIT,
+  RELEASE_PORT,
+  RELEASE_USER,
+  TMPFS,
+  releaseContainerName,
+  releaseEnv,
+  releaseImageTag,
+  releaseLabels,
+  stageBuildContext,
+  waitUntilAnswering,
+} from './release-image.js';
+
+export interface DockerDeployerOptions {
+  dataDir: string;
+  /** Image every release image is built on (needs node, npm and sh). */
+  baseImage: string;
+  /** The bridge network releases run on (created, labelled, when missing). */
+  network: string;
+  /** Memory limit of a release container, MiB (its Node.js heap cap is three quarters of it). */
+  memoryMb: number;
+  /** CPU limit of a release container, thousandths of a CPU. */
+  cpuMillis: number;
+  /** How long a release has to answer HTTP before its deploy fails. */
+  healthTimeoutMs: number;
+}
+
+const MiB = 1024 * 1024;
+const never = new AbortController().signal;
+const status = (err: unknown) => (err as { statusCode?: number }).statusCode;
+
+/**
+ * Runs each release as a container of its own image through the Docker Engine API. The image is
+ * the base image plus the artifact (`/app`) and Hoist's runtime scripts (`/hoist`); the container
+ * runs as a non-root user with every capability dropped, no-new-privileges, a read-only root
+ * filesystem (tmpfs `/tmp`), memory, CPU and process limits, on Hoist's own bridge network. The
+ * edge reaches it at its address on that network (`http://<container ip>:8080`): no host port is
+ * taken, and an edge on the Docker host or in a container attached to the network can route to it.
+ * Everything it creates carries `hoist.managed=true` and the deployment and project ids.
+ */
+export class DockerDeployer implements Deployer, Lifecycle {
+  private events: Readable | null = null;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly storage: Storage,
+    private readonly archive: Archive,
+    private readonly docker: Docker,
+    private readonly opts: DockerDeployerOptions,
+  ) {}
+
+  /**
+   * Checks the engine answers and the base image is there, creates the network when missing, and
+   * watches Hoist's containers: one that stops for good after its restarts marks its deployment failed.
+   */
+  async start(): Promise<void> {
+    await this.check();
+    await this.docker
+      .getImage(this.opts.baseImage)
+      .inspect()
+      .catch((err) => {
+        throw new Error(`the base image ${this.opts.baseImage} is not on the Docker engine (${status(err) ?? err.message}); build it with scripts/docker-base-image.sh or set HOIST_DOCKER_BASE_IMAGE`);
+      });
+    await this.network();
+    this.events = (await this.docker.getEvents({ filters: { type: ['container'], event: ['die'], label: ['hoist.managed=true'] } })) as Readable;
+    this.events.on('error', () => {});
+    createInterface({ input: this.events }).on('line', (line) => void this.died(JSON.parse(line)).catch(() => {}));
+  }
+
+  async stop(): Promise<void> {
+    this.events?.destroy();
+    this.events = null;
+  }
+
+  async check(): Promise<void> {
+    await this.docker.ping().catch((err: Error) => {
+      throw new Error(`the Docker engine does not answer: ${err.message}`);
+    });
+  }
+
+  async prepare(spec: ReleaseSpec, control: { signal: AbortSignal; log(line: string): void }): Promise<ReleaseTarget> {
+    if (spec.runtime === 'node' && !spec.startCommand) throw new StageError('deploy_no_start_command', 'The release has no start command; set start_command in the project settings', false);
+    const { signal } = control;
+    try {
+      await this.remove(spec.deploymentId);
+      await withWorkspace(this.opts.dataDir, `deploy-${spec.deploymentId}`, async (dir) => {
+        const src = await stageBuildContext(dir, spec, this.opts.baseImage, { storage: this.storage, archive: this.archive }, signal);
+        signal.throwIfAborted();
+        await this.build(dir, src, releaseImageTag(spec.deploymentId), signal);
+      });
+      control.log(`Image ${releaseImageTag(spec.deploymentId)} built`);
+      signal.throwIfAborted();
+      const container = await this.create(spec);
+      await container.start();
+      control.log(`Container ${releaseContainerName(spec.deploymentId)} started`);
+      return await this.healthy(container, signal);
+    } catch (err) {
+      await this.remove(spec.deploymentId).catch(() => {});
+      if (signal.aborted) throw new StageError('deploy_canceled', 'The deploy was canceled; its container and image were removed', true);
+      if (err instanceof StageError) throw err;
+      throw new StageError('deploy_docker_failed', `The Docker engine could not run the release: ${(err as Error).message}`, true);
+    }
+  }
+
+  async remove(deploymentId: string): Promise<void> {
+    const label = ['hoist.managed=true', `hoist.deployment=${deploymentId}`];
+    for (const c of await this.docker.listContainers({ all: true, filters: { label } })) {
+      await this.docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch((err) => {
+          if (status(err) !== 404 && status(err) !== 409) throw err;
+        });
+    }
+    for (const i of await this.docker.listImages({ filters: { label } })) {
+      await this.docker
+        .getImage(i.Id)
+        .remove({ force: true })
+        .catch((err) => {
+          if (status(err) !== 404 && status(err) !== 409) throw err;
+        });
+    }
+  }
+
+  /**
+   * Starts the container of each live release again (after a host or engine restart) and waits for
+   * it to answer; a release whose container is gone is built again from its artifact. The new
+   * address is recorded; a release that does not come back is marked failed.
+   */
+  async restore(specs: ReleaseSpec[]): Promise<void> {
+    for (const spec of specs) {
+      try {
+        const [found] = await this.docker.listContainers({ all: true, filters: { label: ['hoist.managed=true', `hoist.deployment=${spec.deploymentId}`] } });
+        let target: ReleaseTarget;
+        if (!found) target = await this.prepare(spec, { signal: never, log: () => {} });
+        else {
+          const container = this.docker.getContainer(found.Id);
+          if (found.State !== 'running') await container.start();
+          target = await this.healthy(container, never);
+        }
+        await this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target });
+      } catch (err) {
+        const message = `The release did not come back after a restart: ${(err as Error).message}`;
+        await this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { status: 'failed', error: { code: 'deploy_restore_failed', message }, endedAt: new Date() }).catch(() => {});
+      }
+    }
+  }
+
+  /** A container of ours died: when Docker will not restart it again, its live deployment is marked failed. */
+  private async died(event: { id: string; Actor?: { Attributes?: Record<string, string> } }): Promise<void> {
+    const deploymentId = event.Actor?.Attributes?.['hoist.deployment'];
+    if (!deploymentId) return;
+    const container = this.docker.getContainer(event.id);
+    const info = await container.inspect();
+    if (info.RestartCount < MAX_RESTARTS || info.State.Running || info.State.Restarting) return;
+    const lines = await lastLogLines(container, 20).catch(() => []);
+    const message = `The app crashed ${MAX_RESTARTS + 1} times and was stopped. Last lines:\n${lines.join('\n')}`;
+    await this.em.fork().nativeUpdate(Deployment, { id: deploymentId, status: 'live' }, { status: 'failed', error: { code: 'deploy_crash_loop', message }, endedAt: new Date() });
+  }
+
+  /** The network releases run on, created with Hoist's label when missing. */
+  private async network(): Promise<void> {
+    const exists = await this.docker.getNetwork(this.opts.network).inspect().then(() => true, () => false);
+    if (exists) return;
+    await this.docker.createNetwork({ Name: this.opts.network, Driver: 'bridge', CheckDuplicate: true, Labels: { 'hoist.managed': 'true' } }).catch((err) => {
+      // Another process created it first.
+      if (status(err) !== 409) throw err;
+    });
+  }
+
+  private async build(context: string, src: string[], tag: string, abortSignal: AbortSignal): Promise<void> {
+    const stream = await this.docker.buildImage({ context, src }, { t: tag, rm: true, forcerm: true, abortSignal } as Docker.ImageBuildOptions);
+    const output = await new Promise<{ error?: string; stream?: string }[]>((resolve, reject) => this.docker.modem.followProgress(stream, (err, res) => (err ? reject(err) : resolve(res))));
+    const failed = output.find((o) => o.error);
+    if (failed) {
+      const lines = output.flatMap((o) => (o.stream ?? '').split('\n')).filter(Boolean).slice(-20);
+      throw new StageError('deploy_image_build_failed', `The release image did not build: ${failed.error}`, true, { last_lines: lines });
+    }
+  }
+
+  private create(spec: ReleaseSpec): Promise<Docker.Container> {
+    return this.docker.createContainer({
+      name: releaseContainerName(spec.deploymentId),
+      Image: releaseImageTag(spec.deploymentId),
+      Env: releaseEnv(spec, this.opts.memoryMb),
+      Labels: releaseLabels(spec),
+      User: RELEASE_USER,
+      ExposedPorts: { [`${RELEASE_PORT}/tcp`]: {} },
+      HostConfig: {
+        NetworkMode: this.opts.network,
+        Memory: this.opts.memoryMb * MiB,
+        MemorySwap: this.opts.memoryMb * MiB,
+        NanoCpus: this.opts.cpuMillis * 1_000_000,
+        PidsLimit: PIDS_LIMIT,
+        ReadonlyRootfs: true,
+        Tmpfs: TMPFS,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        Privileged: false,
+        RestartPolicy: { Name: 'on-failure', MaximumRetryCount: MAX_RESTARTS },
+        LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
+      },
+    });
+  }
+
+  /**
+   * Waits until the container answers on its network address and returns that address. Fails with
+   * `deploy_unhealthy` and its last log lines when it exits or restarts first, or at the deadline.
+   */
+  private async healthy(container: Docker.Container, signal: AbortSignal): Promise<ReleaseTarget> {
+    const info = await container.inspect();
+    const restarts = info.RestartCount;
+    const ip = info.NetworkSettings.Networks[this.opts.network]?.IPAddress;
+    const down = async () => {
+      const now = await container.inspect();
+      if (now.RestartCount > restarts || !now.State.Running) return `exited with code ${now.State.ExitCode} before answering on port ${RELEASE_PORT}`;
+      return null;
+    };
+    try {
+      if (!ip) throw new Error(`has no address on network ${this.opts.network}`);
+      const url = `http://${ip}:${RELEASE_PORT}`;
+      await waitUntilAnswering(url, this.opts.healthTimeoutMs, signal, down);
+      return { kind: 'http', url };
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const lines = await lastLogLines(container, 20).catch(() => []);
+      const message = `The release ${(err as Error).message}. ${lines.length ? `Last lines:\n${lines.join('\n')}` : 'It printed nothing.'}`;
+      throw new StageError('deploy_unhealthy', message, true, { last_lines: lines });
+    }
+  }
+}

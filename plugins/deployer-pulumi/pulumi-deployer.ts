@@ -1,0 +1,125 @@
+import type { EntityManager } from '@mikro-orm/core';
+import type Docker from 'dockerode';
+import { LocalWorkspace, type InlineProgramArgs, type LocalWorkspaceOptions, type PulumiFn, type Stack } from '@pulumi/pulumi/automation/index.js';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { withWorkspace } from '../../core/deployments/workspace.js';
+import { Deployment, type ReleaseTarget } from '../../core/entities/deployment.js';
+import { StageError } from '../../core/operations/stage-error.js';
+import type { Archive } from '../../core/ports/archive.js';
+import type { Deployer, ReleaseSpec } from '../../core/ports/deployer.js';
+import type { Storage } from '../../core/ports/storage.js';
+import { lastLogLines } from '../deployer-docker/docker-logs.js';
+import { releaseContainerName, stageBuildContext, waitUntilAnswering } from '../deployer-docker/release-image.js';
+import { networkProgram, releaseProgram } from './release-program.js';
+
+export interface PulumiDeployerOptions {
+  dataDir: string;
+  dockerHost: string;
+  baseImage: string;
+  network: string;
+  memoryMb: number;
+  cpuMillis: number;
+  healthTimeoutMs: number;
+  passphrase: string;
+}
+
+const PROJECT = 'hoist-releases';
+const never = new AbortController().signal;
+
+/**
+ * Runs each release as a Pulumi stack (`@pulumi/docker` image and container; the network in a
+ * stack of its own) through the Automation API with inline programs and a local state backend in
+ * `<dataDir>/pulumi`. Needs the `pulumi` CLI and its Docker provider plugin on this machine.
+ */
+export class PulumiDeployer implements Deployer {
+  private networkReady: Promise<void> | null = null;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly storage: Storage,
+    private readonly archive: Archive,
+    /** Only to read a failed release's last log lines. */
+    private readonly docker: Docker,
+    private readonly opts: PulumiDeployerOptions,
+  ) {}
+
+  async prepare(spec: ReleaseSpec, control: { signal: AbortSignal; log(line: string): void }): Promise<ReleaseTarget> {
+    if (spec.runtime === 'node' && !spec.startCommand) throw new StageError('deploy_no_start_command', 'The release has no start command; set start_command in the project settings', false);
+    const { signal } = control;
+    try {
+      await this.ensureNetwork();
+      const url = await withWorkspace(this.opts.dataDir, `deploy-${spec.deploymentId}`, async (context) => {
+        await stageBuildContext(context, spec, this.opts.baseImage, { storage: this.storage, archive: this.archive }, signal);
+        const stack = await this.stack(spec.deploymentId, releaseProgram({ spec, context, network: this.opts.network, memoryMb: this.opts.memoryMb, cpuMillis: this.opts.cpuMillis }));
+        const result = await stack.up({ onOutput: (out) => control.log(out.trimEnd()), signal });
+        return String(result.outputs.url.value);
+      });
+      await waitUntilAnswering(url, this.opts.healthTimeoutMs, signal, async () => null).catch(async (err: Error) => {
+        if (signal.aborted) throw err;
+        const lines = await lastLogLines(this.docker.getContainer(releaseContainerName(spec.deploymentId)), 20).catch(() => []);
+        const message = `The release ${err.message}. ${lines.length ? `Last lines:\n${lines.join('\n')}` : 'It printed nothing.'}`;
+        throw new StageError('deploy_unhealthy', message, true, { last_lines: lines });
+      });
+      return { kind: 'http', url };
+    } catch (err) {
+      await this.remove(spec.deploymentId).catch(() => {});
+      if (signal.aborted) throw new StageError('deploy_canceled', 'The deploy was canceled; its stack was destroyed', true);
+      if (err instanceof StageError) throw err;
+      throw new StageError('deploy_pulumi_failed', `Pulumi could not run the release: ${(err as Error).message}`, true);
+    }
+  }
+
+  async remove(deploymentId: string): Promise<void> {
+    const ws = await LocalWorkspace.create(this.workspace());
+    const exists = (await ws.listStacks()).some((s) => s.name === deploymentId);
+    if (!exists) return;
+    const stack = await this.stack(deploymentId, async () => ({}));
+    await stack.destroy();
+    await ws.removeStack(deploymentId);
+  }
+
+  /** Runs `up` again for every live release (Pulumi brings back what is missing) and records its address. */
+  async restore(specs: ReleaseSpec[]): Promise<void> {
+    for (const spec of specs) {
+      try {
+        const target = await this.prepare(spec, { signal: never, log: () => {} });
+        await this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target });
+      } catch (err) {
+        const message = `The release did not come back after a restart: ${(err as Error).message}`;
+        await this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { status: 'failed', error: { code: 'deploy_restore_failed', message }, endedAt: new Date() }).catch(() => {});
+      }
+    }
+  }
+
+  /** The network stack, brought up once per process before the first release. */
+  private ensureNetwork(): Promise<void> {
+    this.networkReady ??= this.stack('network', networkProgram(this.opts.network))
+      .then((s) => s.up())
+      .then(
+        () => undefined,
+        (err) => {
+          this.networkReady = null;
+          throw err;
+        },
+      );
+    return this.networkReady;
+  }
+
+  private workspace(): LocalWorkspaceOptions {
+    const backend = `file://${join(this.opts.dataDir, 'pulumi')}`;
+    return {
+      projectSettings: { name: PROJECT, runtime: 'nodejs', backend: { url: backend } },
+      envVars: { PULUMI_BACKEND_URL: backend, PULUMI_CONFIG_PASSPHRASE: this.opts.passphrase, PULUMI_SKIP_UPDATE_CHECK: 'true' },
+    };
+  }
+
+  private async stack(stackName: string, program: PulumiFn): Promise<Stack> {
+    await mkdir(join(this.opts.dataDir, 'pulumi'), { recursive: true });
+    const args: InlineProgramArgs = { projectName: PROJECT, stackName, program };
+    const stack = await LocalWorkspace.createOrSelectStack(args, this.workspace());
+    await stack.setConfig('docker:host', { value: this.opts.dockerHost });
+    return stack;
+  }
+}
+

@@ -1,0 +1,97 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { dockerLeftovers, dockerMissing, removeDockerProjects, testDocker } from '../helpers/docker.js';
+import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
+
+const missing = await dockerMissing();
+if (missing) console.log(`! deployer=docker end-to-end test skipped: ${missing}`);
+else {
+  let h: LiveHoist;
+  let token: string;
+  test.before(async () => {
+    h = await liveHoist({ deployer: 'docker', healthTimeoutSeconds: 60 });
+    ({ token } = await h.login());
+  });
+  const projects: string[] = [];
+  test.after(async () => {
+    await h?.close();
+    await removeDockerProjects(projects);
+  });
+
+  async function deploy(name: string, files: Record<string, string>) {
+    const res = await h.upload(token, '/api/v1/local-to-live', await zipOf(files), { name });
+    const body = await res.json();
+    assert.is(res.status, 202, JSON.stringify(body));
+    projects.push(body.project.id);
+    const op = await h.waitFor(token, body.operation.id, undefined, 180_000);
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    return { host: hostOf(body.project.url), projectId: body.project.id as string };
+  }
+
+  /** The container of the project's live release, inspected. */
+  async function liveContainer(projectId: string) {
+    const [c] = await testDocker().listContainers({ filters: { label: [`hoist.project=${projectId}`, 'hoist.managed=true'] } });
+    assert.ok(c, 'a running container carries the project label');
+    return testDocker().getContainer(c.Id).inspect();
+  }
+
+  test('a static site goes live in its own container and is served through the edge with the edge rules', async () => {
+    const css = 'body { color: #123456; }\n'.repeat(100);
+    const { host, projectId } = await deploy('Docker Site', { 'index.html': '<h1>docker home</h1>', 'about/index.html': 'about', '404.html': 'custom missing', 'style.css': css, '.env': 'SECRET=1' });
+    const home = await h.site(host, '/');
+    assert.is(home.status, 200);
+    assert.match(home.body, 'docker home');
+    assert.match(String(home.headers['content-type']), /^text\/html/);
+    const release = home.headers['x-hoist-release'] as string;
+    assert.ok(String(home.headers.etag).includes(release), 'the ETag names the release');
+    assert.is((await h.site(host, '/', { 'if-none-match': String(home.headers.etag) })).status, 304);
+    assert.is((await h.site(host, '/about')).status, 301);
+    assert.is((await h.site(host, '/about/')).body, 'about');
+    const missingPage = await h.site(host, '/nope');
+    assert.is(missingPage.status, 404);
+    assert.is(missingPage.body, 'custom missing');
+    assert.is((await h.site(host, '/.env')).status, 404);
+
+    const info = await liveContainer(projectId);
+    assert.is(info.Config.Labels['hoist.deployment'], release);
+    assert.is(info.Config.User, '10001:10001');
+    assert.is(info.HostConfig.ReadonlyRootfs, true);
+    assert.equal(info.HostConfig.CapDrop, ['ALL']);
+    assert.equal(info.HostConfig.SecurityOpt, ['no-new-privileges']);
+    assert.is(info.HostConfig.Memory, 512 * 1024 * 1024);
+    assert.is(info.HostConfig.NanoCpus, 1_000_000_000);
+    assert.ok(info.NetworkSettings.Networks.hoist, 'on the hoist network');
+  });
+
+  test('a Node.js app goes live in its container, reached through the edge; a redeploy replaces it', async () => {
+    const server = (marker: string) => `
+const http = require('http');
+const fs = require('fs');
+http.createServer((req, res) => {
+  let writable = 'no';
+  try { fs.writeFileSync('/app/x', '1'); writable = 'yes'; } catch {}
+  fs.writeFileSync('/tmp/scratch', 'ok');
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify({ marker: ${JSON.stringify(marker)}, uid: process.getuid(), appWritable: writable, tmp: fs.readFileSync('/tmp/scratch', 'utf8'), forwardedHost: req.headers['x-forwarded-host'] || null }));
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+    const pkg = JSON.stringify({ name: 'app', version: '1.0.0', scripts: { start: 'node server.js' } });
+    const first = await deploy('Docker App', { 'package.json': pkg, 'server.js': server('one') });
+    const res = await h.site(first.host, '/hello');
+    assert.is(res.status, 200, res.body);
+    const body = JSON.parse(res.body);
+    assert.equal(body, { marker: 'one', uid: 10001, appWritable: 'no', tmp: 'ok', forwardedHost: first.host });
+    const before = (await liveContainer(first.projectId)).Config.Labels['hoist.deployment'];
+
+    const up = await h.upload(token, `/api/v1/projects/${first.projectId}/local-to-live`, await zipOf({ 'package.json': pkg, 'server.js': server('two') }));
+    const op = await h.waitFor(token, (await up.json()).operation.id, undefined, 180_000);
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    assert.is(JSON.parse((await h.site(first.host, '/')).body).marker, 'two');
+    // The replaced release's container and image are removed once its drain time (30 s) is over.
+    const end = Date.now() + 120_000;
+    while ((await dockerLeftovers(before)).length && Date.now() < end) await new Promise((r) => setTimeout(r, 500));
+    assert.equal(await dockerLeftovers(before), []);
+  });
+
+  test.run();
+}
