@@ -71,15 +71,16 @@ export class UploadIngest {
   /**
    * Prepares an encapsulated route plugin for multipart uploads: @fastify/multipart with the
    * archive limit, a 413 for a Content-Length over the envelope and a 400 for a body that is not
-   * multipart (both before the body is read), and `closeUnread` on send.
+   * multipart (both before the body is read, for the requests `applies` to), and `closeUnread` on send.
    */
-  async multipart(app: FastifyInstance): Promise<void> {
+  async multipart(app: FastifyInstance, applies: (req: FastifyRequest) => boolean = () => true): Promise<void> {
     await app.register(multipart, {
       // One byte past the archive limit reaches Storage, whose maxBytes refuses it before anything is kept.
       limits: { fileSize: this.config.maxArchiveBytes + 1, files: 1, fields: 20, fieldSize: FIELD_BYTES, parts: 21, headerPairs: 100 },
       throwFileSizeLimit: true,
     });
     app.addHook('onRequest', async (req) => {
+      if (!applies(req)) return;
       const length = Number(req.headers['content-length'] ?? 0);
       if (length > ENVELOPE_BYTES) throw envelopeTooLarge(`The request is ${length} bytes`);
       if (!/^multipart\/form-data/i.test(req.headers['content-type'] ?? '')) throw invalid('Send multipart/form-data with the ZIP in the file part "file"', { field: 'content-type' });

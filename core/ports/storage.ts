@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { invalid } from '../errors.js';
+import { HoistError, invalid } from '../errors.js';
 
 /** What `put` stored: the key, the byte count and the SHA-256 of the bytes (lowercase hex). */
 export interface StoredObject {
@@ -26,6 +27,42 @@ export interface PutOptions {
 export interface ByteRange {
   start: number;
   end?: number;
+}
+
+/** A part of a multipart upload as the backend holds it. */
+export interface UploadedPart {
+  /** 1 to 10,000. */
+  number: number;
+  size: number;
+  /** The backend's ETag of the part, without quotes. */
+  etag: string;
+}
+
+/**
+ * Uploads and downloads that bypass Hoist: presigned, time-limited URLs that let a client move
+ * an object's bytes straight to or from the backend (S3 multipart uploads). Offered by
+ * `storage-minio`; `storage-local` has none (its resumable uploads go through the API, tus-style).
+ * Upload ids are the backend's; an object appears at `key` only when `completeMultipart` succeeds.
+ */
+export interface DirectUploads {
+  /** The smallest size of every part but the last that the backend accepts (S3: 5 MiB). */
+  readonly minPartBytes: number;
+  /** Starts a multipart upload that `completeMultipart` turns into the object at `key`; resolves with its upload id. */
+  createMultipart(key: string): Promise<string>;
+  /** A URL that takes part `number` (1 to 10,000) of the upload as the body of a plain HTTP PUT for `expiresInSeconds`; the answer's ETag header names the part. */
+  partUrl(key: string, uploadId: string, number: number, expiresInSeconds: number): Promise<string>;
+  /** The parts received so far, by ascending number; HoistError('not_found') when the upload is unknown (completed or aborted). */
+  listParts(key: string, uploadId: string): Promise<UploadedPart[]>;
+  /**
+   * Joins `parts` (ascending numbers, each with its ETag) into the object at `key`, which appears
+   * whole. HoistError('invalid_request') when the backend refuses the list (a part missing, an
+   * ETag that differs, a part too small), 'not_found' when the upload is unknown.
+   */
+  completeMultipart(key: string, uploadId: string, parts: { number: number; etag: string }[]): Promise<void>;
+  /** Discards the upload and the parts it received; an unknown upload is not an error. */
+  abortMultipart(key: string, uploadId: string): Promise<void>;
+  /** A URL that gives the object to a plain HTTP GET (Range supported) for `expiresInSeconds`. */
+  getUrl(key: string, expiresInSeconds: number): Promise<string>;
 }
 
 /**
@@ -69,6 +106,11 @@ export interface Storage {
    * lexicographic key order, for cleanup sweeps. Objects being written are never listed.
    */
   list(prefix: string): AsyncIterable<ObjectInfo>;
+  /**
+   * Present when the backend can take and give bytes directly through presigned URLs (see
+   * DirectUploads): `direct_storage_resumable` upload sessions then send no byte through the API.
+   */
+  readonly direct?: DirectUploads;
 }
 
 export const STORAGE = Symbol.for('hoist.Storage');
@@ -107,4 +149,26 @@ export function checkRange(range: ByteRange, size: number): { start: number; end
     throw invalid(`Range ${start}-${range.end ?? ''} does not fit an object of ${size} bytes`, { size });
   }
   return { start, end: Math.min(end, size - 1) };
+}
+
+/**
+ * The chunks of a put's `body` as Buffers (string chunks as UTF-8), hashed and counted on the
+ * way: iterating throws HoistError('payload_too_large', {limit}) as soon as they pass `maxBytes`.
+ * `digest()` gives their size and SHA-256 once the body has ended.
+ */
+export function metered(body: Readable, maxBytes?: number): { chunks: AsyncIterable<Buffer>; digest(): { size: number; sha256: string } } {
+  const hash = createHash('sha256');
+  let size = 0;
+  async function* chunks() {
+    for await (const c of body as AsyncIterable<Buffer | string>) {
+      const chunk = typeof c === 'string' ? Buffer.from(c) : c;
+      size += chunk.length;
+      if (maxBytes !== undefined && size > maxBytes) {
+        throw new HoistError('payload_too_large', `Object is larger than ${maxBytes} bytes`, { limit: maxBytes });
+      }
+      hash.update(chunk);
+      yield chunk;
+    }
+  }
+  return { chunks: chunks(), digest: () => ({ size, sha256: hash.digest('hex') }) };
 }

@@ -8,13 +8,40 @@ import { UploadSession, type UploadPart, type UploadTransport } from '../entitie
 import type { UploadOptions } from '../entities/version.js';
 import { HoistError, invalid, notFound } from '../errors.js';
 import type { Clock } from '../ports/clock.js';
-import type { Storage, StoredObject } from '../ports/storage.js';
+import { metered, type Storage, type StoredObject, type UploadedPart } from '../ports/storage.js';
 import type { ProjectService } from '../projects/project-service.js';
 
 export const UPLOAD_SESSION_SERVICE = Symbol.for('hoist.UploadSessionService');
 
 /** Largest ZIP of the resumable transport: the spec's canonical maximum. */
 export const RESUMABLE_MAX_BYTES = 100_000_000;
+
+/** Size of every part but the last of a resumable upload sent straight to storage (presigned parts). */
+export const DIRECT_PART_BYTES = 8 * 1024 * 1024;
+
+/**
+ * How a session's ZIP arrives: one multipart POST (`multipart`, proxied_multipart), tus PATCHes
+ * through the API (`tus`, direct_storage_resumable on a storage without direct uploads), or parts
+ * PUT to presigned storage URLs and completed with their ETags (`parts`, direct_storage_resumable
+ * on a storage with direct uploads: S3).
+ */
+export type UploadMode = 'multipart' | 'tus' | 'parts';
+
+/** The mode of `session`. */
+export const modeOf = (session: UploadSession): UploadMode =>
+  session.transport === 'proxied_multipart' ? 'multipart' : session.multipartUploadId ? 'parts' : 'tus';
+
+/** The presigned part URLs of a `parts` session: part n holds bytes (n-1)·partSize up to n·partSize - 1 of the ZIP. */
+export interface PartPlan {
+  partSize: number;
+  urls: { number: number; url: string; size: number }[];
+}
+
+/** A part as the client names it when completing a `parts` session. */
+export interface CompletedPart {
+  number: number;
+  etag: string;
+}
 
 /** What creating an upload session takes: `name` (create or select) or `projectId`, and the upload's settings. */
 export interface NewUploadSession {
@@ -37,6 +64,8 @@ export interface CreatedSession {
   token: string;
   project: Project | null;
   maxBytes: number;
+  /** The part URLs of a `parts` session. */
+  parts?: PartPlan;
 }
 
 const SECRETS =
@@ -50,6 +79,12 @@ const sha256 = (token: string) => createHash('sha256').update(token).digest('hex
 const gone = () => new HoistError('gone', 'This upload URL has been used or has expired; create a new upload session');
 const wrongOffset = (offset: number) => new HoistError('conflict', `Upload-Offset does not match; the upload is at byte ${offset}`, { field: 'Upload-Offset', offset });
 const pastSize = (size: number) => new HoistError('payload_too_large', `This would take the upload past its declared size of ${size} bytes`, { limit: size });
+const how: Record<UploadMode, string> = {
+  multipart: 'a multipart/form-data POST',
+  tus: 'tus 1.0.0 (HEAD and PATCH)',
+  parts: 'PUTs of its parts to their presigned URLs, then a POST of their ETags as JSON to upload_url',
+};
+const badParts = (message: string, details: Record<string, unknown> = {}) => invalid(message, { field: 'parts', ...details });
 
 /**
  * Upload sessions: short-lived, one-time upload URLs whose token is the credential. Creates them,
@@ -95,6 +130,8 @@ export class UploadSessionService {
     await this.sweep(accountId);
     const token = randomBytes(32).toString('base64url');
     const now = this.clock.now();
+    const storageKey = `uploads/${randomUUID()}.zip`;
+    const direct = transport === 'direct_storage_resumable' ? this.storage.direct : undefined;
     const session = Object.assign(new UploadSession(), {
       accountId,
       tokenHash: sha256(token),
@@ -105,21 +142,28 @@ export class UploadSessionService {
       filename: input.filename ?? null,
       transport,
       declaredSize: size,
-      storageKey: `uploads/${randomUUID()}.zip`,
+      storageKey,
+      multipartUploadId: direct ? await direct.createMultipart(storageKey) : null,
       expiresAt: new Date(now.getTime() + this.config.uploadSessionTtlSeconds * 1000),
       createdAt: now,
     });
-    await this.em.insert(session);
+    try {
+      await this.em.insert(session);
+    } catch (err) {
+      if (direct) await direct.abortMultipart(storageKey, session.multipartUploadId!).catch(() => {});
+      throw err;
+    }
     const plan = await this.entitlements.planOf(accountId);
-    return { session, token, project, maxBytes: Math.min(max, plan.limits.archive_bytes) };
+    const parts = direct ? await this.partPlan(session) : undefined;
+    return { session, token, project, maxBytes: Math.min(max, plan.limits.archive_bytes), parts };
   }
 
   /**
-   * The session of `token`, usable with `transport`: not_found for an unknown (or malformed) token,
-   * gone for a used or expired one (the pieces an expired one received are deleted), and
-   * invalid_request when the session takes the other transport.
+   * The session of `token`, if its mode is one of `modes`: not_found for an unknown (or malformed)
+   * token, gone for a used or expired one (the pieces an expired one received are deleted), and
+   * invalid_request when the session's upload goes another way.
    */
-  async open(token: string, transport: UploadTransport): Promise<UploadSession> {
+  async open(token: string, ...modes: UploadMode[]): Promise<UploadSession> {
     const session = TOKEN.test(token) ? await this.em.findOne(UploadSession, { tokenHash: sha256(token) }, { disableIdentityMap: true }) : null;
     if (!session) throw notFound('Upload URL');
     if (session.usedAt) throw gone();
@@ -127,9 +171,9 @@ export class UploadSessionService {
       await this.dropParts(session);
       throw gone();
     }
-    if (session.transport !== transport) {
-      const how = session.transport === 'proxied_multipart' ? 'a multipart/form-data POST' : 'tus 1.0.0 (HEAD and PATCH)';
-      throw invalid(`This upload URL belongs to a ${session.transport} session: send the ZIP with ${how}`, { field: 'transport', transport: session.transport });
+    const mode = modeOf(session);
+    if (!modes.includes(mode)) {
+      throw invalid(`This upload URL belongs to a ${session.transport} session: send the ZIP with ${how[mode]}`, { field: 'transport', transport: session.transport });
     }
     return session;
   }
@@ -197,6 +241,76 @@ export class UploadSessionService {
     }
   }
 
+  /** Presigned URLs for every part of a `parts` session, valid until the session expires. */
+  async partPlan(session: UploadSession): Promise<PartPlan> {
+    const direct = this.storage.direct!;
+    const size = session.declaredSize!;
+    const partSize = Math.max(DIRECT_PART_BYTES, direct.minPartBytes, Math.ceil(size / 10_000));
+    const ttl = Math.max(1, Math.ceil((session.expiresAt.getTime() - this.clock.now().getTime()) / 1000));
+    const urls = [];
+    for (let number = 1; (number - 1) * partSize < size; number++) {
+      urls.push({ number, url: await direct.partUrl(session.storageKey, session.multipartUploadId!, number, ttl), size: Math.min(partSize, size - (number - 1) * partSize) });
+    }
+    return { partSize, urls };
+  }
+
+  /**
+   * Completes a `parts` session from the parts the client names (by number, with the ETags its
+   * PUTs answered): each must have reached storage with that ETag, and together they must hold the
+   * declared size (else invalid_request, or payload_too_large past it, and the session stays as it
+   * was, to be fixed and completed again). Then spends the session, joins the parts into the
+   * object at `storageKey` and reads it once for its size and SHA-256, which must match `sha256`
+   * when given (invalid_request, and the object is deleted, otherwise).
+   */
+  async completeParts(session: UploadSession, parts: CompletedPart[], sha256?: string): Promise<StoredObject> {
+    const direct = this.storage.direct!;
+    const { storageKey: key, multipartUploadId: uploadId } = session;
+    const size = session.declaredSize!;
+    if (!parts.length) throw badParts('parts must list the uploaded parts, from part_number 1');
+    parts.forEach((p, i) => {
+      if (p.number !== i + 1) throw badParts(`parts must be numbered 1, 2, 3… in order; entry ${i + 1} has part_number ${p.number}`, { part_number: p.number });
+    });
+    const received = new Map((await direct.listParts(key, uploadId!)).map((p) => [p.number, p]));
+    const named: UploadedPart[] = [];
+    for (const p of parts) {
+      const got = received.get(p.number);
+      if (!got) throw badParts(`Part ${p.number} has not reached storage: PUT it to its URL`, { part_number: p.number });
+      if (got.etag !== p.etag.replace(/"/g, '')) throw badParts(`The ETag of part ${p.number} does not match the part storage holds`, { part_number: p.number });
+      named.push(got);
+    }
+    const total = named.reduce((n, p) => n + p.size, 0);
+    if (total > size) throw pastSize(size);
+    if (total < size) throw invalid(`The parts hold ${total} bytes, not the declared size of ${size}`, { field: 'parts', size: total });
+
+    await this.claim(session);
+    try {
+      await direct.completeMultipart(key, uploadId!, named);
+    } catch (err) {
+      await direct.abortMultipart(key, uploadId!).catch(() => {});
+      throw err;
+    }
+    try {
+      const stored = await this.measure(key, size);
+      if (sha256 !== undefined && stored.sha256 !== sha256.toLowerCase()) {
+        throw invalid(`The ZIP's SHA-256 is ${stored.sha256}, not the sha256 given`, { field: 'sha256' });
+      }
+      await this.em.nativeUpdate(UploadSession, { id: session.id }, { offset: size, parts: named });
+      return stored;
+    } catch (err) {
+      await this.storage.delete(key);
+      throw err;
+    }
+  }
+
+  /** Reads the object at `key` once for its size (at most `limit`) and SHA-256. */
+  private async measure(key: string, limit: number): Promise<StoredObject> {
+    const input = metered(await this.storage.get(key), limit);
+    for await (const _ of input.chunks);
+    const { size, sha256 } = input.digest();
+    if (size !== limit) throw invalid(`The ZIP is ${size} bytes, not the declared size of ${limit}`, { field: 'parts', size });
+    return { key, size, sha256 };
+  }
+
   /** Checks name / project_id and, for a project the upload would create, the plan, now rather than after the upload. */
   private async target(accountId: string, { name, projectId, visibility }: NewUploadSession): Promise<Project | null> {
     if (projectId !== undefined) {
@@ -213,8 +327,12 @@ export class UploadSessionService {
     return null;
   }
 
-  /** Deletes the pieces the session holds; an unfinished upload starts over. */
+  /** Deletes the pieces the session holds (and discards its unfinished storage multipart upload); an unfinished upload starts over. */
   private async dropParts(session: UploadSession): Promise<void> {
+    if (session.multipartUploadId && !session.usedAt) {
+      await this.storage.direct?.abortMultipart(session.storageKey, session.multipartUploadId);
+      await this.em.nativeUpdate(UploadSession, { id: session.id }, { multipartUploadId: null });
+    }
     if (!session.parts.length) return;
     for (const part of session.parts) if (part.key) await this.storage.delete(part.key);
     await this.em.nativeUpdate(UploadSession, { id: session.id }, { parts: [], ...(session.usedAt ? {} : { offset: 0 }) });
@@ -222,7 +340,11 @@ export class UploadSessionService {
 
   /** Deletes the pieces of the account's expired, unfinished resumable uploads. */
   private async sweep(accountId: string): Promise<void> {
-    const stale = await this.em.find(UploadSession, { accountId, usedAt: null, expiresAt: { $lte: this.clock.now() }, offset: { $gt: 0 } }, { disableIdentityMap: true });
+    const stale = await this.em.find(
+      UploadSession,
+      { accountId, usedAt: null, expiresAt: { $lte: this.clock.now() }, $or: [{ offset: { $gt: 0 } }, { multipartUploadId: { $ne: null } }] },
+      { disableIdentityMap: true },
+    );
     for (const session of stale) await this.dropParts(session);
   }
 }

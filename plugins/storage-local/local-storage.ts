@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { constants, type Dirent } from 'node:fs';
 import { access, mkdir, open, readdir, rename, rm, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -11,6 +11,7 @@ import {
   checkRange,
   contentAddressedKey,
   isStorageKey,
+  metered,
   type ByteRange,
   type ObjectInfo,
   type PutOptions,
@@ -163,20 +164,13 @@ export class LocalStorage implements Storage, Lifecycle {
       finished(body, () => {});
       if (signal) addAbortSignal(signal, body);
       fh = await fsOp(open(tmp, 'wx'));
-      const hash = createHash('sha256');
-      let size = 0;
-      for await (const c of body as AsyncIterable<Buffer | string>) {
-        const chunk = typeof c === 'string' ? Buffer.from(c) : c;
-        size += chunk.length;
-        if (maxBytes !== undefined && size > maxBytes) {
-          throw new HoistError('payload_too_large', `Object is larger than ${maxBytes} bytes`, { limit: maxBytes });
-        }
-        hash.update(chunk);
+      const input = metered(body, maxBytes);
+      for await (const chunk of input.chunks) {
         for (let at = 0; at < chunk.length; ) at += (await fsOp(fh.write(chunk, at))).bytesWritten;
       }
       await fsOp(fh.sync());
       signal?.throwIfAborted();
-      const sha256 = hash.digest('hex');
+      const { size, sha256 } = input.digest();
       const key = keyOf(sha256);
       if (keepExisting && (await this.stat(key))) await rm(tmp, { force: true });
       else await this.commit(tmp, key);

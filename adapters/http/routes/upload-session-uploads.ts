@@ -2,16 +2,42 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type { UploadedArchive } from '../../../core/deployments/deployment-service.js';
-import type { UploadSession, UploadTransport } from '../../../core/entities/upload-session.js';
+import type { UploadSession } from '../../../core/entities/upload-session.js';
 import { HoistError, invalid } from '../../../core/errors.js';
 import { STORAGE, type Storage } from '../../../core/ports/storage.js';
 import { PROJECT_SERVICE, type ProjectService } from '../../../core/projects/project-service.js';
-import { UPLOAD_SESSION_SERVICE, type UploadSessionService } from '../../../core/uploads/upload-session-service.js';
+import { modeOf, UPLOAD_SESSION_SERVICE, type UploadMode, type UploadSessionService } from '../../../core/uploads/upload-session-service.js';
 import { errorResponses } from '../schemas.js';
 import { closeUnread, Queued, UploadIngest } from '../upload-ingest.js';
 import type { RouteOptions } from './index.js';
 
 const TUS_VERSION = '1.0.0';
+const Sha256 = { type: 'string', pattern: '^[0-9a-fA-F]{64}$' } as const;
+/** The JSON that completes a direct_storage_resumable session whose parts went straight to storage. */
+const Complete = {
+  type: 'object',
+  required: ['parts'],
+  additionalProperties: false,
+  properties: {
+    parts: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 10_000,
+      description: 'Every part, in order from part_number 1, with the ETag header its PUT answered (quotes optional).',
+      items: {
+        type: 'object',
+        required: ['part_number', 'etag'],
+        additionalProperties: false,
+        properties: { part_number: { type: 'integer', minimum: 1, maximum: 10_000 }, etag: { type: 'string', minLength: 1, maxLength: 128 } },
+      },
+    },
+    sha256: { ...Sha256, description: 'The ZIP\'s SHA-256 (hex), optional: when given, the server checks it against the bytes storage holds.' },
+  },
+} as const;
+interface CompleteBody {
+  parts: { part_number: number; etag: string }[];
+  sha256?: string;
+}
 const Params = { type: 'object', required: ['token'], properties: { token: { type: 'string', description: 'The secret token of upload_url.' } } } as const;
 type Token = { Params: { token: string } };
 
@@ -42,8 +68,8 @@ const uploadSessionUploads: FastifyPluginAsync<RouteOptions> = async (app, { ker
   const opened = new WeakMap<FastifyRequest, UploadSession>();
 
   /** onRequest hook: opens the session of the URL's token (404 / 410) before anything else is looked at. */
-  const open = (transport: UploadTransport) => async (req: FastifyRequest) => {
-    opened.set(req, await sessions.open((req.params as { token: string }).token, transport));
+  const open = (...modes: UploadMode[]) => async (req: FastifyRequest) => {
+    opened.set(req, await sessions.open((req.params as { token: string }).token, ...modes));
   };
   const sessionOf = (req: FastifyRequest) => opened.get(req)!;
 
@@ -62,27 +88,43 @@ const uploadSessionUploads: FastifyPluginAsync<RouteOptions> = async (app, { ker
   };
 
   await app.register(async (proxied: FastifyInstance) => {
-    proxied.addHook('onRequest', open('proxied_multipart'));
-    await ingest.multipart(proxied);
+    proxied.addHook('onRequest', open('multipart', 'parts'));
+    await ingest.multipart(proxied, (req) => modeOf(sessionOf(req)) === 'multipart');
     proxied.post<Token>(
       '/upload-sessions/:token/upload',
       {
         schema: {
           tags: ['Deployments'],
-          summary: 'Send the ZIP to an upload session (proxied_multipart)',
+          summary: 'Send the ZIP to an upload session (proxied_multipart), or complete one whose parts went to storage (direct_storage_resumable on S3)',
           description:
-            `${common} Multipart form data with the ZIP in the file part \`file\` (at most 95,000,000 bytes; the whole request at most 100,000,000) and no other part: ` +
+            `${common} proxied_multipart: multipart form data with the ZIP in the file part \`file\` (at most 95,000,000 bytes; the whole request at most 100,000,000) and no other part: ` +
             'the project and the upload options are the session\'s. A request refused before its body is read (404, 410, 400 for a body that is not ' +
             'multipart/form-data, 413 for a Content-Length over the envelope) leaves the URL as it was; any other spends it, whatever its outcome. ' +
-            'Answers as Local-to-Live: 202 with the project and the parent operation (running, progress 5). For a direct_storage_resumable session → 400 (use tus: HEAD and PATCH).',
+            'Answers as Local-to-Live: 202 with the project and the parent operation (running, progress 5). ' +
+            'direct_storage_resumable on S3 storage (the session answer has parts): after PUTting every part to its URL in parts.urls, POST here ' +
+            'application/json {"parts": [{"part_number": 1, "etag": "<the ETag header of its PUT>"}, ...], "sha256": "<optional>"}. ' +
+            'Each part must have reached storage with that ETag and together they must hold the declared size: else 400 (details.part_number names ' +
+            'the part missing or whose ETag differs) or 413 past the declared size, and the session stays as it was, to be fixed and completed again. ' +
+            'Then the URL is spent, the parts are joined in storage (no byte passes through Hoist), the server reads the ZIP once for its SHA-256 ' +
+            '(a sha256 given that differs → 400, the ZIP discarded) and answers 202 as above. For a direct_storage_resumable session on local storage → 400 (use tus: HEAD and PATCH).',
           security: [],
-          consumes: ['multipart/form-data'],
+          consumes: ['multipart/form-data', 'application/json'],
+          body: { content: { 'application/json': { schema: Complete } } },
           params: Params,
           response: { 202: Queued, ...errorResponses(400, 403, 404, 409, 410, 413) },
         },
       },
       async (req, reply) => {
         const session = sessionOf(req);
+        if (modeOf(session) === 'parts') {
+          const body = req.body as CompleteBody | undefined;
+          if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '') || !body) {
+            throw invalid('Send application/json with the parts and their ETags: {"parts": [{"part_number": 1, "etag": "..."}]}', { field: 'content-type' });
+          }
+          const parts = body.parts.map((p) => ({ number: p.part_number, etag: p.etag }));
+          const stored = await sessions.completeParts(session, parts, body.sha256);
+          return deploy(session, { ...stored, filename: session.filename }, reply);
+        }
         await sessions.claim(session);
         const { upload } = await ingest.parse(req, [], session.storageKey);
         return deploy(session, { ...upload, filename: session.filename ?? upload.filename }, reply);
@@ -97,7 +139,7 @@ const uploadSessionUploads: FastifyPluginAsync<RouteOptions> = async (app, { ker
     tus.addHook('onRequest', async (_req, reply) => {
       reply.header('tus-resumable', TUS_VERSION).header('tus-version', TUS_VERSION);
     });
-    tus.addHook('onRequest', open('direct_storage_resumable'));
+    tus.addHook('onRequest', open('tus'));
     tus.addHook('onSend', closeUnread);
 
     tus.head<Token>(
