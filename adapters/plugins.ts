@@ -4,7 +4,9 @@ import analyzerStatic from '../plugins/analyzer-static/index.js';
 import archiveZip from '../plugins/archive-zip/index.js';
 import builderNode from '../plugins/builder-node/index.js';
 import builderStatic from '../plugins/builder-static/index.js';
+import deployerDocker from '../plugins/deployer-docker/index.js';
 import deployerLocal from '../plugins/deployer-local/index.js';
+import deployerPulumi from '../plugins/deployer-pulumi/index.js';
 import hasherArgon2 from '../plugins/hasher-argon2/index.js';
 import mailerOutbox from '../plugins/mailer-outbox/index.js';
 import mailerSmtp from '../plugins/mailer-smtp/index.js';
@@ -15,4 +17,4 @@ import storageMinio from '../plugins/storage-minio/index.js';
 import tokensJose from '../plugins/tokens-jose/index.js';
 
 /** Every plugin shipped with Hoist; the kernel picks from these by configuration. */
-export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, queueLocal, storageLocal, storageMinio, archiveZip, deployerLocal, analyzerNode, analyzerStatic, builderNode, builderStatic, resolverSystem];
+export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, queueLocal, storageLocal, storageMinio, archiveZip, deployerLocal, deployerDocker, deployerPulumi, analyzerNode, analyzerStatic, builderNode, builderStatic, resolverSystem];
