@@ -8,7 +8,7 @@ import { settings } from '../config/schema.js';
 // docker-compose.yml cannot be started here (no image registry): this keeps it correct by reading.
 const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true });
 const roles = ['api', 'worker', 'edge'] as const;
-const knownEnv = new Set(Object.values(settings).map((s) => s.env));
+const knownEnv = new Set<string>(Object.values(settings).map((s) => s.env));
 
 /** A service's environment with `${VAR:-default}` replaced by its default, as compose does when VAR is unset. */
 const envOf = (service: string): Record<string, string> =>
