@@ -2,6 +2,8 @@ import type { HoistConfig } from '../config/schema.js';
 import { ACCOUNT_SERVICE, AccountService } from '../core/accounts/account-service.js';
 import { AUTH_SERVICE, AuthService } from '../core/auth/auth-service.js';
 import { ACCESS_REQUEST_SERVICE, AccessRequestService } from '../core/access-requests/access-request-service.js';
+import { ACCESS_GRANT_SERVICE, AccessGrantService } from '../core/access/access-grant-service.js';
+import { SITE_ACCESS_SERVICE, SiteAccessService } from '../core/access/site-access-service.js';
 import { AGENT_AUTH_SERVICE, AgentAuthService } from '../core/auth/agent-auth-service.js';
 import { EMAIL_VERIFICATION_SERVICE, EmailVerificationService } from '../core/auth/email-verification-service.js';
 import { OneTimeTokens } from '../core/auth/one-time-tokens.js';
@@ -62,7 +64,21 @@ export const services: ServiceDefinition[] = [
   },
   { token: ENTITLEMENT_SERVICE, create: (get) => new EntitlementService(get(ENTITY_MANAGER)) },
   { token: BILLING_SERVICE, create: (get) => new BillingService(get(ENTITY_MANAGER)) },
-  { token: PROJECT_SERVICE, create: (get) => new ProjectService(get(ENTITY_MANAGER), get(ENTITLEMENT_SERVICE)) },
+  { token: PROJECT_SERVICE, create: (get) => new ProjectService(get(ENTITY_MANAGER), get(ENTITLEMENT_SERVICE), get(PASSWORD_HASHER)) },
+  { token: ACCESS_GRANT_SERVICE, create: (get) => new AccessGrantService(get(ENTITY_MANAGER), get(PROJECT_SERVICE), get(ENTITLEMENT_SERVICE)) },
+  {
+    token: SITE_ACCESS_SERVICE,
+    create: (get) =>
+      new SiteAccessService(
+        get(ENTITY_MANAGER),
+        get(PASSWORD_HASHER),
+        get(TOKEN_SERVICE),
+        get(MAILER),
+        new RateLimiter(get(ENTITY_MANAGER), get(CLOCK)),
+        get(CLOCK),
+        get<HoistConfig>(CONFIG),
+      ),
+  },
   { token: PROJECT_DELETER, create: (get) => new ProjectDeleter(get(ENTITY_MANAGER), get(DEPLOYER), get(STORAGE)) },
   { token: DOMAIN_CHECKER, create: (get) => new DomainChecker(get(ENTITY_MANAGER), get(DNS_RESOLVER), get(CLOCK), get<HoistConfig>(CONFIG)) },
   {

@@ -8,6 +8,7 @@ import { findLiveRelease } from '../../core/deployments/live-release.js';
 import type { Kernel } from '../kernel.js';
 import { projectSlugOfHost } from './host-slug.js';
 import { notFoundPage } from './pages.js';
+import { createAccessGate } from './access-gate.js';
 import { createReleaseProxy } from './proxy.js';
 
 /**
@@ -23,11 +24,13 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   await app.register(fastifyStatic, { serve: false, root: config.dataDir, etag: false, lastModified: true, cacheControl: false, dotfiles: 'allow' });
 
   const proxy = createReleaseProxy();
+  const gate = createAccessGate(kernel, app);
   const serve = async (req: FastifyRequest, reply: FastifyReply) => {
     const em = kernel.orm.em.fork();
     const slug = await projectSlugOfHost(em, req.headers.host, config.appsDomain);
     const release = slug ? await findLiveRelease(em, slug) : null;
     if (!release) return notFound(reply, null);
+    if (await gate.stops(req, reply, release)) return reply;
     if (release.visibility !== 'public') reply.header('x-robots-tag', 'noindex');
     reply.header('x-hoist-release', release.deploymentId);
     if (release.target.kind === 'http') {
@@ -53,7 +56,11 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
     const em = kernel.orm.em.fork();
     const found = projectSlugOfHost(em, req.headers.host, config.appsDomain).then((slug) => (slug ? findLiveRelease(em, slug) : null));
     found.then(
-      (release) => (release?.target.kind === 'http' ? proxy.ws(req, socket, head, release.target.url) : socket.destroy()),
+      (release) => {
+        const target = release?.target;
+        if (release && target?.kind === 'http') gate.upgrade(req, socket, release, () => proxy.ws(req, socket, head, target.url));
+        else socket.destroy();
+      },
       () => socket.destroy(),
     );
   });

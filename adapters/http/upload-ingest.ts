@@ -138,9 +138,9 @@ export class UploadIngest {
   }
 
   /** The account's active project called `name` (the oldest), or a new one of that name and `visibility`. */
-  async byName(accountId: string, name: string, visibility?: string): Promise<Target> {
+  async byName(accountId: string, name: string, visibility?: string, accessPassword?: string): Promise<Target> {
     const existing = await this.kernel.orm.em.findOne(Project, { accountId, name, status: 'active' }, { orderBy: { createdAt: 'asc' } });
-    return existing ? { project: existing } : { project: await this.projects.create(accountId, { name, visibility }), created: true };
+    return existing ? { project: existing } : { project: await this.projects.create(accountId, { name, visibility, accessPassword }), created: true };
   }
 
   /**

@@ -1,3 +1,5 @@
+import { AccessCodeSchema } from './access-code.js';
+import { AccessGrantSchema } from './access-grant.js';
 import { AccessRequestSchema } from './access-request.js';
 import { AccountSchema } from './account.js';
 import { BuildSchema } from './build.js';
@@ -33,4 +35,6 @@ export const entities = [
   IdempotencyRecordSchema,
   UploadSessionSchema,
   DomainSchema,
+  AccessGrantSchema,
+  AccessCodeSchema,
 ];

@@ -23,6 +23,8 @@ export class Project {
   /** `draft`, `public` or `private`. */
   visibility: string = 'draft';
   settings: BuildSettings = {};
+  /** argon2id hash of the access password of a private project's site, or null. */
+  accessPasswordHash: string | null = null;
   /** `active` or `deleting`; a deleting project is gone from the API. */
   status: string = 'active';
   /** The deployment the edge serves; switched in one write, so a release goes live atomically. */
@@ -44,6 +46,7 @@ export const ProjectSchema = new EntitySchema<Project>({
     slug: { type: 'string', length: 63, unique: true },
     visibility: { type: 'string', length: 16 },
     settings: { type: 'json' },
+    accessPasswordHash: { type: 'string', length: 255, nullable: true },
     status: { type: 'string', length: 16 },
     liveDeploymentId: { type: 'uuid', nullable: true },
     activeOperationId: { type: 'uuid', nullable: true },

@@ -1,10 +1,13 @@
-/** The kinds of bearer token Hoist issues; each is valid only where its kind is expected. */
-export type TokenKind = 'rest' | 'agent';
+/**
+ * The kinds of token Hoist issues; each is valid only where its kind is expected. `site` is the
+ * edge's access cookie of a private project (sub: project id, jti: what opened it).
+ */
+export type TokenKind = 'rest' | 'agent' | 'site';
 
 export interface TokenClaims {
-  /** User id. */
+  /** User id (project id for `site`). */
   sub: string;
-  /** Session id (REST) or grant id (agent); used for revocation. */
+  /** Session id (REST), grant id (agent) or access proof (site); used for revocation. */
   jti: string;
   kind: TokenKind;
   issuedAt: Date;

@@ -3,6 +3,7 @@ import type { EntitlementService } from '../billing/entitlement-service.js';
 import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { HoistError, invalid, notFound } from '../errors.js';
+import type { PasswordHasher } from '../ports/password-hasher.js';
 import { applyBuildSettings, validateBuildSettings } from './build-settings.js';
 import { decodeCursor, encodeCursor, isUuid } from './keyset-cursor.js';
 import { isReservedSlug, slugify, withSuffix } from './slug.js';
@@ -14,12 +15,17 @@ export const VISIBILITIES = ['draft', 'public', 'private'] as const;
 export const NAME_MAX = 100;
 export const PAGE_DEFAULT = 20;
 export const PAGE_MAX = 100;
+/** Length bounds of a private project's access password, in characters. */
+export const ACCESS_PASSWORD_MIN = 8;
+export const ACCESS_PASSWORD_MAX = 200;
 
 /** What creating a project takes; `settings` holds build settings (see BuildSettings). */
 export interface NewProject {
   name: string;
   visibility?: string;
   settings?: Record<string, unknown>;
+  /** The access password of the site while the project is private (stored as an argon2id hash). */
+  accessPassword?: string | null;
 }
 
 /** A change to a project: absent fields stay; in `settings` null clears a key. */
@@ -27,6 +33,8 @@ export interface ProjectChange {
   name?: string;
   visibility?: string;
   settings?: Record<string, unknown>;
+  /** A new access password, or null to remove it. */
+  accessPassword?: string | null;
 }
 
 /** One page of an account's projects, newest first. */
@@ -43,6 +51,7 @@ export class ProjectService {
   constructor(
     private readonly em: EntityManager,
     private readonly entitlements: EntitlementService,
+    private readonly hasher: PasswordHasher,
   ) {}
 
   /** A page of the account's active projects, newest first; `cursor` is a `nextCursor` of a previous page. */
@@ -80,13 +89,14 @@ export class ProjectService {
     const name = checkName(input.name);
     const visibility = checkVisibility(input.visibility ?? 'draft');
     const settings = applyBuildSettings({}, validateBuildSettings(input.settings ?? {}));
+    const accessPasswordHash = await this.accessPasswordHash(input.accessPassword);
     await this.entitlements.assertVisibility(accountId, visibility);
     await this.entitlements.assertWithin(accountId, 'projects', await this.em.count(Project, { accountId, status: 'active' }));
     if (visibility === 'private') await this.assertPrivateRoom(accountId);
 
     const base = slugify(name);
     for (let attempt = 1; ; attempt++) {
-      const project = Object.assign(new Project(), { accountId, name, visibility, settings, slug: await this.freeSlug(base) });
+      const project = Object.assign(new Project(), { accountId, name, visibility, settings, accessPasswordHash: accessPasswordHash ?? null, slug: await this.freeSlug(base) });
       try {
         // A native insert leaves nothing behind in the unit of work when a concurrent create took the slug.
         await this.em.insert(project);
@@ -97,13 +107,14 @@ export class ProjectService {
     }
   }
 
-  /** Changes name, visibility and build settings; the slug (and so the URL) stays. */
+  /** Changes name, visibility, build settings and the access password; the slug (and so the URL) stays. */
   async update(accountId: string, id: string, change: ProjectChange): Promise<Project> {
     const name = change.name === undefined ? undefined : checkName(change.name);
     const visibility = change.visibility === undefined ? undefined : checkVisibility(change.visibility);
     const settings = change.settings === undefined ? undefined : validateBuildSettings(change.settings);
+    const accessPasswordHash = await this.accessPasswordHash(change.accessPassword);
     const project = await this.get(accountId, id);
-    if (name === undefined && visibility === undefined && settings === undefined) return project;
+    if (name === undefined && visibility === undefined && settings === undefined && accessPasswordHash === undefined) return project;
     if (visibility !== undefined && visibility !== project.visibility) {
       await this.entitlements.assertVisibility(accountId, visibility);
       if (visibility === 'private') await this.assertPrivateRoom(accountId);
@@ -111,6 +122,7 @@ export class ProjectService {
     if (name !== undefined) project.name = name;
     if (visibility !== undefined) project.visibility = visibility;
     if (settings !== undefined) project.settings = applyBuildSettings(project.settings ?? {}, settings);
+    if (accessPasswordHash !== undefined) project.accessPasswordHash = accessPasswordHash;
     await this.em.flush();
     return project;
   }
@@ -134,6 +146,15 @@ export class ProjectService {
       await em.persist(op).flush();
       return op;
     });
+  }
+
+  /** The hash to store for an access password given (null removes it; undefined leaves it). */
+  private async accessPasswordHash(password: string | null | undefined): Promise<string | null | undefined> {
+    if (password === undefined || password === null) return password;
+    if (typeof password !== 'string' || [...password].length < ACCESS_PASSWORD_MIN || [...password].length > ACCESS_PASSWORD_MAX) {
+      throw invalid(`access_password must be ${ACCESS_PASSWORD_MIN} to ${ACCESS_PASSWORD_MAX} characters`, { field: 'access_password' });
+    }
+    return this.hasher.hash(password);
   }
 
   private async assertPrivateRoom(accountId: string): Promise<void> {

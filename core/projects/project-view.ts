@@ -10,6 +10,8 @@ export interface ProjectView {
   slug: string;
   url: string;
   visibility: string;
+  /** Whether the project has an access password (the password itself is never shown). */
+  access_password_set: boolean;
   settings: { [K in keyof BuildSettings]-?: string | null };
   created_at: string;
   updated_at: string;
@@ -24,6 +26,7 @@ export function projectView(config: HoistConfig, project: Project): ProjectView 
     slug: project.slug,
     url: projectUrl(config, project.slug),
     visibility: project.visibility,
+    access_password_set: project.accessPasswordHash != null,
     settings,
     created_at: project.createdAt.toISOString(),
     updated_at: project.updatedAt.toISOString(),

@@ -10,6 +10,7 @@ const ISSUER = 'hoist';
 const kinds: Record<TokenKind, { audience: string; typ: string }> = {
   rest: { audience: 'hoist-rest-api', typ: 'hoist-rest+jwt' },
   agent: { audience: 'hoist-agent-tools', typ: 'hoist-agent+jwt' },
+  site: { audience: 'hoist-site-access', typ: 'hoist-site+jwt' },
 };
 
 /** JWT bearer tokens signed with HS256; the algorithm is pinned on verification. */

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { createHash } from 'node:crypto';
 import { describeTransitions } from '../../../core/operations/state-machine.js';
 import { invalid } from '../../../core/errors.js';
 import { IDEMPOTENCY_SERVICE, requestHash, validateKey, type IdempotencyService } from '../../../core/idempotency/idempotency-service.js';
@@ -13,7 +14,9 @@ import type { RouteOptions } from './index.js';
 const description = (scope: string) =>
   `${scope} Multipart form data: the ZIP in the file part \`file\` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts ` +
   '`name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), ' +
-  '`root_directory`, `skip_build` (true|false), `runtime` (static|node) and `framework`. The archive streams into storage, hashed and counted, never held in memory. ' +
+  '`root_directory`, `skip_build` (true|false), `runtime` (static|node) and `framework`. ' +
+  'Account-level, only when the call creates the project: `access_password`, the access password of a private project\'s site (8 to 200 characters, else 400; ' +
+  'given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. ' +
   'Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. ' +
   'An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; ' +
   'the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress ' +
@@ -21,7 +24,7 @@ const description = (scope: string) =>
   describeTransitions();
 
 const ALLOWED = {
-  account: ['name', 'visibility', 'root_directory', 'skip_build', 'runtime', 'framework'],
+  account: ['name', 'visibility', 'root_directory', 'skip_build', 'runtime', 'framework', 'access_password'],
   project: ['root_directory', 'skip_build', 'runtime', 'framework'],
 };
 
@@ -45,7 +48,9 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
     try {
       const options = uploadOptions(parsed.fields);
       const key = req.headers['idempotency-key'];
-      const fields = Object.fromEntries(Object.entries(parsed.fields).sort(([a], [b]) => (a < b ? -1 : 1)));
+      // The access password enters the request hash only as its SHA-256, never as itself.
+      const hashed = (k: string, v: string) => (k === 'access_password' ? `sha256:${createHash('sha256').update(v).digest('hex')}` : v);
+      const fields = Object.fromEntries(Object.entries(parsed.fields).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, hashed(k, v)]));
       const hash = requestHash({ scope, fields, sha256: upload.sha256, size: upload.size });
       const result = await idempotency.run(accountId, typeof key === 'string' ? key : undefined, hash, () => ingest.start(accountId, upload, options, resolve));
       if (result.replayed) await storage.delete(upload.key).catch(() => {});
@@ -74,7 +79,11 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
     return answer(req, reply, parsed, async () => {
       const name = parsed.fields.name?.trim();
       if (!name) throw invalid('name is required: the project to create or select', { field: 'name' });
-      return ingest.byName(accountId, name, parsed.fields.visibility);
+      const target = await ingest.byName(accountId, name, parsed.fields.visibility, parsed.fields.access_password);
+      if (!target.created && parsed.fields.access_password !== undefined) {
+        throw invalid(`access_password is only accepted when this call creates the project; project "${name}" exists: set it with PATCH /api/v1/projects/${target.project.id}/`, { field: 'access_password' });
+      }
+      return target;
     }, 'account');
   });
 

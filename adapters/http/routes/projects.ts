@@ -10,6 +10,8 @@ import {
 } from '../../../core/projects/build-settings.js';
 import { PROJECT_DELETER, type ProjectDeleter } from '../../../core/projects/project-deleter.js';
 import {
+  ACCESS_PASSWORD_MAX,
+  ACCESS_PASSWORD_MIN,
   NAME_MAX,
   PAGE_DEFAULT,
   PAGE_MAX,
@@ -57,13 +59,14 @@ const SettingsInput = {
 
 const Project = {
   type: 'object',
-  required: ['id', 'name', 'slug', 'url', 'visibility', 'settings', 'created_at', 'updated_at'],
+  required: ['id', 'name', 'slug', 'url', 'visibility', 'access_password_set', 'settings', 'created_at', 'updated_at'],
   properties: {
     id: Uuid,
     name: { type: 'string' },
     slug: { type: 'string', description: 'Unique across the service; the project is served at <slug>.<apps domain>.' },
     url: { type: 'string', description: 'Public URL of the project.' },
     visibility: { type: 'string', enum: VISIBILITIES },
+    access_password_set: { type: 'boolean', description: 'Whether the site has an access password (the password is never shown).' },
     settings: {
       type: 'object',
       required: BUILD_SETTING_KEYS,
@@ -86,6 +89,14 @@ const visibility = {
   type: 'string',
   enum: VISIBILITIES,
   description: 'draft (default, not served), public, or private (granted e-mail addresses only). The plan says which are allowed.',
+} as const;
+
+const accessPassword = {
+  type: ['string', 'null'],
+  description:
+    `Access password of the site while the project is private: ${ACCESS_PASSWORD_MIN} to ${ACCESS_PASSWORD_MAX} characters (shorter or longer → 400 invalid_request, field access_password). ` +
+    'Visitors who enter it on the sign-in page get in, besides granted e-mail addresses. Stored only as an argon2id hash and never returned (see access_password_set); ' +
+    'setting it again, or null to remove it, ends every visitor session opened with the old one.',
 } as const;
 
 type SettingsBody = Record<string, unknown> & { settings?: Record<string, unknown> };
@@ -151,7 +162,7 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
     },
   );
 
-  app.post<{ Body: SettingsBody & { name: string; visibility?: string } }>(
+  app.post<{ Body: SettingsBody & { name: string; visibility?: string; access_password?: string | null } }>(
     '/projects/',
     {
       schema: {
@@ -159,20 +170,21 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         summary: 'Create a project',
         description:
           'Creates a project with a slug derived from its name (suffixed when taken). Visibility defaults to draft. ' +
-          'A visibility or a project count the plan does not allow is refused with 403 plan_restricted.',
+          'A visibility or a project count the plan does not allow is refused with 403 plan_restricted. ' +
+          'access_password sets the password that opens the site while the project is private (see access-grants for the other way in).',
         security: bearer,
         body: {
           type: 'object',
           required: ['name'],
           additionalProperties: false,
-          properties: { name, visibility, settings: SettingsInput, ...settingFields },
+          properties: { name, visibility, access_password: accessPassword, settings: SettingsInput, ...settingFields },
         },
         response: { 201: Project, ...errorResponses(400, 401, 403) },
       },
     },
     async (req, reply) => {
-      const { name, visibility } = req.body;
-      const project = await service.create(principalOf(req).accountId, { name, visibility, settings: settingsOf(req.body) });
+      const { name, visibility, access_password: accessPassword } = req.body;
+      const project = await service.create(principalOf(req).accountId, { name, visibility, accessPassword, settings: settingsOf(req.body) });
       return reply.status(201).send(view(project));
     },
   );
@@ -192,24 +204,24 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
     async (req) => view(await service.get(principalOf(req).accountId, req.params.projectID)),
   );
 
-  app.patch<{ Params: { projectID: string }; Body: SettingsBody & { name?: string; visibility?: string } }>(
+  app.patch<{ Params: { projectID: string }; Body: SettingsBody & { name?: string; visibility?: string; access_password?: string | null } }>(
     '/projects/:projectID/',
     {
       schema: {
         tags: ['Projects'],
         summary: 'Update a project',
         description:
-          'Changes the name, the visibility and build settings; absent fields stay, null clears a build setting. ' +
-          'The slug and URL never change.',
+          'Changes the name, the visibility, build settings and the access password; absent fields stay, null clears a build setting or the password. ' +
+          'The slug and URL never change. Making a private project draft or public keeps its access grants and password, unused, until it is private again.',
         security: bearer,
         params: ProjectParams,
-        body: { type: 'object', additionalProperties: false, properties: { name, visibility, settings: SettingsInput, ...settingFields } },
+        body: { type: 'object', additionalProperties: false, properties: { name, visibility, access_password: accessPassword, settings: SettingsInput, ...settingFields } },
         response: { 200: Project, ...errorResponses(400, 401, 403, 404) },
       },
     },
     async (req) => {
-      const { name, visibility } = req.body;
-      const project = await service.update(principalOf(req).accountId, req.params.projectID, { name, visibility, settings: settingsOf(req.body) });
+      const { name, visibility, access_password: accessPassword } = req.body;
+      const project = await service.update(principalOf(req).accountId, req.params.projectID, { name, visibility, accessPassword, settings: settingsOf(req.body) });
       return view(project);
     },
   );

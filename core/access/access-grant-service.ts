@@ -1,0 +1,87 @@
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
+import { isEmail } from '../accounts/account-service.js';
+import { normalizeEmail } from '../auth/auth-service.js';
+import type { EntitlementService } from '../billing/entitlement-service.js';
+import { AccessCode } from '../entities/access-code.js';
+import { AccessGrant } from '../entities/access-grant.js';
+import type { Project } from '../entities/project.js';
+import { conflict, invalid, notFound } from '../errors.js';
+import { isUuid } from '../projects/keyset-cursor.js';
+import type { ProjectService } from '../projects/project-service.js';
+
+export const ACCESS_GRANT_SERVICE = Symbol.for('hoist.AccessGrantService');
+
+/** What an add answers: the grant, and whether this call created it. */
+export interface AddedGrant {
+  grant: AccessGrant;
+  created: boolean;
+}
+
+/**
+ * The e-mail addresses granted access to a private project's site. Grants are managed only while
+ * the project is private; a project made draft or public keeps its grants, unused, until it is
+ * private again.
+ */
+export class AccessGrantService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly projects: ProjectService,
+    private readonly entitlements: EntitlementService,
+  ) {}
+
+  /** The grants of the account's private project, oldest first. */
+  async list(accountId: string, projectId: string): Promise<AccessGrant[]> {
+    const project = await this.privateProject(accountId, projectId);
+    return this.em.find(AccessGrant, { projectId: project.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  }
+
+  /**
+   * Grants `email` (trimmed, lower-cased) access; an address already granted answers its grant
+   * with `created: false`. Beyond the plan's access_grants_per_project → plan_restricted.
+   */
+  async add(accountId: string, projectId: string, email: string): Promise<AddedGrant> {
+    const address = typeof email === 'string' ? normalizeEmail(email) : '';
+    if (!isEmail(address)) throw invalid(`Not a valid e-mail address: ${String(email)}`, { field: 'email' });
+    const project = await this.privateProject(accountId, projectId);
+    const known = await this.em.findOne(AccessGrant, { projectId: project.id, email: address });
+    if (known) return { grant: known, created: false };
+    await this.entitlements.assertWithin(accountId, 'access_grants_per_project', await this.em.count(AccessGrant, { projectId: project.id }));
+    const grant = Object.assign(new AccessGrant(), { projectId: project.id, email: address });
+    try {
+      await this.em.insert(grant);
+    } catch (err) {
+      if (!(err instanceof UniqueConstraintViolationException)) throw err;
+      // A concurrent add of the same address won.
+      return { grant: await this.em.findOneOrFail(AccessGrant, { projectId: project.id, email: address }), created: false };
+    }
+    return { grant, created: true };
+  }
+
+  /** Removes a grant, named by id or by e-mail address, with its pending codes; its visitors are out at their next request. */
+  async remove(accountId: string, projectId: string, grantIdOrEmail: string): Promise<void> {
+    const project = await this.privateProject(accountId, projectId);
+    const where = isUuid(grantIdOrEmail) ? { id: grantIdOrEmail } : { email: normalizeEmail(grantIdOrEmail) };
+    const grant = await this.em.findOne(AccessGrant, { projectId: project.id, ...where });
+    if (!grant) throw notFound('Access grant');
+    await this.em.transactional(async (tx) => {
+      await tx.nativeDelete(AccessCode, { grantId: grant.id });
+      await tx.nativeDelete(AccessGrant, { id: grant.id });
+    });
+  }
+
+  private async privateProject(accountId: string, projectId: string): Promise<Project> {
+    const project = await this.projects.get(accountId, projectId);
+    if (project.visibility !== 'private') {
+      throw conflict(`Access grants exist only for private projects; this project is ${project.visibility}. Make it private first (PATCH /api/v1/projects/${project.id}/ with {"visibility": "private"}).`, {
+        visibility: project.visibility,
+      });
+    }
+    return project;
+  }
+}
+
+/** Deletes every grant and code of a project (its deletion). */
+export async function deleteAccessOf(em: EntityManager, projectId: string): Promise<void> {
+  await em.nativeDelete(AccessCode, { projectId });
+  await em.nativeDelete(AccessGrant, { projectId });
+}

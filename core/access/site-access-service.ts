@@ -1,0 +1,154 @@
+import { raw, type EntityManager } from '@mikro-orm/core';
+import { createHash, randomInt } from 'node:crypto';
+import type { HoistConfig } from '../../config/schema.js';
+import { isEmail } from '../accounts/account-service.js';
+import { normalizeEmail } from '../auth/auth-service.js';
+import { rateLimited, type RateLimiter } from '../auth/rate-limiter.js';
+import { AccessCode } from '../entities/access-code.js';
+import { AccessGrant } from '../entities/access-grant.js';
+import { Project } from '../entities/project.js';
+import { HoistError, invalid } from '../errors.js';
+import type { Clock } from '../ports/clock.js';
+import type { Mailer } from '../ports/mailer.js';
+import type { PasswordHasher } from '../ports/password-hasher.js';
+import type { TokenService } from '../ports/token-service.js';
+
+export const SITE_ACCESS_SERVICE = Symbol.for('hoist.SiteAccessService');
+
+/** A mailed sign-in code lives this long. */
+export const CODE_TTL_SECONDS = 600;
+/** Tries one code allows; the next one is refused even when right. */
+export const CODE_TRIES = 5;
+export const CODE_DIGITS = 6;
+
+/** The one answer to every failed code or password, so a failure never tells why (no enumeration). */
+export const wrongCode = () =>
+  new HoistError('unauthorized', `That code is wrong or has expired. A code works for ${CODE_TTL_SECONDS / 60} minutes and ${CODE_TRIES} tries; ask for a new one.`);
+export const wrongPassword = () => new HoistError('unauthorized', 'That password is not right.');
+
+/** A signed access token (the cookie's value) and when it expires. */
+export interface SiteAccess {
+  token: string;
+  expiresAt: Date;
+}
+
+/** The project a gate serves: what the sign-in page shows and checks. */
+export interface GatedProject {
+  id: string;
+  name: string;
+  visibility: string;
+  hasPassword: boolean;
+}
+
+// A password cookie names the hash it was opened with: a new password (new salt) ends it.
+const passwordProof = (hash: string) => `password:${createHash('sha256').update(hash).digest('base64url').slice(0, 22)}`;
+const grantProof = (grantId: string) => `grant:${grantId}`;
+
+/**
+ * Who may see a private project's site: a granted e-mail address that proved itself with a mailed
+ * one-time code, or anyone with the access password. Either way the visitor gets a signed access
+ * token (kind `site`) that is re-checked on every request.
+ */
+export class SiteAccessService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly hasher: PasswordHasher,
+    private readonly tokens: TokenService,
+    private readonly mailer: Mailer,
+    private readonly limiter: RateLimiter,
+    private readonly clock: Clock,
+    private readonly config: HoistConfig,
+  ) {}
+
+  /** The active project `id` as the gate needs it, or null. */
+  async project(id: string): Promise<GatedProject | null> {
+    const p = await this.em.findOne(Project, { id, status: 'active' }, { fields: ['id', 'name', 'visibility', 'accessPasswordHash'] });
+    return p && { id: p.id, name: p.name, visibility: p.visibility, hasPassword: p.accessPasswordHash !== null };
+  }
+
+  /**
+   * Asks for a code for `email`. Throws invalid_request for an implausible address and
+   * rate_limited past the per-client limit; otherwise answers the same whether or not the address
+   * is granted. The returned `delivery` mails a granted address its code and the link `linkFor`
+   * makes (and does nothing for another address): the caller runs it without awaiting the answer,
+   * so neither the answer nor its timing tells the two apart.
+   */
+  async requestCode(projectId: string, email: string, client: string, linkFor: (email: string, code: string) => string): Promise<{ delivery: () => Promise<void> }> {
+    const address = normalizeEmail(String(email ?? ''));
+    if (!isEmail(address)) throw invalid('Enter a valid e-mail address', { field: 'email' });
+    await this.limit(`site-mail:${projectId}:${client}`);
+    return { delivery: () => this.deliver(projectId, address, linkFor) };
+  }
+
+  /** Checks `code` for `email`; the right one, within its time and tries, opens the site once. */
+  async verifyCode(projectId: string, email: string, code: string, client: string): Promise<SiteAccess> {
+    await this.limit(`site-try:${projectId}:${client}`);
+    const address = normalizeEmail(String(email ?? ''));
+    const grant = await this.em.findOne(AccessGrant, { projectId, email: address }, { disableIdentityMap: true });
+    const row = grant && (await this.em.findOne(AccessCode, { grantId: grant.id, expiresAt: { $gt: this.clock.now() } }, { orderBy: { createdAt: 'desc' }, disableIdentityMap: true }));
+    if (!grant || !row) throw wrongCode();
+    // Counting the try before checking it: concurrent tries can never exceed the allowance.
+    if (!(await this.em.nativeUpdate(AccessCode, { id: row.id, attempts: { $lt: CODE_TRIES } }, { attempts: raw('"attempts" + 1') }))) throw wrongCode();
+    const digits = String(code ?? '').replace(/\s+/g, '');
+    if (!/^\d+$/.test(digits) || !(await this.hasher.verify(row.codeHash, digits))) throw wrongCode();
+    if (!(await this.em.nativeDelete(AccessCode, { id: row.id }))) throw wrongCode();
+    return this.issue(projectId, grantProof(grant.id));
+  }
+
+  /** Checks the access password of the project; the right one opens the site until the password changes. */
+  async verifyPassword(projectId: string, password: string, client: string): Promise<SiteAccess> {
+    await this.limit(`site-try:${projectId}:${client}`);
+    const p = await this.em.findOne(Project, { id: projectId, status: 'active' }, { fields: ['id', 'accessPasswordHash'], disableIdentityMap: true });
+    const hash = p?.accessPasswordHash;
+    if (!hash || typeof password !== 'string' || !(await this.hasher.verify(hash, password))) throw wrongPassword();
+    return this.issue(projectId, passwordProof(hash));
+  }
+
+  /**
+   * Whether `token` opens project `projectId` now: signed, unexpired, of kind site, for this project,
+   * and what opened it still holds (the grant exists; the password is the same).
+   */
+  async allows(projectId: string, token: string | undefined): Promise<boolean> {
+    if (!token) return false;
+    const claims = await this.tokens.verify('site', token);
+    if (!claims || claims.sub !== projectId) return false;
+    if (claims.jti.startsWith('grant:')) {
+      return (await this.em.count(AccessGrant, { id: claims.jti.slice('grant:'.length), projectId })) === 1;
+    }
+    const p = await this.em.findOne(Project, { id: projectId }, { fields: ['id', 'accessPasswordHash'], disableIdentityMap: true });
+    return !!p?.accessPasswordHash && passwordProof(p.accessPasswordHash) === claims.jti;
+  }
+
+  private async deliver(projectId: string, email: string, linkFor: (email: string, code: string) => string): Promise<void> {
+    const grant = await this.em.findOne(AccessGrant, { projectId, email }, { disableIdentityMap: true });
+    if (!grant) return;
+    // A granted address cannot be flooded with mail: past the limit, requests are ignored silently.
+    const sent = await this.limiter.hit(`site-mail-to:${grant.id}`, this.config.loginWindowSeconds);
+    if (sent.count > this.config.accessMaxAttempts) return;
+    const project = await this.em.findOneOrFail(Project, { id: projectId }, { fields: ['id', 'name'], disableIdentityMap: true });
+    const code = String(randomInt(0, 10 ** CODE_DIGITS)).padStart(CODE_DIGITS, '0');
+    const codeHash = await this.hasher.hash(code);
+    const expiresAt = new Date(this.clock.now().getTime() + CODE_TTL_SECONDS * 1000);
+    await this.em.transactional(async (tx) => {
+      await tx.nativeDelete(AccessCode, { grantId: grant.id });
+      await tx.insert(AccessCode, Object.assign(new AccessCode(), { projectId, grantId: grant.id, codeHash, expiresAt, createdAt: this.clock.now() }));
+    });
+    await this.mailer.send({
+      to: email,
+      subject: `Your sign-in code for ${project.name}`,
+      text:
+        `Your code to open ${project.name}: ${code}\n\n` +
+        `Or open this link to sign in:\n${linkFor(email, code)}\n\n` +
+        `Code: ${code}\n\nThe code works for ${CODE_TTL_SECONDS / 60} minutes and ${CODE_TRIES} tries. If you did not ask for it, ignore this mail.\n`,
+    });
+  }
+
+  private async issue(projectId: string, proof: string): Promise<SiteAccess> {
+    return this.tokens.sign('site', projectId, proof, this.config.accessCookieTtlSeconds);
+  }
+
+  private async limit(key: string): Promise<void> {
+    const { count, retryAfter } = await this.limiter.hit(key, this.config.loginWindowSeconds);
+    if (count > this.config.accessMaxAttempts) throw rateLimited('Too many attempts; try again later', retryAfter);
+  }
+}
