@@ -1,5 +1,6 @@
 import type { HoistConfig } from '../config/schema.js';
 import { ENTITLEMENT_SERVICE } from '../core/billing/entitlement-service.js';
+import { ENVIRONMENT_SERVICE } from '../core/environment/environment-service.js';
 import { DEPLOYMENT_SERVICE, DeploymentService } from '../core/deployments/deployment-service.js';
 import { OperationStore } from '../core/deployments/operation-store.js';
 import { OPERATION_VIEWS, OperationViews } from '../core/deployments/operation-views.js';
@@ -40,14 +41,14 @@ export const deploymentServices: ServiceDefinition[] = [
     create: (get) => {
       const config = get<HoistConfig>(CONFIG);
       const em = get<never>(ENTITY_MANAGER);
-      const build = new BuildStage(em, get(STORAGE), get(ARCHIVE), get(BUILDERS), config.dataDir);
+      const build = new BuildStage(em, get(STORAGE), get(ARCHIVE), get(BUILDERS), get(ENVIRONMENT_SERVICE), config.dataDir);
       return new StageRunner(
         em,
         get(OPERATION_STORE),
         {
           analyze: new AnalyzeStage(get(STORAGE), get(ARCHIVE), get(ANALYZERS), config.dataDir),
           build,
-          deploy: new DeployStage(em, get(DEPLOYER), build, config),
+          deploy: new DeployStage(em, get(DEPLOYER), build, get(ENVIRONMENT_SERVICE), config),
         },
         Math.max(200, Math.min(5000, (config.stuckAfterSeconds * 1000) / 6)),
       );

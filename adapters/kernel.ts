@@ -21,6 +21,7 @@ const choices: Record<SinglePort, keyof HoistConfig | null> = {
   hasher: null,
   tokens: null,
   archive: null,
+  cipher: null,
   dns: null,
   mailer: 'mailer',
   storage: 'storage',

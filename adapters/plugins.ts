@@ -4,6 +4,7 @@ import analyzerStatic from '../plugins/analyzer-static/index.js';
 import archiveZip from '../plugins/archive-zip/index.js';
 import builderNode from '../plugins/builder-node/index.js';
 import builderStatic from '../plugins/builder-static/index.js';
+import cipherAesGcm from '../plugins/cipher-aes-gcm/index.js';
 import deployerDocker from '../plugins/deployer-docker/index.js';
 import deployerLocal from '../plugins/deployer-local/index.js';
 import deployerPulumi from '../plugins/deployer-pulumi/index.js';
@@ -17,4 +18,4 @@ import storageMinio from '../plugins/storage-minio/index.js';
 import tokensJose from '../plugins/tokens-jose/index.js';
 
 /** Every plugin shipped with Hoist; the kernel picks from these by configuration. */
-export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, queueLocal, storageLocal, storageMinio, archiveZip, deployerLocal, deployerDocker, deployerPulumi, analyzerNode, analyzerStatic, builderNode, builderStatic, resolverSystem];
+export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, cipherAesGcm, queueLocal, storageLocal, storageMinio, archiveZip, deployerLocal, deployerDocker, deployerPulumi, analyzerNode, analyzerStatic, builderNode, builderStatic, resolverSystem];

@@ -9,6 +9,7 @@ import { EMAIL_VERIFICATION_SERVICE, EmailVerificationService } from '../core/au
 import { OneTimeTokens } from '../core/auth/one-time-tokens.js';
 import { PASSWORD_RECOVERY_SERVICE, PasswordRecoveryService } from '../core/auth/password-recovery-service.js';
 import { RateLimiter } from '../core/auth/rate-limiter.js';
+import { CIPHER } from '../core/ports/cipher.js';
 import { DEPLOYER } from '../core/ports/deployer.js';
 import { MAILER } from '../core/ports/mailer.js';
 import { STORAGE } from '../core/ports/storage.js';
@@ -18,6 +19,7 @@ import { TOKEN_SERVICE } from '../core/ports/token-service.js';
 import { CONFIG, ENTITY_MANAGER } from '../core/tokens.js';
 import { BILLING_SERVICE, BillingService } from '../core/billing/billing-service.js';
 import { ENTITLEMENT_SERVICE, EntitlementService } from '../core/billing/entitlement-service.js';
+import { ENVIRONMENT_SERVICE, EnvironmentService } from '../core/environment/environment-service.js';
 import { DOMAIN_CHECKER, DomainChecker } from '../core/domains/domain-checker.js';
 import { DOMAIN_SERVICE, DomainService } from '../core/domains/domain-service.js';
 import { DNS_RESOLVER } from '../core/ports/dns-resolver.js';
@@ -79,6 +81,7 @@ export const services: ServiceDefinition[] = [
         get<HoistConfig>(CONFIG),
       ),
   },
+  { token: ENVIRONMENT_SERVICE, create: (get) => new EnvironmentService(get(ENTITY_MANAGER), get(CIPHER), get(PROJECT_SERVICE), get(ENTITLEMENT_SERVICE)) },
   { token: PROJECT_DELETER, create: (get) => new ProjectDeleter(get(ENTITY_MANAGER), get(DEPLOYER), get(STORAGE)) },
   { token: DOMAIN_CHECKER, create: (get) => new DomainChecker(get(ENTITY_MANAGER), get(DNS_RESOLVER), get(CLOCK), get<HoistConfig>(CONFIG)) },
   {

@@ -42,6 +42,8 @@ export const settings = {
   mailer: { type: 'string', env: 'HOIST_MAILER', default: 'outbox', doc: 'Mailer plugin: outbox (stored; `hoist mail list`) or smtp.' },
   smtpUrl: { type: 'secret', env: 'HOIST_SMTP_URL', doc: 'SMTP connection URL (mailer=smtp), e.g. smtp://user:pass@mail.example.com:587.' },
   mailFrom: { type: 'string', env: 'HOIST_MAIL_FROM', default: 'Hoist <hoist@localhost>', doc: 'Sender of the mail Hoist sends.' },
+  masterKey: { type: 'secret', env: 'HOIST_MASTER_KEY', doc: 'Master keys that wrap the per-project keys of environment variables: `id:base64` entries (32 bytes each) separated by commas, the first one current. Overrides masterKeyFile.' },
+  masterKeyFile: { type: 'string', env: 'HOIST_MASTER_KEY_FILE', doc: 'JSON file holding the master keys (mode 0600; `hoist keys rotate` adds one). Default: <dataDir>/master-keys.json, created with one key on first start (a warning says so).' },
   jwtSecret: { type: 'secret', env: 'HOIST_JWT_SECRET', doc: 'HS256 signing secret (32+ bytes). Default: generated once into <dataDir>/jwt.key.' },
   tokenTtlSeconds: { type: 'integer', env: 'HOIST_TOKEN_TTL_SECONDS', default: 43200, min: 60, max: 2592000, doc: 'Lifetime of a REST token (default 12 h).' },
   loginMaxPerAccount: { type: 'integer', env: 'HOIST_LOGIN_MAX_PER_ACCOUNT', default: 10, min: 1, doc: 'Failed logins allowed per account per window.' },

@@ -24,7 +24,8 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
     requestTimeout: config.requestTimeoutMs,
     // Node swaps a headersTimeout longer than requestTimeout in for it, and checks both only every connectionsCheckingInterval.
     http: { headersTimeout: Math.min(60_000, config.requestTimeoutMs), connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.requestTimeoutMs / 4)) },
-    routerOptions: { ignoreTrailingSlash: true },
+    // Path parameters as long as environment variable names, so an over-long one gets the spec's 400, not the router's 414.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     // The floating alias /api/... runs the same handlers as /api/v1/..., with no redirect.
     rewriteUrl: (req) => (req.url ?? '/').replace(/^\/api(?=\/|$|\?)(?!\/v1(?:\/|$|\?))/, '/api/v1'),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },

@@ -7,6 +7,7 @@ import { QUEUE, type Job, type JobControl, type Queue } from '../../core/ports/q
 import { metricsOf } from '../observability/metrics.js';
 import { DEPLOYER, type Deployer } from '../../core/ports/deployer.js';
 import { liveReleaseSpecs } from '../../core/deployments/release-specs.js';
+import { ENVIRONMENT_SERVICE, type EnvironmentService } from '../../core/environment/environment-service.js';
 import type { Kernel } from '../kernel.js';
 import { startDomainChecks } from './domain-scheduler.js';
 
@@ -22,7 +23,10 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
   const runner = kernel.get<StageRunner>(STAGE_RUNNER);
   const store = kernel.get<OperationStore>(OPERATION_STORE);
   const em = kernel.orm.em.fork();
-  await kernel.get<Deployer>(DEPLOYER).restore(await liveReleaseSpecs(em));
+  const specs = await liveReleaseSpecs(em, kernel.get<EnvironmentService>(ENVIRONMENT_SERVICE), (deploymentId, err) =>
+    kernel.log.error({ deploymentId, reason: err.message }, 'live release not restored: its environment does not decrypt'),
+  );
+  await kernel.get<Deployer>(DEPLOYER).restore(specs);
   for (const op of await em.find(Operation, { kind: 'deploy', status: 'running' })) {
     const state = op.state as unknown as OperationState;
     if (state?.current && state.stages[state.current].status !== 'skipped') {

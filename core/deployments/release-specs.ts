@@ -3,11 +3,15 @@ import { Build } from '../entities/build.js';
 import { Deployment } from '../entities/deployment.js';
 import { Project } from '../entities/project.js';
 import { Version } from '../entities/version.js';
+import type { EnvironmentService } from '../environment/environment-service.js';
 import type { ReleaseSpec } from '../ports/deployer.js';
 import type { Analysis } from './stages/analyze.js';
 
-/** The release spec of a deployment, from its version's analysis and its build's artifact. */
-export async function releaseSpec(em: EntityManager, d: Deployment): Promise<ReleaseSpec | null> {
+/**
+ * The release spec of a deployment, from its version's analysis, its build's artifact and the
+ * runtime environment its operation was deployed with (its snapshot, not the project's current values).
+ */
+export async function releaseSpec(em: EntityManager, d: Deployment, environment: EnvironmentService): Promise<ReleaseSpec | null> {
   const [version, build, project] = await Promise.all([
     em.findOne(Version, { id: d.versionId }),
     em.findOne(Build, { id: d.buildId }),
@@ -22,15 +26,18 @@ export async function releaseSpec(em: EntityManager, d: Deployment): Promise<Rel
     runtime: analysis.runtime,
     artifactKey: build.artifactKey,
     startCommand: analysis.startCommand,
-    env: {},
+    env: await environment.forRuntime(d.operationId, d.projectId),
   };
 }
 
-/** The specs of every live deployment, for Deployer.restore after a restart. */
-export async function liveReleaseSpecs(em: EntityManager): Promise<ReleaseSpec[]> {
+/**
+ * The specs of every live deployment, for Deployer.restore after a restart. A deployment whose
+ * environment does not decrypt is left out, and `skipped` is told why (never a value).
+ */
+export async function liveReleaseSpecs(em: EntityManager, environment: EnvironmentService, skipped: (deploymentId: string, err: Error) => void = () => {}): Promise<ReleaseSpec[]> {
   const specs: ReleaseSpec[] = [];
   for (const d of await em.find(Deployment, { status: 'live' })) {
-    const spec = await releaseSpec(em, d);
+    const spec = await releaseSpec(em, d, environment).catch((err: Error) => (skipped(d.id, err), null));
     if (spec) specs.push(spec);
   }
   return specs;

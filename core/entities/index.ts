@@ -4,6 +4,8 @@ import { AccessRequestSchema } from './access-request.js';
 import { AccountSchema } from './account.js';
 import { BuildSchema } from './build.js';
 import { DeploymentSchema } from './deployment.js';
+import { EnvironmentSnapshotSchema } from './environment-snapshot.js';
+import { EnvironmentVariableSchema } from './environment-variable.js';
 import { DomainSchema } from './domain.js';
 import { IdempotencyRecordSchema } from './idempotency-record.js';
 import { JobRowSchema } from './job.js';
@@ -12,6 +14,7 @@ import { OneTimeTokenSchema } from './one-time-token.js';
 import { OperationSchema } from './operation.js';
 import { OutboxMailSchema } from './outbox-mail.js';
 import { ProjectSchema } from './project.js';
+import { ProjectKeySchema } from './project-key.js';
 import { RateBucketSchema } from './rate-bucket.js';
 import { SessionSchema } from './session.js';
 import { UserSchema } from './user.js';
@@ -34,6 +37,9 @@ export const entities = [
   DeploymentSchema,
   IdempotencyRecordSchema,
   UploadSessionSchema,
+  ProjectKeySchema,
+  EnvironmentVariableSchema,
+  EnvironmentSnapshotSchema,
   DomainSchema,
   AccessGrantSchema,
   AccessCodeSchema,

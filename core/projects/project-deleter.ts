@@ -5,6 +5,7 @@ import { Domain } from '../entities/domain.js';
 import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { deleteAccessOf } from '../access/access-grant-service.js';
+import { deleteEnvironmentOf } from '../environment/delete-environment.js';
 import { Version } from '../entities/version.js';
 import type { Deployer } from '../ports/deployer.js';
 import type { Storage } from '../ports/storage.js';
@@ -45,6 +46,7 @@ export class ProjectDeleter {
         await tx.nativeDelete(Build, { projectId });
         await tx.nativeDelete(Version, { projectId });
         await deleteAccessOf(tx, projectId);
+        await deleteEnvironmentOf(tx, projectId);
         await tx.nativeDelete(Domain, { projectId });
         await tx.nativeDelete(Operation, { projectId, kind: 'deploy' });
         await tx.nativeDelete(Project, { id: projectId, status: 'deleting' });

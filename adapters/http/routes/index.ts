@@ -14,6 +14,7 @@ import releases from './releases.js';
 import uploadSessions from './upload-sessions.js';
 import uploadSessionUploads from './upload-session-uploads.js';
 import accessGrants from './access-grants.js';
+import environment from './environment.js';
 import domains from './domains.js';
 
 /** Options every route plugin gets. */
@@ -22,4 +23,4 @@ export interface RouteOptions {
 }
 
 /** Every route plugin, registered under /api/v1. */
-export const routes: FastifyPluginAsync<RouteOptions>[] = [auth, accessRequests, me, billing, projects, localToLive, operations, versions, builds, deployments, releases, uploadSessions, uploadSessionUploads, domains, accessGrants];
+export const routes: FastifyPluginAsync<RouteOptions>[] = [auth, accessRequests, me, billing, projects, localToLive, operations, versions, builds, deployments, releases, uploadSessions, uploadSessionUploads, environment, domains, accessGrants];

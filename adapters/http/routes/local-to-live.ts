@@ -1,9 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { createHash } from 'node:crypto';
 import { describeTransitions } from '../../../core/operations/state-machine.js';
 import { invalid } from '../../../core/errors.js';
+import { Project } from '../../../core/entities/project.js';
 import { IDEMPOTENCY_SERVICE, requestHash, validateKey, type IdempotencyService } from '../../../core/idempotency/idempotency-service.js';
 import { STORAGE, type Storage } from '../../../core/ports/storage.js';
+import { CIPHER, type Cipher } from '../../../core/ports/cipher.js';
+import { deleteEnvironmentOf } from '../../../core/environment/delete-environment.js';
+import { ENVIRONMENT_SERVICE, type EnvironmentService } from '../../../core/environment/environment-service.js';
 import { PROJECT_SERVICE, type ProjectService } from '../../../core/projects/project-service.js';
 import { bearer, principalOf } from '../auth.js';
 import { errorResponses } from '../schemas.js';
@@ -15,6 +18,10 @@ const description = (scope: string) =>
   `${scope} Multipart form data: the ZIP in the file part \`file\` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts ` +
   '`name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), ' +
   '`root_directory`, `skip_build` (true|false), `runtime` (static|node) and `framework`. ' +
+  'Account-level, only when the call creates the project: `environment`, a JSON object of environment variables ' +
+  '`{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), ' +
+  'validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; ' +
+  'given when the name selects an existing project → 400 (use the environment routes). ' +
   'Account-level, only when the call creates the project: `access_password`, the access password of a private project\'s site (8 to 200 characters, else 400; ' +
   'given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. ' +
   'Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. ' +
@@ -24,7 +31,7 @@ const description = (scope: string) =>
   describeTransitions();
 
 const ALLOWED = {
-  account: ['name', 'visibility', 'root_directory', 'skip_build', 'runtime', 'framework', 'access_password'],
+  account: ['name', 'visibility', 'root_directory', 'skip_build', 'runtime', 'framework', 'environment', 'access_password'],
   project: ['root_directory', 'skip_build', 'runtime', 'framework'],
 };
 
@@ -33,6 +40,8 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
   const storage = kernel.get<Storage>(STORAGE);
   const projects = kernel.get<ProjectService>(PROJECT_SERVICE);
   const idempotency = kernel.get<IdempotencyService>(IDEMPOTENCY_SERVICE);
+  const environment = kernel.get<EnvironmentService>(ENVIRONMENT_SERVICE);
+  const cipher = kernel.get<Cipher>(CIPHER);
   const ingest = new UploadIngest(kernel);
 
   app.addHook('onRequest', app.authenticate);
@@ -48,8 +57,8 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
     try {
       const options = uploadOptions(parsed.fields);
       const key = req.headers['idempotency-key'];
-      // The access password enters the request hash only as its SHA-256, never as itself.
-      const hashed = (k: string, v: string) => (k === 'access_password' ? `sha256:${createHash('sha256').update(v).digest('hex')}` : v);
+      // Secrets enter the request hash only as a keyed fingerprint.
+      const hashed = (k: string, v: string) => (k === 'environment' || k === 'access_password' ? `fingerprint:${cipher.fingerprint(v)}` : v);
       const fields = Object.fromEntries(Object.entries(parsed.fields).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, hashed(k, v)]));
       const hash = requestHash({ scope, fields, sha256: upload.sha256, size: upload.size });
       const result = await idempotency.run(accountId, typeof key === 'string' ? key : undefined, hash, () => ingest.start(accountId, upload, options, resolve));
@@ -76,15 +85,37 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
   app.post('/local-to-live', { schema: schema('Upload a ZIP and deploy it (creates or selects the project by name)', 'Account-level.') }, async (req, reply) => {
     const parsed = await ingest.parse(req, ALLOWED.account);
     const { accountId } = principalOf(req);
-    return answer(req, reply, parsed, async () => {
-      const name = parsed.fields.name?.trim();
-      if (!name) throw invalid('name is required: the project to create or select', { field: 'name' });
-      const target = await ingest.byName(accountId, name, parsed.fields.visibility, parsed.fields.access_password);
-      if (!target.created && parsed.fields.access_password !== undefined) {
-        throw invalid(`access_password is only accepted when this call creates the project; project "${name}" exists: set it with PATCH /api/v1/projects/${target.project.id}/`, { field: 'access_password' });
+    let created: string | null = null;
+    try {
+      return await answer(req, reply, parsed, async () => {
+        const name = parsed.fields.name?.trim();
+        if (!name) throw invalid('name is required: the project to create or select', { field: 'name' });
+        const given = parsed.fields.environment;
+        const vars = given === undefined ? [] : await environment.parseNew(accountId, given);
+        const target = await ingest.byName(accountId, name, parsed.fields.visibility, parsed.fields.access_password);
+        if (!target.created && parsed.fields.access_password !== undefined) {
+          throw invalid(`access_password is only accepted when this call creates the project; project "${name}" exists: set it with PATCH /api/v1/projects/${target.project.id}/`, { field: 'access_password' });
+        }
+        if (!target.created && given !== undefined) {
+          throw invalid(`environment is only accepted when this call creates the project; project "${name}" exists: set its variables with PUT /api/v1/projects/${target.project.id}/environment/{name}`, { field: 'environment' });
+        }
+        if (target.created) {
+          created = target.project.id;
+          await environment.storeNew(target.project.id, vars);
+        }
+        return target;
+      }, 'account');
+    } catch (err) {
+      // The project this call created is gone again (see UploadIngest.start), and so are its variables.
+      const id = created as string | null;
+      if (id) {
+        await kernel.orm.em.fork().transactional(async (tx) => {
+          await tx.nativeDelete(Project, { id, liveDeploymentId: null, activeOperationId: null });
+          if (!(await tx.count(Project, { id }))) await deleteEnvironmentOf(tx, id);
+        });
       }
-      return target;
-    }, 'account');
+      throw err;
+    }
   });
 
   app.post<{ Params: { projectID: string } }>(

@@ -6,6 +6,7 @@ import { Build } from '../../entities/build.js';
 import { StageError } from '../../operations/stage-error.js';
 import type { Archive } from '../../ports/archive.js';
 import type { Builder } from '../../ports/builder.js';
+import type { EnvironmentService } from '../../environment/environment-service.js';
 import type { Storage } from '../../ports/storage.js';
 import { BuildLog } from '../build-log.js';
 import type { StageContext, StageImpl } from '../stage-runner.js';
@@ -22,6 +23,7 @@ export class BuildStage implements StageImpl {
     private readonly storage: Storage,
     private readonly archive: Archive,
     private readonly builders: Builder[],
+    private readonly environment: EnvironmentService,
     private readonly dataDir: string,
   ) {}
 
@@ -83,7 +85,7 @@ export class BuildStage implements StageImpl {
             ({ outputDir } = await builder.build({
               workspace,
               detection: analysis,
-              env: {},
+              env: await this.environment.forBuild(ctx.operation.id, ctx.project.id),
               signal: ctx.signal,
               log: write,
               progress: (f) => ctx.progress(0.1 + 0.8 * f),

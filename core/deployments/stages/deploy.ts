@@ -6,6 +6,7 @@ import { Project } from '../../entities/project.js';
 import { StageError } from '../../operations/stage-error.js';
 import type { OperationState } from '../../operations/state-machine.js';
 import type { Deployer } from '../../ports/deployer.js';
+import type { EnvironmentService } from '../../environment/environment-service.js';
 import { projectUrl } from '../../projects/project-url.js';
 import type { StageContext, StageImpl } from '../stage-runner.js';
 import type { Analysis } from './analyze.js';
@@ -25,6 +26,7 @@ export class DeployStage implements StageImpl {
     private readonly em: EntityManager,
     private readonly deployer: Deployer,
     private readonly builds: BuildStage,
+    private readonly environment: EnvironmentService,
     private readonly config: HoistConfig,
   ) {}
 
@@ -36,6 +38,8 @@ export class DeployStage implements StageImpl {
       : await em.findOne(Build, { operationId: ctx.operation.id, status: { $in: ['succeeded', 'skipped'] }, artifactKey: { $ne: null } }, { orderBy: { createdAt: 'desc' } });
     if (reused && !build) throw new StageError('deploy_build_missing', 'The build to redeploy has no artifact any more; retry the build instead', false);
     build ??= await this.builds.produce(ctx, true);
+    // Read before anything is started: a variable that does not decrypt fails the stage with nothing to undo.
+    const env = await this.environment.forRuntime(ctx.operation.id, ctx.project.id);
     await this.abandon(ctx);
     const analysis = ctx.version.analysis as unknown as Analysis;
     const deployment = Object.assign(new Deployment(), {
@@ -54,7 +58,7 @@ export class DeployStage implements StageImpl {
         runtime: analysis.runtime,
         artifactKey: build.artifactKey!,
         startCommand: analysis.startCommand,
-        env: {},
+        env,
       },
       { signal: ctx.signal, log: () => {} },
     );

@@ -1,0 +1,25 @@
+import { EntitySchema } from '@mikro-orm/core';
+
+/**
+ * The environment one deployment runs with, taken once when it first needs it: the variables
+ * (names, scopes, values) sealed as one value with the project's data key, bound to project and
+ * operation. Retries and restores of that deployment read it, so later changes wait for the next one.
+ */
+export class EnvironmentSnapshot {
+  operationId!: string;
+  projectId!: string;
+  /** Null when the project had no variables. */
+  sealed: string | null = null;
+  createdAt: Date = new Date();
+}
+
+export const EnvironmentSnapshotSchema = new EntitySchema<EnvironmentSnapshot>({
+  class: EnvironmentSnapshot,
+  tableName: 'environment_snapshots',
+  properties: {
+    operationId: { type: 'uuid', primary: true },
+    projectId: { type: 'uuid', index: true },
+    sealed: { type: 'text', nullable: true },
+    createdAt: { type: 'datetime' },
+  },
+});

@@ -1,0 +1,32 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+
+/** One environment variable of a project: its value sealed with the project's data key, bound to project and name. */
+export class EnvironmentVariable {
+  id: string = randomUUID();
+  projectId!: string;
+  name!: string;
+  /** `build`, `runtime` or `both`. */
+  scope: string = 'both';
+  ciphertext!: string;
+  /** Keyed digest of the value (HMAC-SHA-256 under a key derived from the project's data key). */
+  digest!: string;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
+export const EnvironmentVariableSchema = new EntitySchema<EnvironmentVariable>({
+  class: EnvironmentVariable,
+  tableName: 'environment_variables',
+  uniques: [{ properties: ['projectId', 'name'] }],
+  properties: {
+    id: { type: 'uuid', primary: true },
+    projectId: { type: 'uuid' },
+    name: { type: 'string', length: 255 },
+    scope: { type: 'string', length: 16 },
+    ciphertext: { type: 'text' },
+    digest: { type: 'string', length: 100 },
+    createdAt: { type: 'datetime' },
+    updatedAt: { type: 'datetime' },
+  },
+});
