@@ -25,9 +25,6 @@ export function healthHandlers(kernel: Kernel, role: string) {
   };
 }
 
-/** The paths `healthRoutes` answers. */
-export const HEALTH_PATHS = ['/healthz', '/readyz', '/metrics'] as const;
-
 const Health = {
   type: 'object',
   required: ['status', 'role'],

@@ -149,8 +149,8 @@ test('a new release that fails its health check leaves the old one serving', asy
 
 test('a crash loop marks the deployment failed', async () => {
   const pkg = JSON.stringify({ name: 'crashy', scripts: { start: 'node server.js' } });
-  // Serves, then crashes a moment later on every start.
-  const crashy = `require('http').createServer((q, r) => r.end('up')).listen(process.env.PORT); setTimeout(() => process.exit(1), 150);`;
+  // Serves, then crashes 3 s later on every start (long enough to pass a container's health check).
+  const crashy = `require('http').createServer((q, r) => r.end('up')).listen(process.env.PORT); setTimeout(() => process.exit(1), 3000);`;
   const { op } = await deploy('crashy', { 'package.json': pkg, 'server.js': crashy });
   assert.is(op.status, 'succeeded', JSON.stringify(op));
   const list = async () => (await h.get(token, `/api/v1/projects/${op.project_id}/deployments`)).body;

@@ -3,6 +3,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import net from 'node:net';
 import type { EntityName } from '@mikro-orm/core';
+import { STORAGE, type Storage } from '../../core/ports/storage.js';
 import type { Kernel } from '../../adapters/kernel.js';
 import { Operation } from '../../core/entities/operation.js';
 import { Project } from '../../core/entities/project.js';
@@ -113,12 +114,19 @@ export function filesUnder(kernel: Kernel, dir: string): string[] {
   }
 }
 
-/** What an upload may leave behind: stored uploads, storage temp files, versions, operations, projects. */
+/** Objects whose key starts with `prefix` in the kernel's Storage, whichever plugin it is. */
+export async function objectsUnder(kernel: Kernel, prefix: string): Promise<number> {
+  let n = 0;
+  for await (const _ of kernel.get<Storage>(STORAGE).list(prefix)) n++;
+  return n;
+}
+
+/** What an upload may leave behind: stored uploads, storage temp files (storage-local's), versions, operations, projects. */
 export async function footprint(kernel: Kernel): Promise<{ uploads: number; temp: number; versions: number; operations: number; projects: number }> {
   const em = kernel.orm.em.fork();
   const count = (e: EntityName<object>) => em.count(e, {});
   return {
-    uploads: filesUnder(kernel, 'uploads').length,
+    uploads: await objectsUnder(kernel, 'uploads/'),
     temp: filesUnder(kernel, '.tmp').length,
     versions: await count(Version),
     operations: await count(Operation),

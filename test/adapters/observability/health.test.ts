@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startRoles } from '../../../adapters/cli/start.js';
+import { buildEdge } from '../../../adapters/edge/edge.js';
 import { testApi } from '../../helpers/api.js';
 import { testKernel } from '../../helpers/kernel.js';
 
@@ -99,6 +100,27 @@ test('a worker running without the API answers /healthz, /readyz and /metrics on
     assert.match(await (await fetch(`${url}/metrics`)).text(), /hoist_stage_duration_seconds/);
   } finally {
     await running.close();
+  }
+});
+
+test('the edge answers the health routes on its own address, and leaves project hosts theirs', async () => {
+  const kernel = await testKernel();
+  const edge = await buildEdge(kernel);
+  try {
+    const own = await edge.inject({ method: 'GET', url: '/healthz', headers: { host: '127.0.0.1:8080' } });
+    assert.is(own.statusCode, 200);
+    assert.equal(own.json(), { status: 'ok', role: 'edge' });
+    const ready = await edge.inject({ method: 'GET', url: '/readyz', headers: { host: '127.0.0.1:8080' } });
+    assert.is(ready.statusCode, 200);
+    assert.is(ready.json().checks.database, 'ok');
+    assert.match((await edge.inject({ method: 'GET', url: '/metrics', headers: { host: '127.0.0.1' } })).body, /hoist_http_requests_total\{role="edge"/);
+    // On a project's host, /healthz is the project's own path (here: no such project, so the edge's 404 page).
+    const project = await edge.inject({ method: 'GET', url: '/healthz', headers: { host: 'some-project.localhost' } });
+    assert.is(project.statusCode, 404);
+    assert.match(project.headers['content-type'] as string, /text\/html/);
+  } finally {
+    await edge.close();
+    await kernel.stop();
   }
 });
 
