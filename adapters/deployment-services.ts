@@ -50,7 +50,9 @@ export const deploymentServices: ServiceDefinition[] = [
           build,
           deploy: new DeployStage(em, get(DEPLOYER), build, get(ENVIRONMENT_SERVICE), config),
         },
-        Math.max(200, Math.min(5000, (config.stuckAfterSeconds * 1000) / 6)),
+        // Heartbeats keep both the queue's lease (visibility timeout / ack wait) and the stage's claim alive.
+        Math.max(200, Math.min(5000, (config.stuckAfterSeconds * 1000) / 6, (config.queueVisibilitySeconds * 1000) / 3)),
+        config.queueVisibilitySeconds * 1000,
       );
     },
   },

@@ -13,9 +13,10 @@ import mailerOutbox from '../plugins/mailer-outbox/index.js';
 import mailerSmtp from '../plugins/mailer-smtp/index.js';
 import resolverSystem from '../plugins/resolver-system/index.js';
 import queueLocal from '../plugins/queue-local/index.js';
+import queueNats from '../plugins/queue-nats/index.js';
 import storageLocal from '../plugins/storage-local/index.js';
 import storageMinio from '../plugins/storage-minio/index.js';
 import tokensJose from '../plugins/tokens-jose/index.js';
 
 /** Every plugin shipped with Hoist; the kernel picks from these by configuration. */
-export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, cipherAesGcm, queueLocal, storageLocal, storageMinio, archiveZip, deployerLocal, deployerDocker, deployerPulumi, analyzerNode, analyzerStatic, builderNode, builderStatic, resolverSystem];
+export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, cipherAesGcm, queueLocal, queueNats, storageLocal, storageMinio, archiveZip, deployerLocal, deployerDocker, deployerPulumi, analyzerNode, analyzerStatic, builderNode, builderStatic, resolverSystem];

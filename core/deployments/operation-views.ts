@@ -106,8 +106,9 @@ export class OperationViews {
     }
     let queue: Record<string, unknown> | null = null;
     if (state.status === 'running' && state.current) {
-      const p = await this.queue.position(STAGE_TOPIC, stageJobKey({ operationId: op.id, stage: state.current, attempt: state.attempt }));
-      queue = { stage: state.current, state: p.state, jobs_ahead: p.jobsAhead, position: p.state === 'waiting' ? p.jobsAhead + 1 : 0, workers: p.workers };
+      // The queue being unreachable (a NATS restart) leaves queue null rather than failing the view.
+      const p = await this.queue.position(STAGE_TOPIC, stageJobKey({ operationId: op.id, stage: state.current, attempt: state.attempt })).catch(() => null);
+      if (p) queue = { stage: state.current, state: p.state, jobs_ahead: p.jobsAhead, position: p.state === 'waiting' ? p.jobsAhead + 1 : 0, workers: p.workers };
     }
     let result: Record<string, unknown> | null = null;
     if (state.status === 'succeeded') {

@@ -4,7 +4,7 @@ import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { Version } from '../entities/version.js';
 import { StageError } from '../operations/stage-error.js';
-import type { Stage } from '../operations/state-machine.js';
+import type { OperationState, Stage, Transition } from '../operations/state-machine.js';
 import type { Job, JobControl } from '../ports/queue.js';
 import { OperationStore, type AlsoWrite, type StageJob } from './operation-store.js';
 
@@ -34,9 +34,12 @@ export interface StageImpl {
 }
 
 /**
- * Runs stage jobs from the queue: marks the stage started, runs it with heartbeats, and records its
- * success or failure through the state machine. A job for a stage that is already done is a no-op
- * (redeliveries are safe); a cancel seen on a heartbeat aborts the running work.
+ * Runs stage jobs from the queue: claims the stage (a lease and a fencing token, written by
+ * compare-and-set on the operation), runs it with heartbeats, and records its success or failure
+ * through the state machine with the claim's token. A job for a stage that is already done is a
+ * no-op (redeliveries are safe); one for a stage another worker holds waits until that claim ends
+ * or lapses. A cancel, or a newer claim, seen on a heartbeat aborts the running work, and a late
+ * worker's result is refused by its old token.
  */
 export class StageRunner {
   constructor(
@@ -44,17 +47,16 @@ export class StageRunner {
     private readonly store: OperationStore,
     private readonly stages: Record<Stage, StageImpl>,
     private readonly heartbeatMs: number,
+    /** How long a claim holds without a heartbeat: the queue's visibility timeout (ack wait). */
+    private readonly leaseMs: number,
   ) {}
 
   /** The queue handler for stage jobs. */
   async handle(job: Job<StageJob>, control: JobControl): Promise<void> {
     const { operationId, stage, attempt } = job.payload;
-    const started = await this.store.apply(operationId, { type: 'stage_started', stage, attempt }).catch((err) => {
-      // A job for an operation or attempt that moved on (deleted, rejected transition) has nothing to do.
-      if (err instanceof HoistError && (err.code === 'not_found' || err.code === 'conflict')) return null;
-      throw err;
-    });
-    if (!started || started.t.noop) return;
+    const started = await this.claim(job.payload, control);
+    if (!started) return;
+    const token = started.t.state.stages[stage].token;
 
     const em = this.em.fork();
     const version = await em.findOneOrFail(Version, { id: started.op.versionId! });
@@ -70,10 +72,11 @@ export class StageRunner {
     const timer = setInterval(() => {
       beating = beating.then(async () => {
         await control.heartbeat().catch(() => {});
-        const event = fraction > sent ? { type: 'stage_progress' as const, stage, attempt, fraction } : { type: 'heartbeat' as const, stage, attempt };
+        const event = fraction > sent ? { type: 'stage_progress' as const, stage, attempt, token, fraction } : { type: 'heartbeat' as const, stage, attempt, token };
         sent = fraction;
         const r = await this.store.apply(operationId, event).catch(() => null);
         if (r && r.t.state.stages[stage].status !== 'running') abort.abort(new Error('operation canceled'));
+        else if (r && r.t.state.stages[stage].token !== token) abort.abort(new Error('claim lost'));
       });
     }, this.heartbeatMs);
 
@@ -82,25 +85,64 @@ export class StageRunner {
       clearInterval(timer);
       await beating;
       if (abort.signal.aborted && !control.signal.aborted) throw new StageError(`${stage}_canceled`, 'Canceled', false);
-      const done = await this.store.apply(operationId, { type: 'stage_succeeded', stage, attempt }, result.also);
-      // A no-op means the operation moved on (canceled) before the result was committed: undo it.
-      if (done.t.noop) await this.stages[stage].abandon?.(ctx);
-      else await result.after?.();
+      const done = await this.store.apply(operationId, { type: 'stage_succeeded', stage, attempt, token }, result.also);
+      // A no-op means the operation moved on (canceled) before the result was committed: undo it,
+      // unless a newer claim runs the stage now (its work must not be touched).
+      if (!done.t.noop) await result.after?.();
+      else if (!StageRunner.claimedByOther(done.t.state, stage, token)) await this.stages[stage].abandon?.(ctx);
     } catch (err) {
       clearInterval(timer);
       await beating;
       if (control.signal.aborted) throw err; // the worker is stopping: the job is redelivered
+      const before = await em.fork().findOne(Operation, { id: operationId });
+      if (before && StageRunner.claimedByOther(OperationStore.stateOf(before), stage, token)) return; // a newer claim runs it
       await this.stages[stage].abandon?.(ctx).catch(() => {});
       const current = await em.fork().findOne(Operation, { id: operationId });
       if (current && OperationStore.stateOf(current).stages[stage].status !== 'running') return; // canceled meanwhile
       if (err instanceof StageError) {
-        await this.store.apply(operationId, { type: 'stage_failed', stage, attempt, error: { code: err.code, message: err.message } });
+        await this.store.apply(operationId, { type: 'stage_failed', stage, attempt, token, error: { code: err.code, message: err.message } });
         return;
       }
       throw err; // unexpected: the queue redelivers, then gives up through fail()
     } finally {
       control.signal.removeEventListener('abort', onStop);
     }
+  }
+
+  /**
+   * Claims the job's stage. Returns null when there is nothing to do (the stage is done, the
+   * operation moved on or is gone). While another worker's claim holds, waits (heartbeating the
+   * job) until that claim ends or lapses; throws when this worker stops meanwhile.
+   */
+  private async claim(job: StageJob, control: JobControl): Promise<{ t: Transition; op: Operation } | null> {
+    const { operationId, stage, attempt } = job;
+    for (;;) {
+      const r = await this.store.apply(operationId, { type: 'stage_started', stage, attempt, leaseMs: this.leaseMs }).catch((err) => {
+        // A job for an operation or attempt that moved on (deleted, rejected transition) has nothing to do.
+        if (err instanceof HoistError && (err.code === 'not_found' || err.code === 'conflict')) return null;
+        throw err;
+      });
+      if (!r) return null;
+      if (!r.t.noop) return r;
+      if (r.t.state.stages[stage].status !== 'running' || r.t.state.attempt !== attempt) return null;
+      await control.heartbeat();
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(done, this.heartbeatMs);
+        function done() {
+          clearTimeout(timer);
+          control.signal.removeEventListener('abort', done);
+          if (control.signal.aborted) reject(new Error('worker stopping'));
+          else resolve();
+        }
+        control.signal.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
+
+  /** True when the stage runs under a claim other than `token` (a newer worker took it over). */
+  private static claimedByOther(state: OperationState, stage: Stage, token: number | undefined): boolean {
+    const s = state.stages[stage];
+    return s.status === 'running' && s.token !== token;
   }
 
   /** Ends the stage of a job the queue gave up on (too many deliveries) as failed, with guidance. */

@@ -34,6 +34,11 @@ export interface StageState {
   heartbeatAt: string | null;
   finishedAt: string | null;
   error: StageError | null;
+  /**
+   * Fencing token of the current claim: each `stage_started` that claims the stage adds one, and a
+   * stage event carrying another token is ignored. Absent until the stage is first claimed.
+   */
+  token?: number;
 }
 
 /** The whole parent operation, as `transition` reads and returns it. */
@@ -53,14 +58,19 @@ export interface OperationState {
   buildId?: string;
 }
 
-/** Reports from the worker running a stage; `attempt` is the one its job was enqueued for. */
+/**
+ * Reports from the worker running a stage; `attempt` is the one its job was enqueued for. `token` is
+ * the fencing token the worker's claim got: an event with a token other than the stage's is a late
+ * worker's and is ignored. Without a token (the queue giving up on a job) the event is not fenced.
+ */
 export type StageEvent =
-  | { type: 'stage_started'; stage: Stage; attempt: number }
-  | { type: 'stage_progress'; stage: Stage; attempt: number; /** 0–1 of this stage */ fraction: number }
-  | { type: 'heartbeat'; stage: Stage; attempt: number }
-  | { type: 'stage_succeeded'; stage: Stage; attempt: number }
+  /** A claim: `leaseMs` is how long a running stage's last heartbeat keeps other claims off (0: none). */
+  | { type: 'stage_started'; stage: Stage; attempt: number; leaseMs?: number }
+  | { type: 'stage_progress'; stage: Stage; attempt: number; token?: number; /** 0–1 of this stage */ fraction: number }
+  | { type: 'heartbeat'; stage: Stage; attempt: number; token?: number }
+  | { type: 'stage_succeeded'; stage: Stage; attempt: number; token?: number }
   /** Also what a dead-lettered job (too many deliveries, dropped) reports, even before it started. */
-  | { type: 'stage_failed'; stage: Stage; attempt: number; error: StageError };
+  | { type: 'stage_failed'; stage: Stage; attempt: number; token?: number; error: StageError };
 
 /** Requests from the API. */
 export type ParentEvent = { type: 'cancel_requested' } | { type: 'retry_requested' };
@@ -108,8 +118,8 @@ export const PARENT_TABLE: Record<OperationStatus, Record<ParentEvent['type'], P
 export const STAGE_PROGRESS: Record<Stage, [number, number]> = { analyze: [5, 15], build: [15, 70], deploy: [70, 100] };
 
 const RULE_TEXT: Record<StageRule | ParentRule, string> = {
-  start: '→ running; startedAt and heartbeatAt set',
-  restart: 'a redelivered job: heartbeatAt refreshed, the stage runs again (stages are idempotent)',
+  start: '→ running; startedAt and heartbeatAt set; token + 1 (claimed)',
+  restart: 'a redelivered job: once the lease (leaseMs since the last heartbeat) lapsed, token + 1 and heartbeatAt refreshed, the stage runs again (stages are idempotent); while it holds, no-op',
   heartbeat: 'heartbeatAt refreshed',
   progress: 'stage progress raised (never lowered), heartbeatAt refreshed',
   succeed: '→ succeeded; the next stage is enqueued, or the operation succeeds (progress 100)',
@@ -181,7 +191,7 @@ export function transition(state: OperationState, event: OperationEvent, now: Da
   if (event.attempt < state.attempt) return ignore(state);
   const position = stagePosition(state, event.stage);
   const rule = event.attempt > state.attempt ? 'reject' : STAGE_TABLE[position][event.type];
-  if (rule === 'ignore') return ignore(state);
+  if (rule === 'ignore' || fencedOff(state.stages[event.stage], event, rule, now)) return ignore(state);
   if (rule === 'reject') {
     throw new HoistError('conflict', `${event.type} does not apply to the ${event.stage} stage while it is ${position} (attempt ${state.attempt})`, {
       reason: 'invalid_transition',
@@ -198,10 +208,15 @@ type Step = (s: OperationState, now: string) => Effect[];
 
 const STAGE_STEPS: Record<Exclude<StageRule, 'ignore' | 'reject'>, (s: OperationState, e: StageEvent, now: string) => Effect[]> = {
   start: (s, e, now) => {
-    Object.assign(s.stages[e.stage], { status: 'running', startedAt: now, heartbeatAt: now });
+    const stage = s.stages[e.stage];
+    Object.assign(stage, { status: 'running', startedAt: now, heartbeatAt: now, token: (stage.token ?? 0) + 1 });
     return [];
   },
-  restart: (s, e, now) => STAGE_STEPS.heartbeat(s, e, now),
+  restart: (s, e, now) => {
+    const stage = s.stages[e.stage];
+    Object.assign(stage, { heartbeatAt: now, token: (stage.token ?? 0) + 1 });
+    return [];
+  },
   heartbeat: (s, e, now) => {
     s.stages[e.stage].heartbeatAt = now;
     return [];
@@ -245,6 +260,16 @@ const retry: Step = (s) => {
   return [{ type: 'enqueue_stage', stage: STAGES.find((name) => !finished(s.stages[name]))!, attempt: s.attempt }];
 };
 
+/**
+ * True when a running stage's event must not apply: a claim while the holder's lease (leaseMs since
+ * its last heartbeat) has not lapsed, or a report carrying another claim's token.
+ */
+function fencedOff(stage: StageState, e: StageEvent, rule: StageRule, now: Date): boolean {
+  if (stage.status !== 'running') return false;
+  if (e.type === 'stage_started') return rule === 'restart' && Date.parse(stage.heartbeatAt!) + (e.leaseMs ?? 0) > now.getTime();
+  return e.token !== undefined && e.token !== (stage.token ?? 0);
+}
+
 function apply(state: OperationState, step: Step, now: Date): Transition {
   const next = structuredClone(state);
   const effects = step(next, now.toISOString());
@@ -275,6 +300,8 @@ function checkWellFormed(e: StageEvent) {
   if (!Object.hasOwn(STAGE_TABLE.next, e.type)) throw bad('unknown event type');
   if (!STAGES.includes(e.stage)) throw bad('unknown stage');
   if (!Number.isInteger(e.attempt) || e.attempt < 1) throw bad('attempt must be a positive integer');
+  if ('token' in e && e.token !== undefined && !(Number.isInteger(e.token) && e.token >= 0)) throw bad('token must be a non-negative integer');
+  if (e.type === 'stage_started' && e.leaseMs !== undefined && !(Number.isInteger(e.leaseMs) && e.leaseMs >= 0)) throw bad('leaseMs must be a non-negative integer');
   if (e.type === 'stage_progress' && !(e.fraction >= 0 && e.fraction <= 1)) throw bad('fraction must be between 0 and 1');
   if (e.type === 'stage_failed' && !(typeof e.error?.code === 'string' && typeof e.error.message === 'string')) throw bad('error needs a code and a message');
 }
@@ -307,6 +334,8 @@ export function describeTransitions(): string {
     ...(Object.keys(STAGE_TABLE) as StagePosition[]).map((p) => row([positions[p], ...stageEvents.map((e) => RULE_TEXT[STAGE_TABLE[p][e]])])),
     '',
     'Stage events carry the attempt they were enqueued for: those of an earlier attempt are ignored, those of a later one rejected. A rejected stage event has details.reason `invalid_transition`. ' +
+      'Stages are fenced: a claim (`stage_started`) of a running stage succeeds only once the holder sent no heartbeat for the lease (the queue visibility timeout), and adds one to the stage\'s fencing token; ' +
+      'progress, heartbeat, success and failure carry the token of the claim they belong to, and those of an older claim are ignored, so a late worker can never overwrite a newer result or a cancel. ' +
       'A no-op event while the operation runs enqueues its queued next stage again, so a redelivered job moves a stalled chain on. ' +
       `Progress is an integer 0–100 weighted by stage (${STAGES.map((s) => `${s} ${STAGE_PROGRESS[s].join('–')}`).join(', ')}); it never decreases and is 100 only on success. ` +
       'An operation whose running stage has sent no heartbeat for longer than the threshold is flagged `maybe_stuck`.',

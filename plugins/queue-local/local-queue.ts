@@ -63,7 +63,8 @@ export class LocalQueue implements Queue, Lifecycle {
     const job = await em.findOne(JobRow, { topic, key });
     if (!job) return { jobsAhead: 0, state: 'gone', workers };
     if (job.state === 'running') return { jobsAhead: 0, state: 'running', workers };
-    const jobsAhead = await em.count(JobRow, { topic, state: 'waiting', createdAt: { $lt: job.createdAt } });
+    // Jobs enqueued in the same millisecond are ordered by id, as `claim` takes them.
+    const jobsAhead = await em.count(JobRow, { topic, state: 'waiting', $or: [{ createdAt: { $lt: job.createdAt } }, { createdAt: job.createdAt, id: { $lt: job.id } }] });
     return { jobsAhead, state: 'waiting', workers };
   }
 
@@ -110,7 +111,7 @@ export class LocalQueue implements Queue, Lifecycle {
     const candidates = await em.find(
       JobRow,
       { topic, $or: [{ state: 'waiting', availableAt: { $lte: now } }, { state: 'running', leaseUntil: { $lt: now } }] },
-      { orderBy: { createdAt: 'asc' }, limit: 5 },
+      { orderBy: { createdAt: 'asc', id: 'asc' }, limit: 5 },
     );
     for (const row of candidates) {
       const owner = randomUUID();

@@ -12,6 +12,7 @@ queueContract('queue-local', async () => {
   return {
     queue,
     peer,
+    maxDeliveries: opts.maxDeliveries,
     cleanup: async () => {
       await queue.stop();
       await peer.stop();

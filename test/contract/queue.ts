@@ -7,6 +7,8 @@ export interface QueueFixture {
   queue: Queue;
   /** Another Queue instance on the same backend (another process, for NATS), if the plugin has one. */
   peer?: Queue;
+  /** The deliveries the plugin was configured with. */
+  maxDeliveries: number;
   cleanup(): Promise<void>;
 }
 
@@ -15,6 +17,14 @@ const waitFor = async (cond: () => boolean, ms = 10_000) => {
   while (!cond()) {
     if (Date.now() > end) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+const until = async (cond: () => Promise<boolean>, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 50));
   }
 };
 
@@ -93,12 +103,48 @@ export function queueContract(name: string, make: () => Promise<QueueFixture>) {
 
   test(`${name}: position counts the jobs ahead`, async () => {
     const t = topic();
-    for (const k of ['a', 'b', 'c']) await f.queue.enqueue(t, {}, { key: `${t}-${k}` });
-    assert.is((await f.queue.position(t, `${t}-a`)).jobsAhead, 0);
-    assert.is((await f.queue.position(t, `${t}-c`)).jobsAhead, 2);
-    assert.is((await f.queue.position(t, `${t}-c`)).state, 'waiting');
-    const stop = await f.queue.consume(t, async () => {}, { concurrency: 1 });
+    const keys = ['a', 'b', 'c'].map((k) => `${t}-${k}`);
+    for (const k of keys) await f.queue.enqueue(t, {}, { key: k });
+    // Jobs enqueued within the same millisecond may stand in either order; the three places are taken once each.
+    const places = await Promise.all(keys.map((k) => f.queue.position(t, k)));
+    assert.equal(places.map((p) => p.state), ['waiting', 'waiting', 'waiting']);
+    assert.equal(places.map((p) => p.jobsAhead).sort(), [0, 1, 2]);
+    assert.equal(await f.queue.position(t, `${t}-never`), { jobsAhead: 0, state: 'gone', workers: 0 });
+    const ran: string[] = [];
+    const stop = await f.queue.consume(t, async (job) => void ran.push(job.id), { concurrency: 1 });
+    await waitFor(() => ran.length === 3);
     await stop();
+    for (const k of keys) await until(async () => (await f.queue.position(t, k)).state === 'gone');
+  });
+
+  test(`${name}: a job failing every time goes to onDead after maxDeliveries, and no more`, async () => {
+    const t = topic();
+    const deliveries: number[] = [];
+    const dead: Job[] = [];
+    const stop = await f.queue.consume(
+      t,
+      async (job) => {
+        deliveries.push(job.deliveries);
+        throw new Error(`failure ${job.deliveries}`);
+      },
+      { concurrency: 1, onDead: async (job) => void dead.push(job) },
+    );
+    await f.queue.enqueue(t, { x: 1 }, { key: `${t}-m` });
+    await waitFor(() => dead.length === 1, 20_000);
+    await new Promise((r) => setTimeout(r, 300));
+    await stop();
+    assert.equal(deliveries, Array.from({ length: f.maxDeliveries }, (_, i) => i + 1));
+    assert.equal([dead[0].payload, dead[0].deliveries], [{ x: 1 }, f.maxDeliveries]);
+    await until(async () => (await f.queue.position(t, `${t}-m`)).state === 'gone');
+  });
+
+  test(`${name}: the workers consuming a topic are counted while they run`, async () => {
+    const t = topic();
+    const stops = [await f.queue.consume(t, async () => {}, { concurrency: 2 }), await f.queue.consume(t, async () => {}, { concurrency: 3 })];
+    const running = await f.queue.position(t, `${t}-never`);
+    for (const s of stops) await s();
+    assert.is(running.workers, 5);
+    assert.is((await f.queue.position(t, `${t}-never`)).workers, 0);
   });
 
   test(`${name}: jobs are shared between consumers with no job run twice`, async () => {

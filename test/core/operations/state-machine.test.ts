@@ -184,12 +184,12 @@ for (const [name, { events, skipBuild, reuse }] of Object.entries(situations)) {
         assert.not.ok(r.noop, where);
         assert.is(r.state.attempt, s.attempt, where);
         if (rule === 'start') {
-          assert.equal(after, { ...before, status: 'running', startedAt: nowIso, heartbeatAt: nowIso }, where);
+          assert.equal(after, { ...before, status: 'running', startedAt: nowIso, heartbeatAt: nowIso, token: (before.token ?? 0) + 1 }, where);
           assert.equal(r.effects, [], where);
           assert.is(r.state.status, 'running', where);
           others([stage]);
         } else if (rule === 'restart' || rule === 'heartbeat') {
-          assert.equal(after, { ...before, heartbeatAt: nowIso }, where);
+          assert.equal(after, { ...before, heartbeatAt: nowIso, ...(rule === 'restart' ? { token: (before.token ?? 0) + 1 } : {}) }, where);
           assert.equal(r.effects, [], where);
           assert.is(r.state.progress, s.progress, where);
           others([stage]);
@@ -299,7 +299,7 @@ test('the happy path moves progress through the stage weights to 100', () => {
     { type: 'finish', status: 'succeeded' },
   ]);
   assert.equal([r.state.status, r.state.current, r.state.finishedAt], ['succeeded', null, iso(9)]);
-  assert.equal(r.state.stages.build, { status: 'succeeded', progress: 100, startedAt: iso(4), heartbeatAt: iso(5), finishedAt: iso(6), error: null });
+  assert.equal(r.state.stages.build, { status: 'succeeded', progress: 100, startedAt: iso(4), heartbeatAt: iso(5), finishedAt: iso(6), error: null, token: 1 });
 });
 
 test('skip_build: Build is skipped from the start and Analyze hands over to Deploy', () => {
@@ -408,13 +408,45 @@ test('duplicate events are no-ops; a redelivered job of a finished stage moves a
   assert.equal(transition(building, succeeded('analyze'), at(52)).effects, [], 'nothing to move on while the next stage runs');
   const restarted = transition(building, started('build'), at(60));
   assert.not.ok(restarted.noop);
-  assert.equal(restarted.state.stages.build, { ...building.stages.build, heartbeatAt: iso(60) }, 'a redelivered running stage keeps its start time');
+  assert.equal(restarted.state.stages.build, { ...building.stages.build, heartbeatAt: iso(60), token: 2 }, 'a redelivered running stage keeps its start time');
 });
 
 test('a stage that gave up before it started fails the operation', () => {
   const r = run([started('analyze'), succeeded('analyze'), failed('build', 'stage_gave_up')]);
   assert.equal([r.state.status, r.state.current, r.state.stages.build.startedAt, r.state.stages.deploy.status], ['failed', 'build', null, 'canceled']);
   assert.equal(r.effects, [{ type: 'finish', status: 'failed' }]);
+});
+
+test('fencing: a claim waits out the holder\'s lease and takes a new token; an older token\'s reports change nothing', () => {
+  const claim = (stage: Stage, leaseMs: number): StageEvent => ({ type: 'stage_started', stage, attempt: 1, leaseMs });
+  const first = transition(createOperation(at(0)).state, claim('analyze', 10_000), at(1)).state;
+  assert.is(first.stages.analyze.token, 1);
+  const held = transition(first, claim('analyze', 10_000), at(5));
+  assert.ok(held.noop, 'the holder\'s lease has not lapsed');
+  assert.equal(held.effects, []);
+  const beaten = transition(first, { type: 'heartbeat', stage: 'analyze', attempt: 1, token: 1 }, at(9)).state;
+  assert.ok(transition(beaten, claim('analyze', 10_000), at(15)).noop, 'a heartbeat extends the lease');
+  const second = transition(beaten, claim('analyze', 10_000), at(19));
+  assert.not.ok(second.noop, 'the lease lapsed: the stage is claimed again');
+  assert.equal([second.state.stages.analyze.token, second.state.stages.analyze.startedAt], [2, iso(1)]);
+  const s = second.state;
+  for (const late of [
+    { type: 'heartbeat', stage: 'analyze', attempt: 1, token: 1 },
+    { type: 'stage_progress', stage: 'analyze', attempt: 1, token: 1, fraction: 0.9 },
+    { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: 1 },
+    { type: 'stage_failed', stage: 'analyze', attempt: 1, token: 1, error: { code: 'analyze_late', message: 'late' } },
+  ] as StageEvent[]) {
+    const r = transition(s, late, at(20));
+    assert.ok(r.noop, `${late.type} of token 1 is fenced off`);
+    assert.is(r.state, s);
+  }
+  const done = transition(s, { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: 2 }, at(21)).state;
+  assert.is(done.stages.analyze.status, 'succeeded');
+  assert.ok(transition(done, { type: 'stage_failed', stage: 'analyze', attempt: 1, token: 1, error: { code: 'x_y', message: 'late' } }, at(22)).noop);
+  const canceled = transition(s, cancel, at(21)).state;
+  assert.ok(transition(canceled, { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: 2 }, at(22)).noop, 'a cancel wins over a later success');
+  const gaveUp = transition(s, failed('analyze', 'analyze_internal_error'), at(22)).state;
+  assert.is(gaveUp.status, 'failed', 'the queue giving up (no token) is not fenced');
 });
 
 test('out-of-order events are rejected as invalid transitions', () => {
@@ -440,6 +472,9 @@ test('malformed events are invalid_request and change nothing', () => {
     { type: 'toString', stage: 'analyze', attempt: 1 },
     { type: 'stage_failed', stage: 'analyze', attempt: 1 },
     { type: 'stage_failed', stage: 'analyze', attempt: 1, error: { code: 42, message: 'x' } },
+    { type: 'heartbeat', stage: 'analyze', attempt: 1, token: -1 },
+    { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: '1' },
+    { type: 'stage_started', stage: 'analyze', attempt: 1, leaseMs: 1.5 },
   ] as unknown as OperationEvent[];
   for (const e of bad) rejects(() => transition(s, e, at(2)), 'invalid_request');
   assert.equal(s, snapshot);
