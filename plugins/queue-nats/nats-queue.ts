@@ -110,7 +110,9 @@ export class NatsQueue implements Queue, Lifecycle {
     await this.jsm!.streams.info(this.opts.stream);
   }
 
-  async enqueue<P>(topic: string, payload: P, opts: { key?: string } = {}): Promise<void> {
+  /** `delayMs` is refused: JetStream (2.9) has no delayed delivery, and Hoist enqueues nothing delayed. */
+  async enqueue<P>(topic: string, payload: P, opts: { key?: string; delayMs?: number } = {}): Promise<void> {
+    if (opts.delayMs) throw new Error('queue-nats: delayed jobs (delayMs) are not supported');
     const key = opts.key ?? randomUUID();
     await this.js!.publish(this.subject(topic, key), codec.encode({ id: key, payload }), { msgID: `${topic}:${key}`, expect: { streamName: this.opts.stream } });
   }

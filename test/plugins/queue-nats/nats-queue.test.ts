@@ -104,13 +104,19 @@ test('publishing the same key twice stores one message; depth reads the consumer
   assert.equal(await q.position('dup', 'other'), { jobsAhead: 1, state: 'waiting', workers: 0 });
 });
 
-test('a topic that is not a subject token is refused', async () => {
+test('a topic that is not a subject token, and a delayed job, are refused', async () => {
   const q = await make();
   try {
     await q.enqueue('a.b', {});
     assert.unreachable();
   } catch (err) {
     assert.match((err as Error).message, /topic "a\.b" must match/);
+  }
+  try {
+    await q.enqueue('later', {}, { delayMs: 1000 });
+    assert.unreachable();
+  } catch (err) {
+    assert.match((err as Error).message, /delayMs/);
   }
 });
 
