@@ -3,9 +3,12 @@
 // closing line "N passed, N failed, N skipped". Files whose first line is "// legs: db" run once
 // per database leg: SQLite, then PostgreSQL (skipped, and said so, when PostgreSQL is unreachable).
 // Usage: npm test [-- <path filter>...]   HOIST_TEST_LEGS=sqlite|postgres|sqlite,postgres
+// The production backends: HOIST_DB=postgres HOIST_QUEUE=nats HOIST_STORAGE=minio HOIST_DEPLOYER=docker
+// npm test -- test/e2e  (test/helpers/backends.ts; an S3 server is started here when none is named).
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import net from 'node:net';
 
@@ -17,7 +20,8 @@ const pgUp = await new Promise((res) => {
   const s = net.connect(5432, '127.0.0.1', () => { s.end(); res(true); });
   s.on('error', () => res(false));
 });
-const legs = (process.env.HOIST_TEST_LEGS ?? 'sqlite,postgres').split(',');
+// HOIST_DB names the one database leg to run, as it names the database of `hoist` itself.
+const legs = (process.env.HOIST_TEST_LEGS ?? process.env.HOIST_DB ?? 'sqlite,postgres').split(',');
 if (legs.includes('postgres') && !pgUp) console.log('! PostgreSQL is not reachable at 127.0.0.1:5432: the postgres leg is skipped');
 
 const jobs = [];
@@ -25,6 +29,20 @@ for (const file of files) {
   const dbLegs = readFileSync(file, 'utf8').startsWith('// legs: db');
   if (!dbLegs) jobs.push({ file, leg: null });
   else for (const leg of legs) if (leg !== 'postgres' || pgUp) jobs.push({ file, leg });
+}
+
+// HOIST_STORAGE=minio with no HOIST_S3_ENDPOINT: run the tests against an S3 server of our own.
+let s3 = null;
+if (process.env.HOIST_STORAGE === 'minio' && !process.env.HOIST_S3_ENDPOINT) {
+  const dir = mkdtempSync(join(tmpdir(), 'hoist-s3-'));
+  s3 = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/s3-server-process.ts', dir], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const { port } = JSON.parse(await new Promise((resolve, reject) => {
+    s3.once('exit', (code) => reject(new Error(`the S3 server exited (${code})`)));
+    createInterface({ input: s3.stdout }).once('line', resolve);
+  }));
+  Object.assign(process.env, { HOIST_S3_ENDPOINT: `http://127.0.0.1:${port}`, HOIST_S3_ACCESS_KEY: 'S3RVER', HOIST_S3_SECRET_KEY: 'S3RVER' });
+  process.on('exit', () => { s3.kill(); rmSync(dir, { recursive: true, force: true }); });
+  console.log(`S3 server (s3rver) for HOIST_STORAGE=minio at ${process.env.HOIST_S3_ENDPOINT}`);
 }
 
 let passed = 0, failed = 0, skipped = 0;

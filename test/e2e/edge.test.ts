@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import http from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
@@ -230,6 +230,8 @@ test('dotfiles are not served, except under /.well-known/', async () => {
 test('path traversal never leaves the release directory', async () => {
   const dataDir = h.running.kernel.config.dataDir;
   writeFileSync(join(dataDir, 'secret.txt'), 'TOPSECRET');
+  // The releases folder is deployer-local's; with another deployer it is made here, as bait all the same.
+  mkdirSync(join(dataDir, 'releases'), { recursive: true });
   writeFileSync(join(dataDir, 'releases', 'secret.txt'), 'TOPSECRET');
   const attempts = [
     '/../secret.txt',

@@ -6,6 +6,7 @@ import { loadConfig } from '../../config/load.js';
 import type { HoistConfig } from '../../config/schema.js';
 import { boot, type Kernel } from '../../adapters/kernel.js';
 import { createLogger } from '../../adapters/logger.js';
+import { backendsFromEnv } from './backends.js';
 
 /** The database leg this test process runs on: HOIST_TEST_DB=sqlite (default) or postgres. */
 export const testDb = (process.env.HOIST_TEST_DB ?? 'sqlite') as 'sqlite' | 'postgres';
@@ -31,15 +32,21 @@ export async function freshPgDatabase(): Promise<{ url: string; drop: () => Prom
   };
 }
 
-/** A kernel on a fresh data directory and a fresh database of the current leg; `stop` removes both. */
+/**
+ * A kernel on a fresh data directory and a fresh database of the current leg, on the backends the
+ * environment names (see backends.ts); `stop` removes all of them.
+ */
 export async function testKernel(overrides: Partial<HoistConfig> = {}): Promise<Kernel> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-test-'));
   const db = testDb === 'postgres' ? await freshPgDatabase() : null;
-  const config = loadConfig({}, { dataDir, db: testDb, databaseUrl: db?.url, logLevel: process.env.HOIST_TEST_LOG ?? 'silent', port: 0, edgePort: 0, ...overrides });
+  const backends = backendsFromEnv();
+  const config = loadConfig({}, { dataDir, db: testDb, databaseUrl: db?.url, logLevel: process.env.HOIST_TEST_LOG ?? 'silent', port: 0, edgePort: 0, ...backends.overrides, ...overrides });
   const kernel = await boot(config, { log: createLogger(config.logLevel) });
   const stop = kernel.stop;
   kernel.stop = async () => {
+    const projects = await backends.projectsOf(kernel).catch(() => []);
     await stop();
+    await backends.cleanup(projects);
     await db?.drop();
     rmSync(dataDir, { recursive: true, force: true });
   };
