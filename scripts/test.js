@@ -50,6 +50,7 @@ const failures = [];
 const run = ({ file, leg }) =>
   new Promise((resolve) => {
     const env = { ...process.env, FORCE_COLOR: '0', ...(leg ? { HOIST_TEST_DB: leg } : {}) };
+    const began = Date.now();
     const child = spawn(process.execPath, ['--import', 'tsx', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
@@ -60,7 +61,8 @@ const run = ({ file, leg }) =>
       const bad = code !== 0 ? Math.max(total - ok - skip, 1) : total - ok - skip;
       passed += ok; skipped += skip; failed += bad;
       const name = leg ? `${file} [${leg}]` : file;
-      console.log(`${bad ? 'FAIL' : 'ok  '} ${name}  (${ok} passed${skip ? `, ${skip} skipped` : ''}${bad ? `, ${bad} failed` : ''})`);
+      const secs = ((Date.now() - began) / 1000).toFixed(0);
+      console.log(`${bad ? 'FAIL' : 'ok  '} ${name}  (${ok} passed${skip ? `, ${skip} skipped` : ''}${bad ? `, ${bad} failed` : ''}; ${secs} s)`);
       for (const line of out.split('\n')) if (/^\s*(!|skip:)/i.test(line)) console.log(`     ${line.trim()}`);
       if (bad) failures.push({ name, out });
       resolve();

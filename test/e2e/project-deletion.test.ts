@@ -1,9 +1,10 @@
 // legs: db
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { Deployment, type ReleaseTarget } from '../../core/entities/deployment.js';
 import { Version } from '../../core/entities/version.js';
+import { objectsUnder } from '../helpers/raw-http.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 
 let h: LiveHoist;
@@ -14,6 +15,15 @@ test.before(async () => {
 });
 test.after(async () => h?.close());
 
+/**
+ * Whether the release is still there: its folder (static, local deployer) or its server answering
+ * with the site (http; a removed container's address may soon belong to another one).
+ */
+const reachable = async (target: ReleaseTarget) =>
+  target.kind === 'http'
+    ? fetch(target.url, { signal: AbortSignal.timeout(5000) }).then(async (r) => (await r.text()) === 'doomed', () => false)
+    : existsSync(target.root);
+
 const del = async (id: string) => {
   const res = await fetch(`${h.api}/api/v1/projects/${id}/`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
   return { status: res.status, body: await res.json() };
@@ -22,19 +32,18 @@ const del = async (id: string) => {
 test('deleting a deployed project stops its release and removes its uploads and records', async () => {
   const up = await (await h.upload(token, '/api/v1/local-to-live', await zipOf({ 'index.html': 'doomed' }), { name: 'doomed' })).json();
   assert.is((await h.waitFor(token, up.operation.id)).status, 'succeeded');
-  const releases = join(h.running.kernel.config.dataDir, 'releases');
-  assert.is(readdirSync(releases).length >= 1, true);
-  const before = readdirSync(releases).length;
+  const em = () => h.running.kernel.orm.em.fork();
+  const { target } = await em().findOneOrFail(Deployment, { projectId: up.project.id, status: 'live' });
+  assert.ok(await reachable(target!), 'the release runs');
 
   const res = await del(up.project.id);
   assert.is(res.status, 202, JSON.stringify(res.body));
   const op = await h.waitFor(token, res.body.operation.id);
   assert.is(op.status, 'succeeded');
-  assert.is(readdirSync(releases).length, before - 1);
+  assert.not.ok(await reachable(target!), 'the release is stopped and removed');
   assert.is((await h.site(hostOf(up.project.url))).status, 404);
-  const versions = await h.running.kernel.orm.em.fork().count(Version, { projectId: up.project.id });
-  assert.is(versions, 0);
-  assert.is(existsSync(join(h.running.kernel.config.dataDir, 'storage', 'uploads')) ? readdirSync(join(h.running.kernel.config.dataDir, 'storage', 'uploads')).length : 0, 0);
+  assert.is(await em().count(Version, { projectId: up.project.id }), 0);
+  assert.is(await objectsUnder(h.running.kernel, 'uploads/'), 0);
   assert.is((await h.get(token, `/api/v1/projects/${up.project.id}/`)).status, 404);
 });
 

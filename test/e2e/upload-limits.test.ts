@@ -1,10 +1,9 @@
 // legs: db
 import { createHash } from 'node:crypto';
-import { statSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Version } from '../../core/entities/version.js';
+import { STORAGE, type Storage } from '../../core/ports/storage.js';
 import { liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 import { Form, footprint, rawRequest, type RawResponse } from '../helpers/raw-http.js';
 import { noise, storedZip } from '../helpers/big-zip.js';
@@ -97,7 +96,7 @@ test('a ZIP of exactly 95,000,000 bytes streams into storage, hashed and counted
   assert.is(res.body.version.sha256, sha.digest('hex'));
   const version = await kernel().orm.em.fork().findOneOrFail(Version, { id: res.body.version.id });
   assert.is(version.archiveSize, ARCHIVE_MAX);
-  assert.is(statSync(join(kernel().config.dataDir, 'storage', version.archiveKey)).size, ARCHIVE_MAX);
+  assert.is((await kernel().get<Storage>(STORAGE).stat(version.archiveKey))?.size, ARCHIVE_MAX);
   // No index.html in it: the chain fails at Analyze, which is not what this test is about.
   await h.waitFor(token, res.body.operation.id, undefined, 60_000);
 });

@@ -461,4 +461,7 @@ test('a PATCH of bytes past 100,000,000 cannot happen: the declared size is the 
   assert.is((await head(url)).headers.get('upload-offset'), '0');
 });
 
-test.run();
+// tus is the resumable transport of local storage; with HOIST_STORAGE=minio sessions take presigned
+// part PUTs instead, proven by upload-sessions-s3.test.ts.
+if (process.env.HOIST_STORAGE === 'minio') console.log('skip: the tus transport is local storage\'s; on S3 see upload-sessions-s3.test.ts');
+else test.run();
