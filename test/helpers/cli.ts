@@ -52,18 +52,7 @@ export async function testCli(): Promise<TestCli> {
     dataDir,
     kernel,
     spawn: start,
-    run(args, input) {
-      const child = start(args);
-      let stdout = '';
-      let stderr = '';
-      child.stdout!.on('data', (d) => (stdout += d));
-      child.stderr!.on('data', (d) => (stderr += d));
-      child.stdin!.end(input);
-      return new Promise((resolve, reject) => {
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
-    },
+    run: (args, input) => finished(start(args), input),
     query: (fn) => fn(kernel.orm.em.fork()),
     async close() {
       await kernel.stop();
@@ -71,4 +60,17 @@ export async function testCli(): Promise<TestCli> {
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Writes `input` (if any) to the child's stdin and collects what it prints until it exits. */
+export function finished(child: ChildProcess, input?: string): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  child.stdin!.end(input);
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }

@@ -10,6 +10,8 @@ export interface GatedProject {
   name: string;
   /** A site whose build waits for the gate (index.html says `marker`). */
   zip(marker?: string): Promise<Buffer>;
+  /** The files of that site (index.html and gate.js), to write into a folder. */
+  files(marker?: string): Record<string, string>;
   /** Lets every waiting and later build of this project finish. */
   open(): void;
 }
@@ -28,6 +30,7 @@ export async function gatedProject(h: LiveHoist, token: string, name: string): P
   return {
     id: body.id,
     name,
+    files: (marker = name) => ({ 'index.html': marker, 'gate.js': script }),
     zip: (marker = name) => zipOf({ 'index.html': marker, 'gate.js': script }),
     open: () => writeFileSync(gate, ''),
   };

@@ -5,6 +5,12 @@ import mail from './mail.js';
 import accessRequests from './access-requests.js';
 import tokens from './tokens.js';
 import keys from './keys.js';
+import session from './session.js';
+import deploy from './deploy.js';
+import projects from './projects.js';
+import releases from './releases.js';
+import env from './env.js';
+import operations from './operations.js';
 
 /** Every CLI command group; each adds its commands to the program. */
-export const commands: ((program: Command) => void)[] = [start, accounts, mail, accessRequests, tokens, keys];
+export const commands: ((program: Command) => void)[] = [start, accounts, mail, accessRequests, tokens, keys, session, deploy, projects, releases, env, operations];

@@ -32,7 +32,7 @@ export async function readPassword(file?: string): Promise<string> {
 }
 
 /** Asks each question on stderr and reads one line per question from the terminal without echoing it. */
-async function prompt(questions: string[]): Promise<string[]> {
+export async function prompt(questions: string[]): Promise<string[]> {
   // readline echoes what is typed to its output; this output swallows it.
   const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
   const rl = createInterface({ input: process.stdin, output: silent, terminal: true });

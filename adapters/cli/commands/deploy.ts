@@ -1,0 +1,157 @@
+import { Option, type Command } from 'commander';
+import { statSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { MAX_ARCHIVE_BYTES, type HoistClient, type LocalToLiveAnswer, type Operation } from '../../../client/hoist-client.js';
+import { ask, type Question } from '../remote/ask.js';
+import { packFolder } from '../remote/archive.js';
+import { CliError, usage } from '../remote/cli-error.js';
+import type { Connection } from '../remote/connect.js';
+import { DeployView } from '../remote/deploy-view.js';
+import { explain } from '../remote/explain.js';
+import { defaultProjectName, findProject } from '../remote/project-ref.js';
+import { remoteAction, type RemoteOptions } from '../remote/remote-action.js';
+import { bold, formatBytes, green, red } from '../remote/terminal.js';
+
+/** Archives larger than this go through a resumable upload session; smaller ones through Local-to-Live. */
+export const RESUMABLE_FROM_BYTES = 16_000_000;
+
+interface DeployOptions extends RemoteOptions {
+  name?: string;
+  project?: string;
+  visibility?: string;
+  includeNodeModules?: boolean;
+  resumable?: boolean;
+}
+
+/** `hoist deploy [dir]`: zip a folder, upload it, follow Analyze, Build and Deploy, print the URL. */
+export default function deploy(program: Command): void {
+  program
+    .command('deploy')
+    .description('zip a folder (honouring .gitignore and .hoistignore), upload it and follow the deployment until it is live; prints the URL. Exits 0 live, 1 failed or canceled, 2 bad usage, 130 detached')
+    .argument('[dir]', 'the folder to deploy', '.')
+    .option('--name <name>', 'project to create or select by name (default: the name in package.json, else the folder name)')
+    .option('--project <project>', 'deploy to this existing project (id, name or slug) instead')
+    .addOption(new Option('--visibility <visibility>', 'of a project this deploy creates (default draft)').choices(['draft', 'public', 'private']))
+    .option('--include-node-modules', 'also upload node_modules folders (left out by default: Hoist installs dependencies)')
+    .option('--resumable', `upload through a resumable upload session even under ${formatBytes(RESUMABLE_FROM_BYTES)}`)
+    .option('--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to)')
+    .option('--json', 'no live view: print one JSON object with the outcome')
+    .action(
+      remoteAction<DeployOptions, [string]>(run, {
+        check: (o, dir) => {
+          if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw usage(`${dir} is not a folder`);
+          if (o.name !== undefined && o.project !== undefined) throw usage('Give --name or --project, not both');
+        },
+      }),
+    );
+}
+
+async function run({ client }: Connection, o: DeployOptions, dir: string): Promise<void> {
+  const view = new DeployView(Boolean(o.json));
+  const packed = await packFolder(dir, { includeNodeModules: o.includeNodeModules });
+  for (const w of packed.warnings) view.warn(w);
+  if (!packed.files.length) throw usage(`${dir} holds no files to deploy (after .gitignore and .hoistignore)`);
+  const size = packed.zip.length;
+  view.info(`Packed ${packed.files.length} files from ${resolve(dir)} into ${formatBytes(size)}`);
+  await refuseWhenTooLarge(client, size);
+
+  const project = o.project ? await findProject(client, o.project) : null;
+  const name = project ? project.name : (o.name ?? defaultProjectName(dir));
+  const fields: Record<string, string> = project ? {} : { name, ...(o.visibility ? { visibility: o.visibility } : {}) };
+  const filename = `${basename(resolve(dir)) || 'site'}.zip`;
+  const onProgress = (sent: number, total: number) => view.uploadProgress(sent, total);
+  let queued: LocalToLiveAnswer;
+  if (o.resumable || size > RESUMABLE_FROM_BYTES) {
+    const session = await client.createUploadSession({ ...(project ? { project_id: project.id } : { name }), ...(o.visibility && !project ? { visibility: o.visibility as 'draft' } : {}), transport: 'direct_storage_resumable', size, filename });
+    onProgress(0, size);
+    queued = await client.uploadResumable(session.upload_url, packed.zip, { onProgress });
+  } else {
+    onProgress(0, size);
+    queued = await client.localToLive(packed.zip, fields, { filename, projectId: project?.id, onProgress });
+  }
+  const id = queued.operation.id;
+  view.info(`Deploying ${bold(queued.project.name ?? name)} (operation ${id})`);
+
+  const op = await watch(client, id, view, Boolean(o.json), queued);
+  const url = op.result?.url ?? queued.project.url;
+  const outcome = { status: op.status, url: op.status === 'succeeded' ? url : null, project: queued.project, operation: { id, status: op.status, progress: op.progress, error: op.error ?? null, next_step: op.next_step ?? null }, archive: { bytes: size, files: packed.files.length } };
+  if (o.json) console.log(JSON.stringify(outcome));
+  if (op.status === 'succeeded') {
+    if (!o.json) console.log(process.stdout.isTTY ? `${green('✔')} Live at ${bold(url)}` : url);
+    return;
+  }
+  process.exitCode = 1;
+  if (!o.json) {
+    const why = op.error ? `: ${op.error.code}: ${op.error.message}` : '';
+    console.error(`${red('✖')} The deployment ${op.status}${why}`);
+    if (op.next_step?.message) console.error(`Next step: ${op.next_step.message}`);
+  }
+}
+
+// Checks the archive against the plan's archive_bytes and the largest upload any transport takes.
+async function refuseWhenTooLarge(client: HoistClient, size: number): Promise<void> {
+  const { plan, limits } = await client.entitlements();
+  const planLimit = limits.archive_bytes ?? MAX_ARCHIVE_BYTES;
+  const limit = Math.min(planLimit, MAX_ARCHIVE_BYTES);
+  if (size <= limit) return;
+  let hint = ' Leave files out with a .hoistignore file (same syntax as .gitignore).';
+  if (planLimit < MAX_ARCHIVE_BYTES && size <= MAX_ARCHIVE_BYTES) {
+    const { plans } = (await client.api.GET('/api/v1/billing/plans')).data ?? { plans: [] };
+    const better = (plans as { id?: string; limits?: { archive_bytes?: number } }[]).find((p) => (p.limits?.archive_bytes ?? 0) >= size);
+    if (better?.id) hint += ` The ${better.id} plan allows ${formatBytes(Math.min(better.limits!.archive_bytes!, MAX_ARCHIVE_BYTES))}.`;
+  }
+  throw new CliError(`The archive is ${formatBytes(size)} (${size} bytes); the limit is ${formatBytes(limit)} (${limit} bytes, plan ${plan}). Nothing was uploaded.${hint}`, 1, 'archive_too_large', { size, limit, plan });
+}
+
+/**
+ * Polls the operation until it is terminal, showing it. Ctrl-C on a terminal asks whether to
+ * cancel (y: cancel through the API, then follow it to canceled), keep watching (n) or detach (d,
+ * or Ctrl-C again: exit 130, the deployment goes on); without a terminal it detaches at once.
+ */
+async function watch(client: HoistClient, id: string, view: DeployView, json: boolean, queued: LocalToLiveAnswer): Promise<Operation> {
+  let question: Question | null = null;
+  let asking: Promise<void> | null = null;
+  const detach = () => {
+    const hint = `The deployment goes on: follow it with \`hoist operations show ${id}\`, stop it with \`hoist operations cancel ${id}\`.`;
+    if (json) console.log(JSON.stringify({ status: 'detached', project: queued.project, operation: { id }, next_step: hint }));
+    else console.error(`Detached. ${hint}`);
+    process.exit(130);
+  };
+  const onSigint = () => {
+    if (asking) return;
+    if (!process.stdin.isTTY) return detach();
+    view.pause();
+    question = ask('\nCancel the deployment? [y]es / [n]o, keep watching / [d]etach: ');
+    asking = question.answer
+      .then(async (answer) => {
+        if (answer === null || answer.startsWith('d')) {
+          if (answer === null && question === null) return; // the operation ended while asking
+          return detach();
+        }
+        if (answer.startsWith('y')) {
+          view.info('Canceling…');
+          await client.cancel(id).catch((err) => view.warn(explain(err).message));
+        }
+      })
+      .finally(() => {
+        question = null;
+        asking = null;
+        view.resume();
+      });
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const op = await client.waitForOperation(id, { minMs: 500, maxMs: 3000, onUpdate: (op) => (asking ? undefined : view.update(op)), changeKey: (op) => `${op.status}|${op.progress}|${op.current_stage}|${op.build_log?.last_lines?.at(-1)}` });
+    if (question) {
+      const open = question as Question;
+      question = null;
+      open.close();
+      await asking;
+    }
+    view.update(op);
+    view.finish();
+    return op;
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+}

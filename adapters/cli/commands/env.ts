@@ -1,0 +1,67 @@
+import { Option, type Command } from 'commander';
+import { usage } from '../remote/cli-error.js';
+import { findProject } from '../remote/project-ref.js';
+import { remoteAction, type RemoteOptions } from '../remote/remote-action.js';
+import { printTable } from './print-table.js';
+
+type EnvOptions = RemoteOptions & { project?: string };
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `hoist env ls | set | rm`: a project's environment variables (values are write-only). */
+export default function env(program: Command): void {
+  const group = program.command('env').description("manage a project's environment variables (they apply to the next deployment)");
+  const common = (c: Command) =>
+    c
+      .option('--project <project>', 'project id, name or slug (default: the project of this folder)')
+      .option('--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to)')
+      .option('--json', 'print the result as JSON');
+
+  common(group.command('ls').description('list names, scopes and digests (values are never shown)')).action(
+    remoteAction<EnvOptions, []>(async ({ client }, o) => {
+      const project = await findProject(client, o.project);
+      const vars = await client.environment(project.id);
+      if (o.json) console.log(JSON.stringify(vars));
+      else printTable(['name', 'scope', 'digest', 'updated'], vars.map((v) => [v.name, v.scope, v.digest, v.updated_at]), `no environment variables on ${project.name}`);
+    }),
+  );
+
+  common(
+    group
+      .command('set')
+      .description('set a variable; the value is read from stdin when not given (keeps secrets out of shell history)')
+      .argument('<name>', 'variable name')
+      .argument('[value]', 'the value (omit to read it from stdin)')
+      .addOption(new Option('--scope <scope>', 'build, runtime or both').choices(['build', 'runtime', 'both']).default('both')),
+  ).action(
+    remoteAction<EnvOptions & { scope: 'build' | 'runtime' | 'both' }, [string, string | undefined]>(
+      async ({ client }, o, name, value) => {
+        const project = await findProject(client, o.project);
+        if (value === undefined) {
+          value = '';
+          for await (const chunk of process.stdin) value += chunk;
+          value = value.replace(/\r?\n$/, '');
+        }
+        const v = await client.setEnvironment(project.id, name, value, o.scope);
+        if (o.json) console.log(JSON.stringify(v));
+        else console.log(`Set ${v.name} (${v.scope}) on ${project.name}; it applies to the next deployment.`);
+      },
+      { check: (_o, name) => validName(name) },
+    ),
+  );
+
+  common(group.command('rm').description('remove a variable').argument('<name>', 'variable name')).action(
+    remoteAction<EnvOptions, [string]>(
+      async ({ client }, o, name) => {
+        const project = await findProject(client, o.project);
+        await client.removeEnvironment(project.id, name);
+        if (o.json) console.log(JSON.stringify({ removed: name, project: project.id }));
+        else console.log(`Removed ${name} from ${project.name}; it applies to the next deployment.`);
+      },
+      { check: (_o, name) => validName(name) },
+    ),
+  );
+}
+
+function validName(name: string): void {
+  if (!NAME.test(name)) throw usage(`${JSON.stringify(name)} is not a variable name (letters, digits and _, not starting with a digit)`);
+}

@@ -1,0 +1,143 @@
+import type { Operation } from '../../../client/hoist-client.js';
+import { bar, bold, dim, formatBytes, green, interactive, red, yellow } from './terminal.js';
+
+const STAGES = ['analyze', 'build', 'deploy'] as const;
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+const LOG_LINES = 6;
+
+type Stage = NonNullable<NonNullable<Operation['stages']>['analyze']>;
+
+/**
+ * What `hoist deploy` shows while it works. On a terminal: an upload bar, then a live block of the
+ * three stages with their progress and the last build-log lines, redrawn in place with a spinner.
+ * Otherwise: plain lines on stderr as things change (no colours, no spinner). With --json: nothing.
+ */
+export class DeployView {
+  private readonly mode: 'tty' | 'plain' | 'quiet';
+  private op: Operation | null = null;
+  private drawn = 0;
+  private frame = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private printed = new Map<string, string>();
+  private logSeen: string[] = [];
+  private lastUpload = 0;
+  private uploaded = false;
+
+  constructor(json: boolean) {
+    this.mode = json ? 'quiet' : interactive() ? 'tty' : 'plain';
+  }
+
+  /** A line of information (the terminal's stdout, or stderr when stdout is not a terminal). */
+  info(line: string): void {
+    if (this.mode === 'tty') process.stdout.write(`${line}\n`);
+    else if (this.mode === 'plain') process.stderr.write(`${line}\n`);
+  }
+
+  warn(line: string): void {
+    if (this.mode !== 'quiet') process.stderr.write(`${yellow('warning:')} ${line}\n`);
+  }
+
+  /** Upload progress: a bar redrawn at most every 100 ms on a terminal; a start and an end line otherwise. */
+  uploadProgress(sent: number, total: number): void {
+    if (this.mode === 'plain' && sent === 0) this.info(`Uploading ${formatBytes(total)}…`);
+    if (this.mode !== 'tty' || this.uploaded) return;
+    this.uploaded = sent >= total;
+    const now = Date.now();
+    if (sent < total && now - this.lastUpload < 100) return;
+    this.lastUpload = now;
+    process.stdout.write(`\r\x1b[2KUploading  ${bar(total ? sent / total : 1)}  ${formatBytes(sent)} / ${formatBytes(total)}${sent >= total ? '\n' : ''}`);
+  }
+
+  /** A new view of the operation. */
+  update(op: Operation): void {
+    this.op = op;
+    if (this.mode === 'tty') {
+      this.timer ??= setInterval(() => this.render(), 120);
+      this.render();
+    } else if (this.mode === 'plain') this.printChanges(op);
+  }
+
+  /** Stops redrawing (to ask a question under the block); `resume` draws a fresh block below. */
+  pause(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.drawn = 0;
+  }
+
+  resume(): void {
+    if (this.op) this.update(this.op);
+  }
+
+  /** Draws the final state and stops the spinner. */
+  finish(): void {
+    if (this.mode === 'tty') this.render();
+    this.pause();
+  }
+
+  private render(): void {
+    if (!this.op) return;
+    this.frame++;
+    const width = Math.max(20, (process.stdout.columns || 80) - 1);
+    const lines = this.block(this.op).map((l) => truncate(l, width));
+    process.stdout.write((this.drawn ? `\x1b[${this.drawn}F\x1b[J` : '') + lines.join('\n') + '\n');
+    this.drawn = lines.length;
+  }
+
+  private block(op: Operation): string[] {
+    const lines = STAGES.map((name) => {
+      const s = op.stages?.[name];
+      const status = s?.status ?? 'queued';
+      const progress = status === 'running' ? `  ${bar((s?.progress ?? 0) / 100, 16)} ${String(s?.progress ?? 0).padStart(3)}%` : '';
+      return `  ${this.icon(status)} ${name.padEnd(8)} ${status.padEnd(9)}${progress}`;
+    });
+    for (const l of op.build_log?.last_lines?.slice(-LOG_LINES) ?? []) lines.push(dim(`  │ ${l}`));
+    const queue = op.queue?.state === 'waiting' ? ` · waiting in the queue (${op.queue.jobs_ahead ?? 0} ahead)` : '';
+    const stuck = op.maybe_stuck ? yellow(' · no sign of life for a while; it may be stuck') : '';
+    lines.push(`  ${bold(`${op.progress ?? 0}%`)} ${op.status}${queue}${stuck}${op.status === 'running' ? dim('   Ctrl-C to cancel or detach') : ''}`);
+    return lines;
+  }
+
+  private icon(status: string): string {
+    switch (status) {
+      case 'succeeded':
+        return green('✔');
+      case 'failed':
+        return red('✖');
+      case 'canceled':
+        return yellow('⊘');
+      case 'skipped':
+        return dim('–');
+      case 'running':
+        return SPINNER[this.frame % SPINNER.length];
+      default:
+        return dim('·');
+    }
+  }
+
+  private printChanges(op: Operation): void {
+    for (const name of STAGES) {
+      const s: Stage | undefined = op.stages?.[name];
+      const status = s?.status ?? 'queued';
+      if (this.printed.get(name) !== status && status !== 'queued') this.info(`${name}: ${status}${s?.error?.message ? ` (${s.error.code}: ${s.error.message})` : ''}`);
+      this.printed.set(name, status);
+    }
+    const log = op.build_log?.last_lines ?? [];
+    // Print only the lines after those already printed (the window slides as the build goes on).
+    let from = 0;
+    for (let k = Math.min(this.logSeen.length, log.length); k > 0; k--) {
+      if (this.logSeen.slice(-k).join('\n') === log.slice(0, k).join('\n')) {
+        from = k;
+        break;
+      }
+    }
+    for (const l of log.slice(from)) this.info(`  │ ${l}`);
+    this.logSeen = [...log];
+  }
+}
+
+// Cuts a line to `width` visible characters (colour codes do not count).
+function truncate(line: string, width: number): string {
+  const visible = line.replace(/\x1b\[[0-9;]*m/g, '');
+  if (visible.length <= width) return line;
+  return visible.slice(0, width - 1) + '…';
+}

@@ -1,0 +1,36 @@
+import { explain } from './explain.js';
+import { connect, type Connection } from './connect.js';
+
+/** Options every command that talks to the REST API takes. */
+export interface RemoteOptions {
+  api?: string;
+  json?: boolean;
+}
+
+/**
+ * Runs a command that talks to the REST API: runs `check` (bad usage is found before anything else),
+ * connects (with a token unless `needToken` is false), runs `fn`, and reports any error as a person can act on it (as JSON with --json) with exit code
+ * 1, or 2 for bad usage.
+ */
+export function remoteAction<O extends RemoteOptions, A extends unknown[]>(
+  fn: (c: Connection, o: O, ...args: A) => Promise<void>,
+  { needToken = true, check }: { needToken?: boolean; check?: (o: O, ...args: A) => void } = {},
+) {
+  return async (...all: unknown[]): Promise<void> => {
+    // Commander passes the arguments, then the options, then the command.
+    const o = all[all.length - 2] as O;
+    const args = all.slice(0, -2) as A;
+    let tokenFrom: Connection['tokenFrom'] = 'none';
+    try {
+      check?.(o, ...args);
+      const c = await connect(o.api, needToken);
+      tokenFrom = c.tokenFrom;
+      await fn(c, o, ...args);
+    } catch (err) {
+      const e = explain(err, tokenFrom);
+      if (o.json) console.log(JSON.stringify(e.json));
+      else console.error(`hoist: ${e.message}`);
+      process.exitCode = e.exitCode;
+    }
+  };
+}

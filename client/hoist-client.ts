@@ -1,0 +1,265 @@
+import { randomUUID } from 'node:crypto';
+import createClient, { type Client } from 'openapi-fetch';
+import { apiErrorOf, HoistApiError, HoistGuidanceError } from './errors.js';
+import { isTerminal, pollUntilTerminal, type PollOptions } from './poll.js';
+import { sendWithRetries, type RetryOptions } from './retrying-fetch.js';
+import type { paths } from './schema.js';
+
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+/** The JSON body of the `status` answer of `method path`, from the generated types. */
+export type Answer<P extends keyof paths, M extends Method, S extends number> = paths[P][M] extends { responses: { [K in S]: { content: { 'application/json': infer B } } } } ? B : never;
+
+export type Operation = Answer<'/api/v1/operations/{operationID}', 'get', 200>;
+export type LoginResult = Answer<'/api/v1/auth/login', 'post', 200>;
+export type Me = Answer<'/api/v1/me', 'get', 200>;
+export type Entitlements = Answer<'/api/v1/billing/entitlements', 'get', 200>;
+export type Project = Answer<'/api/v1/projects/', 'get', 200>['projects'][number];
+export type Release = Answer<'/api/v1/projects/{projectID}/releases', 'get', 200>['releases'][number];
+export type EnvironmentVariable = Answer<'/api/v1/projects/{projectID}/environment', 'get', 200>['environment'][number];
+export type LocalToLiveAnswer = Answer<'/api/v1/local-to-live', 'post', 202>;
+export type UploadSession = Answer<'/api/v1/upload-sessions', 'post', 201>;
+export type UploadSessionRequest = NonNullable<paths['/api/v1/upload-sessions']['post']['requestBody']>['content']['application/json'];
+
+/**
+ * The writes whose route honours an Idempotency-Key (a test checks this list against the OpenAPI
+ * document): the client gives each call one key of its own, so its retries are safe.
+ */
+export const IDEMPOTENT_WRITES = [
+  'POST /api/v1/local-to-live',
+  'POST /api/v1/projects/{projectID}/local-to-live',
+  'POST /api/v1/projects/{projectID}/builds/{buildID}/retry',
+  'POST /api/v1/projects/{projectID}/deployments/{deploymentID}/retry',
+] as const;
+
+/** The largest archive any upload path takes (the resumable transport's maximum, per the spec). */
+export const MAX_ARCHIVE_BYTES = 100_000_000;
+
+export interface HoistClientOptions extends RetryOptions {
+  /** Where the API answers, e.g. http://localhost:3000 (no /api/v1). */
+  baseUrl: string;
+  /** REST bearer token from login. */
+  token?: string;
+}
+
+/** Options of the upload calls: progress of the bytes sent, and the archive's file name. */
+export interface UploadOptions {
+  filename?: string;
+  onProgress?: (sent: number, total: number) => void;
+}
+
+/**
+ * A typed client of the Hoist REST API. `api` reaches every route with types generated from the
+ * OpenAPI document; the methods wrap the calls a deployment needs. Reads and writes with an
+ * Idempotency-Key are retried on network errors, 429 and 502–504 with bounded, jittered backoff;
+ * error answers throw HoistApiError.
+ */
+export class HoistClient {
+  readonly api: Client<paths>;
+  readonly baseUrl: string;
+  private token: string | undefined;
+
+  constructor(private readonly options: HoistClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.token = options.token;
+    this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: (req) => this.send(() => req.clone()) });
+    this.api.use({
+      onRequest: ({ request, schemaPath }) => {
+        if (this.token && !request.headers.has('authorization')) request.headers.set('authorization', `Bearer ${this.token}`);
+        if ((IDEMPOTENT_WRITES as readonly string[]).includes(`${request.method} ${schemaPath}`) && !request.headers.has('idempotency-key')) {
+          request.headers.set('idempotency-key', randomUUID());
+        }
+        return request;
+      },
+    });
+  }
+
+  /** Sets the bearer token later calls send. */
+  useToken(token: string | undefined): void {
+    this.token = token;
+  }
+
+  private send(make: () => Request): Promise<Response> {
+    return sendWithRetries(make, this.options);
+  }
+
+  /** The data of an openapi-fetch result, or its HoistApiError. */
+  private ok<T>(result: { data?: T; error?: unknown; response: Response }): T {
+    if (result.response.ok) return result.data as T;
+    throw new HoistApiError(result.response.status, result.error);
+  }
+
+  /** Exchanges e-mail and password for a token, and uses it from then on. */
+  async login(email: string, password: string): Promise<LoginResult> {
+    const result = this.ok(await this.api.POST('/api/v1/auth/login', { body: { email, password } }));
+    this.token = result.token;
+    return result;
+  }
+
+  /** Revokes the session of the current token. */
+  async logout(): Promise<void> {
+    this.ok(await this.api.POST('/api/v1/auth/logout'));
+  }
+
+  async me(): Promise<Me> {
+    return this.ok(await this.api.GET('/api/v1/me'));
+  }
+
+  async entitlements(): Promise<Entitlements> {
+    return this.ok(await this.api.GET('/api/v1/billing/entitlements'));
+  }
+
+  /** Every project of the account, newest first (follows next_cursor to the end). */
+  async projects(): Promise<Project[]> {
+    const all: Project[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = this.ok(await this.api.GET('/api/v1/projects/', { params: { query: { limit: 100, cursor } } }));
+      all.push(...page.projects);
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+    return all;
+  }
+
+  /** Every release of a project, newest first (follows next_cursor to the end). */
+  async releases(projectId: string): Promise<Release[]> {
+    const all: Release[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = this.ok(await this.api.GET('/api/v1/projects/{projectID}/releases', { params: { path: { projectID: projectId }, query: { limit: 100, cursor } } }));
+      all.push(...page.releases);
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+    return all;
+  }
+
+  async environment(projectId: string): Promise<EnvironmentVariable[]> {
+    return this.ok(await this.api.GET('/api/v1/projects/{projectID}/environment', { params: { path: { projectID: projectId } } })).environment;
+  }
+
+  /** Creates or replaces a variable; the answer never holds the value. */
+  async setEnvironment(projectId: string, name: string, value: string, scope?: 'build' | 'runtime' | 'both'): Promise<EnvironmentVariable> {
+    return this.ok(await this.api.PUT('/api/v1/projects/{projectID}/environment/{name}', { params: { path: { projectID: projectId, name } }, body: { value, scope } }));
+  }
+
+  async removeEnvironment(projectId: string, name: string): Promise<void> {
+    this.ok(await this.api.DELETE('/api/v1/projects/{projectID}/environment/{name}', { params: { path: { projectID: projectId, name } } }));
+  }
+
+  async operation(id: string): Promise<Operation> {
+    return this.ok(await this.api.GET('/api/v1/operations/{operationID}', { params: { path: { operationID: id } } }));
+  }
+
+  /** Polls the operation with bounded, jittered backoff until it is terminal; returns that last view. */
+  waitForOperation(id: string, options: PollOptions<Operation> = {}): Promise<Operation> {
+    return pollUntilTerminal(() => this.operation(id), { sleep: this.options.sleep, random: this.options.random, ...options });
+  }
+
+  /**
+   * Cancels the operation after reading its guidance: an operation that is already terminal is
+   * not sent a cancel (HoistGuidanceError not_cancelable, with its next step).
+   */
+  async cancel(id: string): Promise<Operation> {
+    const op = await this.operation(id);
+    if (isTerminal(op.status)) throw new HoistGuidanceError('not_cancelable', `The operation is ${op.status}; there is nothing to cancel. ${op.next_step?.message ?? ''}`.trim(), op);
+    this.ok(await this.api.POST('/api/v1/operations/{operationID}/cancel', { params: { path: { operationID: id } } }));
+    return this.operation(id);
+  }
+
+  /**
+   * Retries the operation only when its guidance recommends it (next_step.action retry); else
+   * throws HoistGuidanceError not_retryable with the guidance's message (fix the input, keep
+   * polling, nothing to do).
+   */
+  async retry(id: string): Promise<Operation> {
+    const op = await this.operation(id);
+    if (op.next_step?.action !== 'retry') {
+      throw new HoistGuidanceError('not_retryable', `The operation is ${op.status} and is not to be retried: ${op.next_step?.message ?? 'no guidance was given'}`, op);
+    }
+    this.ok(await this.api.POST('/api/v1/operations/{operationID}/retry', { params: { path: { operationID: id } } }));
+    return this.operation(id);
+  }
+
+  /**
+   * Local-to-Live: uploads the ZIP as multipart (part `file`) with `fields` (name, visibility,
+   * root_directory, ...), to the project `projectId` when given. One Idempotency-Key covers the
+   * call and its retries.
+   */
+  async localToLive(zip: Uint8Array, fields: Record<string, string>, options: UploadOptions & { projectId?: string } = {}): Promise<LocalToLiveAnswer> {
+    const form = new FormData();
+    for (const [k, v] of Object.entries(fields)) form.append(k, v);
+    form.append('file', new Blob([zip as Uint8Array<ArrayBuffer>], { type: 'application/zip' }), options.filename ?? 'archive.zip');
+    // Serialised once, so every attempt sends the same bytes and progress can be counted.
+    const encoded = new Response(form);
+    const type = encoded.headers.get('content-type')!;
+    const body = new Uint8Array(await encoded.arrayBuffer());
+    const path = options.projectId ? `/api/v1/projects/${encodeURIComponent(options.projectId)}/local-to-live` : '/api/v1/local-to-live';
+    const headers = { ...this.auth(), 'content-type': type, 'idempotency-key': randomUUID() };
+    // Progress is told in bytes of the archive, not of the multipart envelope around it.
+    const progress = options.onProgress && ((sent: number) => options.onProgress!(Math.round((sent / body.length) * zip.length), zip.length));
+    const res = await this.send(() => new Request(this.baseUrl + path, { method: 'POST', headers, body: countingStream(body, progress), duplex: 'half' } as RequestInit));
+    if (!res.ok) throw await apiErrorOf(res);
+    return (await res.json()) as LocalToLiveAnswer;
+  }
+
+  /** Creates an upload session (a one-time upload URL). */
+  async createUploadSession(body: UploadSessionRequest): Promise<UploadSession> {
+    return this.ok(await this.api.POST('/api/v1/upload-sessions', { body }));
+  }
+
+  /**
+   * Sends `zip` to the upload URL of a direct_storage_resumable session with tus PATCHes of
+   * `chunkBytes`; after a failed piece it asks the server (HEAD) where to go on from. No bearer
+   * token is sent: the URL is the credential. Returns the answer of the last piece (202).
+   */
+  async uploadResumable(uploadUrl: string, zip: Uint8Array, options: UploadOptions & { chunkBytes?: number } = {}): Promise<LocalToLiveAnswer> {
+    const chunk = options.chunkBytes ?? 8 << 20;
+    const tus = { 'tus-resumable': '1.0.0' };
+    let offset = 0;
+    let failures = 0;
+    for (;;) {
+      const end = Math.min(zip.length, offset + chunk);
+      const piece = zip.subarray(offset, end);
+      const res = await this.send(
+        () =>
+          new Request(uploadUrl, {
+            method: 'PATCH',
+            headers: { ...tus, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) },
+            body: countingStream(piece, options.onProgress && ((sent) => options.onProgress!(offset + sent, zip.length))),
+            duplex: 'half',
+          } as RequestInit),
+      ).catch((err) => err as Error);
+      if (res instanceof Response && res.status === 202) return (await res.json()) as LocalToLiveAnswer;
+      if (res instanceof Response && res.status === 204) {
+        offset = Number(res.headers.get('upload-offset') ?? end);
+        failures = 0;
+        continue;
+      }
+      if (res instanceof Response && res.status !== 409 && res.status < 500) throw await apiErrorOf(res);
+      if (++failures > 5) throw res instanceof Response ? await apiErrorOf(res) : res;
+      const head = await this.send(() => new Request(uploadUrl, { method: 'HEAD', headers: tus }));
+      if (!head.ok) throw await apiErrorOf(head);
+      offset = Number(head.headers.get('upload-offset'));
+    }
+  }
+
+  private auth(): Record<string, string> {
+    return this.token ? { authorization: `Bearer ${this.token}` } : {};
+  }
+}
+
+// A body stream of `bytes` in 256 KiB pieces that reports how much of it was read.
+function countingStream(bytes: Uint8Array, onProgress?: (sent: number, total: number) => void): ReadableStream<Uint8Array> {
+  let at = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (at >= bytes.length) {
+        onProgress?.(bytes.length, bytes.length);
+        return controller.close();
+      }
+      const next = bytes.subarray(at, Math.min(bytes.length, at + (256 << 10)));
+      at += next.length;
+      controller.enqueue(next);
+      onProgress?.(at, bytes.length);
+    },
+  });
+}

@@ -1,0 +1,119 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { hoistBin } from '../helpers/cli.js';
+import { gatedProject } from '../helpers/gated-build.js';
+import { hostOf, liveHoist, type LiveHoist } from '../helpers/live.js';
+import { accountWithPassword, remoteCli, type RemoteCli } from '../helpers/remote-cli.js';
+
+// `hoist deploy` under a real terminal: tmux runs it, send-keys types, capture-pane reads the screen.
+const hasTmux = (() => {
+  try {
+    execFileSync('tmux', ['-V']);
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+const socket = `hoist-test-${process.pid}`;
+const tmux = (...args: string[]) => execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
+let h: LiveHoist;
+let cli: RemoteCli;
+let token: string;
+test.before(async () => {
+  if (!hasTmux) return;
+  h = await liveHoist({ healthTimeoutSeconds: 10 });
+  cli = remoteCli(h);
+  const user = await accountWithPassword(h);
+  const login = await cli.run(['login', '--email', user.email], user.password);
+  if (login.code !== 0) throw new Error(login.stderr);
+  token = await tokenOf(user);
+});
+test.after(async () => {
+  try {
+    if (hasTmux) tmux('kill-server');
+  } catch {}
+  await h?.close();
+});
+
+async function tokenOf(user: { email: string; password: string }): Promise<string> {
+  const res = await fetch(`${h.api}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(user) });
+  return (await res.json()).token;
+}
+
+/** Starts `hoist deploy ...args` in a new tmux window `name` (a 100×30 terminal); the shell prints EXIT=<code> after it. */
+function startInTerminal(name: string, args: string[]): void {
+  const dir = mkdtempSync(join(tmpdir(), 'hoist-tmux-'));
+  const script = join(dir, 'run.sh');
+  const env = Object.entries(cli.env)
+    .filter(([k, v]) => v !== undefined && /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+    .map(([k, v]) => `export ${k}='${v!.replace(/'/g, `'\\''`)}'`);
+  writeFileSync(script, [...env, 'export TERM=xterm-256color', `'${process.execPath}' '${hoistBin}' ${args.map((a) => `'${a}'`).join(' ')}`, 'echo "EXIT=$?"', 'sleep 600'].join('\n'));
+  tmux('new-session', '-d', '-s', name, '-x', '100', '-y', '30', `bash ${script}`);
+}
+
+const screen = (name: string) => tmux('capture-pane', '-p', '-t', name, '-S', '-100');
+
+async function untilScreen(name: string, pattern: RegExp, ms = 90_000): Promise<string> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const text = screen(name);
+    if (pattern.test(text)) return text;
+    if (Date.now() > end) throw new Error(`the screen never showed ${pattern}:\n${text}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function folder(files: Record<string, string>): string {
+  const dir = join(mkdtempSync(join(tmpdir(), 'hoist-tmux-site-')), 'tty-site');
+  mkdirSync(dir);
+  for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, name), body);
+  return dir;
+}
+
+test('on a terminal: an upload bar, the three stages redrawn in place, then "Live at" the URL, exit 0', async () => {
+  if (!hasTmux) return console.log('! tmux is not installed: the terminal test is skipped');
+  startInTerminal('live', ['deploy', folder({ 'index.html': '<h1>tty</h1>' })]);
+  const text = await untilScreen('live', /EXIT=\d/);
+  assert.match(text, /Uploading  █+  (\d+) B \/ \1 B/);
+  assert.is(text.match(/Uploading/g)!.length, 1, text);
+  assert.match(text, /✔ analyze\s+succeeded/);
+  assert.match(text, /(✔|–) build\s+(succeeded|skipped)/);
+  assert.match(text, /✔ deploy\s+succeeded/);
+  assert.match(text, /100% succeeded/);
+  // Redrawn in place: each stage line is on the screen once, not once per poll.
+  assert.is(text.match(/ deploy {3,}/g)!.length, 1, text);
+  const url = /Live at (http:\/\/\S+)/.exec(text)![1];
+  assert.match(text, 'EXIT=0');
+  assert.is((await h.site(hostOf(url))).body, '<h1>tty</h1>');
+  const colored = tmux('capture-pane', '-p', '-e', '-t', 'live');
+  assert.match(colored, /\x1b\[32m✔/, 'colours on a terminal');
+});
+
+test('Ctrl-C asks before canceling; "y" cancels through the API and exits 1', async () => {
+  if (!hasTmux) return;
+  const gated = await gatedProject(h, token, 'tty-gated');
+  startInTerminal('gated', ['deploy', folder(gated.files()), '--project', 'tty-gated']);
+  const running = await untilScreen('gated', /build\s+running\s+[█░]+\s+\d+%/);
+  const id = /operation ([0-9a-f-]{36})/.exec(running)![1];
+  assert.match(running, 'Ctrl-C to cancel or detach');
+
+  tmux('send-keys', '-t', 'gated', 'C-c');
+  await untilScreen('gated', /Cancel the deployment\? \[y\]es \/ \[n\]o, keep watching \/ \[d\]etach:$/m);
+  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'running', 'nothing is canceled before the answer');
+  tmux('send-keys', '-t', 'gated', 'y', 'Enter');
+  const end = await untilScreen('gated', /EXIT=\d/);
+  assert.match(end, 'Canceling…');
+  assert.match(end, /⊘ build\s+canceled/);
+  assert.match(end, 'The deployment canceled');
+  assert.match(end, /Next step: .*retry/);
+  assert.match(end, 'EXIT=1');
+  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'canceled');
+  gated.open();
+});
+
+test.run();
