@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
-import { closeOnSignals, startRoles, type Role } from '../start.js';
+import type { Role } from '../start.js';
 
 /** Starts `roles`, prints where each listens, and stops them gracefully on SIGTERM or SIGINT. */
 async function run(roles: Role[]): Promise<void> {
+  const { closeOnSignals, startRoles } = await import('../start.js');
   const running = await startRoles(roles);
   for (const [role, url] of Object.entries(running.urls)) console.log(role === 'worker' ? `hoist worker running (${url})` : `hoist ${role} listening on ${url}`);
   closeOnSignals(running);
