@@ -89,6 +89,8 @@ export class LocalQueue implements Queue, Lifecycle {
 
   /** Waits until an enqueue wakes this slot, the poll interval passes, or the consumer stops. */
   private idle(topic: string, signal: AbortSignal): Promise<void> {
+    // A stop that came while the slot was claiming has already fired its abort event.
+    if (signal.aborted) return Promise.resolve();
     const slots = this.idleSlots.get(topic) ?? new Set<() => void>();
     this.idleSlots.set(topic, slots);
     return new Promise((resolve) => {

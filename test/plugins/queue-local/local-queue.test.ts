@@ -90,4 +90,27 @@ test('a job enqueued while every slot is busy is taken as soon as one is free', 
   assert.equal(seen, [{ first: true }, { second: true }]);
 });
 
+test('a consumer stopped while a slot is looking stops at once, not at the next poll', async () => {
+  const t = topic();
+  const internals = queue as unknown as { claim(topic: string): Promise<unknown> };
+  const claim = internals.claim;
+  let stopping: Promise<void> | undefined;
+  let stop!: () => Promise<void>;
+  // The stop lands while the slot's query is out: its abort event fires before the slot goes idle.
+  internals.claim = async function (this: unknown, at: string) {
+    const claimed = await claim.call(this, at);
+    if (at === t && !stopping) stopping = stop();
+    return claimed;
+  };
+  try {
+    stop = await queue.consume(t, async () => {}, { concurrency: 1 });
+    await waitFor(() => stopping !== undefined);
+    let done = false;
+    void stopping!.then(() => (done = true));
+    await waitFor(() => done);
+  } finally {
+    internals.claim = claim;
+  }
+});
+
 test.run();
