@@ -3,7 +3,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Domain } from '../../core/entities/domain.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
+import { ACCESS_COOKIE } from '../../adapters/edge/access-gate.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
+import { edgeRequest, setCookie } from '../helpers/site-gate.js';
+
+const PASSWORD = 'members password, please';
 
 let h: LiveHoist;
 let dns: TestDnsServer;
@@ -41,10 +45,10 @@ async function call(method: string, path: string, body?: unknown) {
 }
 
 /** Polls the domain until `until` holds (the worker's checks move it); returns its view. */
-async function waitForDomain(id: string, until: (d: any) => boolean, what: string) {
+async function waitForDomain(id: string, until: (d: any) => boolean, what: string, project = projectId) {
   const end = Date.now() + 60_000;
   for (;;) {
-    const { body } = await call('GET', `/projects/${projectId}/domains/${id}`);
+    const { body } = await call('GET', `/projects/${project}/domains/${id}`);
     if (until(body)) return body;
     if (Date.now() > end) throw new Error(`domain never became ${what}: ${JSON.stringify(body)}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -107,6 +111,41 @@ test('a customer subdomain goes pending → active → misconfigured → active 
 
 test('a host that is neither a project host nor an active customer domain finds nothing', async () => {
   assert.is((await h.site('unknown.customer.test', '/index.html')).status, 404);
+});
+
+test('a private project behind a customer subdomain is gated there too: sign-in page, password, a cookie for that host', async () => {
+  const res = await h.upload(token, '/api/v1/local-to-live', await zipOf({ 'index.html': '<h1>members only</h1>' }), {
+    name: 'Members', visibility: 'private', access_password: PASSWORD,
+  });
+  const body = await res.json();
+  assert.is(res.status, 202, JSON.stringify(body));
+  assert.is((await h.waitFor(token, body.operation.id, undefined, 120_000)).status, 'succeeded');
+  const added = await call('POST', `/projects/${body.project.id}/domains`, { hostname: 'members.customer.test' });
+  assert.is(added.status, 201, JSON.stringify(added.body));
+  for (const r of added.body.records) dns.set(r.name, r.type, [r.value]);
+  await waitForDomain(added.body.id, (x) => x.status === 'active', 'active', body.project.id);
+
+  const host = 'members.customer.test';
+  for (const path of ['/', '/index.html', '/missing']) {
+    const gate = await edgeRequest(h.edge, host, 'GET', path);
+    assert.is(gate.status, 401, path);
+    assert.match(gate.body, /action="\/\.hoist\/access\/password"/);
+    assert.not.match(gate.body, /members only/);
+  }
+  assert.is((await edgeRequest(h.edge, host, 'GET', '/', { headers: { authorization: `Bearer ${token}` } })).status, 401, 'the API token does not open it');
+  const post = (password: string) =>
+    edgeRequest(h.edge, host, 'POST', '/.hoist/access/password', { form: { password, next: '/' }, headers: { origin: `http://${host}` } });
+  const wrong = await post('not the password');
+  assert.is(wrong.status, 401);
+  assert.is(setCookie(wrong.cookies, ACCESS_COOKIE), null);
+  const right = await post(PASSWORD);
+  assert.is(right.status, 303);
+  const cookie = setCookie(right.cookies, ACCESS_COOKIE)!;
+  assert.not.ok(cookie.attributes.some((a) => a.toLowerCase().startsWith('domain')), 'host-only');
+  const page = await edgeRequest(h.edge, host, 'GET', '/', { headers: { cookie: `${ACCESS_COOKIE}=${cookie.value}` } });
+  assert.is(page.status, 200);
+  assert.match(page.body, /members only/);
+  assert.is((await edgeRequest(h.edge, hostOf(body.project.url), 'GET', '/')).status, 401, 'the project host stays gated without a cookie');
 });
 
 test('deleting the project removes its domains and the edge stops serving them', async () => {
