@@ -116,4 +116,38 @@ test('Ctrl-C asks before canceling; "y" cancels through the API and exits 1', as
   gated.open();
 });
 
+test('Ctrl-C, "n" redraws the stages at once and keeps watching; a second Ctrl-C asks again and "y" cancels', async () => {
+  if (!hasTmux) return;
+  const gated = await gatedProject(h, token, 'tty-gated-twice');
+  startInTerminal('twice', ['deploy', folder(gated.files()), '--project', 'tty-gated-twice']);
+  const running = await untilScreen('twice', /build\s+running\s+[█░]+\s+\d+%/);
+  const id = /operation ([0-9a-f-]{36})/.exec(running)![1];
+  const question = /Cancel the deployment\? \[y\]es \/ \[n\]o, keep watching \/ \[d\]etach:/;
+
+  tmux('send-keys', '-t', 'twice', 'C-c');
+  await untilScreen('twice', new RegExp(`${question.source}$`, 'm'));
+  tmux('send-keys', '-t', 'twice', 'n', 'Enter');
+  // The view is drawn again at once, in place: the question and the answer are erased, the stages are back.
+  const again = await untilScreen('twice', /^(?![\s\S]*Cancel the deployment)[\s\S]*build\s+running\s+[█░]+\s+\d+%[\s\S]*Ctrl-C to cancel or detach/, 5_000);
+  assert.is(again.match(/ build {3,}/g)!.length, 1, again);
+  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'running', '"n" cancels nothing');
+  // Still redrawn in place: the spinner turns, and the block is not drawn a second time.
+  const spinner = /([⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]) build/.exec(again)![1];
+  const later = await untilScreen('twice', new RegExp(`[${'⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏'.replace(spinner, '')}] build\\s+running`), 3_000);
+  assert.is(later.match(/ build {3,}/g)!.length, 1, later);
+
+  tmux('send-keys', '-t', 'twice', 'C-c');
+  await untilScreen('twice', new RegExp(`${question.source}$`, 'm'), 10_000);
+  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'running', 'nothing is canceled before the second answer');
+  tmux('send-keys', '-t', 'twice', 'y', 'Enter');
+  const end = await untilScreen('twice', /EXIT=\d/);
+  assert.match(end, 'Canceling…');
+  assert.match(end, /⊘ build\s+canceled/);
+  assert.match(end, 'The deployment canceled');
+  assert.match(end, /Next step: .*retry/);
+  assert.match(end, 'EXIT=1');
+  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'canceled');
+  gated.open();
+});
+
 test.run();

@@ -107,6 +107,8 @@ async function refuseWhenTooLarge(client: HoistClient, size: number): Promise<vo
  * Polls the operation until it is terminal, showing it. Ctrl-C on a terminal asks whether to
  * cancel (y: cancel through the API, then follow it to canceled), keep watching (n) or detach (d,
  * or Ctrl-C again: exit 130, the deployment goes on); without a terminal it detaches at once.
+ * The view waits while the question is open; once answered, the question is erased and the view
+ * drawn again in place, and a later Ctrl-C asks again.
  */
 async function watch(client: HoistClient, id: string, view: DeployView, json: boolean, queued: LocalToLiveAnswer): Promise<Operation> {
   let question: Question | null = null;
@@ -121,7 +123,7 @@ async function watch(client: HoistClient, id: string, view: DeployView, json: bo
     if (asking) return;
     if (!process.stdin.isTTY) return detach();
     view.pause();
-    question = ask('\nCancel the deployment? [y]es / [n]o, keep watching / [d]etach: ');
+    question = ask('\nCancel the deployment? [y]es / [n]o, keep watching / [d]etach: ', { erase: true });
     asking = question.answer
       .then(async (answer) => {
         if (answer === null || answer.startsWith('d')) {
@@ -141,7 +143,7 @@ async function watch(client: HoistClient, id: string, view: DeployView, json: bo
   };
   process.on('SIGINT', onSigint);
   try {
-    const op = await client.waitForOperation(id, { minMs: 500, maxMs: 3000, onUpdate: (op) => (asking ? undefined : view.update(op)), changeKey: (op) => `${op.status}|${op.progress}|${op.current_stage}|${op.build_log?.last_lines?.at(-1)}` });
+    const op = await client.waitForOperation(id, { minMs: 500, maxMs: 3000, onUpdate: (op) => view.update(op), changeKey: (op) => `${op.status}|${op.progress}|${op.current_stage}|${op.build_log?.last_lines?.at(-1)}` });
     if (question) {
       const open = question as Question;
       question = null;

@@ -18,6 +18,7 @@ export class DeployView {
   private drawn = 0;
   private frame = 0;
   private timer: NodeJS.Timeout | null = null;
+  private paused = false;
   private printed = new Map<string, string>();
   private logSeen: string[] = [];
   private lastUpload = 0;
@@ -27,14 +28,14 @@ export class DeployView {
     this.mode = json ? 'quiet' : interactive() ? 'tty' : 'plain';
   }
 
-  /** A line of information (the terminal's stdout, or stderr when stdout is not a terminal). */
+  /** A line of information (the terminal's stdout, or stderr when stdout is not a terminal); above the live block. */
   info(line: string): void {
-    if (this.mode === 'tty') process.stdout.write(`${line}\n`);
+    if (this.mode === 'tty') this.above(process.stdout, line);
     else if (this.mode === 'plain') process.stderr.write(`${line}\n`);
   }
 
   warn(line: string): void {
-    if (this.mode !== 'quiet') process.stderr.write(`${yellow('warning:')} ${line}\n`);
+    if (this.mode !== 'quiet') this.above(process.stderr, `${yellow('warning:')} ${line}`);
   }
 
   /** Upload progress: a bar redrawn at most every 100 ms on a terminal; a start and an end line otherwise. */
@@ -48,30 +49,48 @@ export class DeployView {
     process.stdout.write(`\r\x1b[2KUploading  ${bar(total ? sent / total : 1)}  ${formatBytes(sent)} / ${formatBytes(total)}${sent >= total ? '\n' : ''}`);
   }
 
-  /** A new view of the operation. */
+  /** A new view of the operation (kept, not shown, while paused). */
   update(op: Operation): void {
     this.op = op;
+    if (this.paused) return;
     if (this.mode === 'tty') {
       this.timer ??= setInterval(() => this.render(), 120);
       this.render();
     } else if (this.mode === 'plain') this.printChanges(op);
   }
 
-  /** Stops redrawing (to ask a question under the block); `resume` draws a fresh block below. */
+  /**
+   * Draws nothing until `resume` (to ask a question under the block), which draws the latest
+   * update at once in place of the block: what was written under it must be erased by then.
+   */
   pause(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    this.drawn = 0;
+    this.paused = true;
+    this.stop();
   }
 
   resume(): void {
+    this.paused = false;
     if (this.op) this.update(this.op);
   }
 
-  /** Draws the final state and stops the spinner. */
+  /** Draws the final state and stops the spinner; the block stays as it is. */
   finish(): void {
     if (this.mode === 'tty') this.render();
-    this.pause();
+    this.stop();
+    this.drawn = 0;
+  }
+
+  private stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  // Writes a line where it stays: on a terminal the live block is erased first and drawn again under the line.
+  private above(out: NodeJS.WriteStream, line: string): void {
+    if (this.mode === 'tty' && this.drawn) process.stdout.write(`\x1b[${this.drawn}F\x1b[J`);
+    this.drawn = 0;
+    out.write(`${line}\n`);
+    if (this.timer) this.render();
   }
 
   private render(): void {
