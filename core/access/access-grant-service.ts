@@ -1,10 +1,11 @@
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/core';
 import { isEmail } from '../accounts/account-service.js';
 import { normalizeEmail } from '../auth/auth-service.js';
 import type { EntitlementService } from '../billing/entitlement-service.js';
 import { AccessCode } from '../entities/access-code.js';
 import { AccessGrant } from '../entities/access-grant.js';
-import type { Project } from '../entities/project.js';
+import { Project } from '../entities/project.js';
+import { underOwnerLock } from '../billing/owner-lock.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import type { ProjectService } from '../projects/project-service.js';
@@ -43,18 +44,15 @@ export class AccessGrantService {
     const address = typeof email === 'string' ? normalizeEmail(email) : '';
     if (!isEmail(address)) throw invalid(`Not a valid e-mail address: ${String(email)}`, { field: 'email' });
     const project = await this.privateProject(accountId, projectId);
-    const known = await this.em.findOne(AccessGrant, { projectId: project.id, email: address });
-    if (known) return { grant: known, created: false };
-    await this.entitlements.assertWithin(accountId, 'access_grants_per_project', await this.em.count(AccessGrant, { projectId: project.id }));
-    const grant = Object.assign(new AccessGrant(), { projectId: project.id, email: address });
-    try {
-      await this.em.insert(grant);
-    } catch (err) {
-      if (!(err instanceof UniqueConstraintViolationException)) throw err;
-      // A concurrent add of the same address won.
-      return { grant: await this.em.findOneOrFail(AccessGrant, { projectId: project.id, email: address }), created: false };
-    }
-    return { grant, created: true };
+    // Under the project's lock: concurrent adds cannot pass the plan's count together.
+    return underOwnerLock(this.em, Project, project.id, async (tx) => {
+      const known = await tx.findOne(AccessGrant, { projectId: project.id, email: address });
+      if (known) return { grant: known, created: false };
+      await this.entitlements.assertWithin(accountId, 'access_grants_per_project', await tx.count(AccessGrant, { projectId: project.id }));
+      const grant = Object.assign(new AccessGrant(), { projectId: project.id, email: address });
+      await tx.insert(grant);
+      return { grant, created: true };
+    });
   }
 
   /** Removes a grant, named by id or by e-mail address, with its pending codes; its visitors are out at their next request. */

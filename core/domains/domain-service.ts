@@ -3,7 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import type { HoistConfig } from '../../config/schema.js';
 import type { EntitlementService } from '../billing/entitlement-service.js';
+import { Account } from '../entities/account.js';
 import { Domain } from '../entities/domain.js';
+import { underOwnerLock } from '../billing/owner-lock.js';
 import { conflict, notFound } from '../errors.js';
 import type { Clock } from '../ports/clock.js';
 import { isUuid } from '../projects/keyset-cursor.js';
@@ -43,27 +45,31 @@ export class DomainService {
   async add(accountId: string, projectId: string, hostname: unknown): Promise<DomainView> {
     const project = await this.projects.get(accountId, projectId);
     const name = checkHostname(hostname, { appsDomain: this.config.appsDomain, apiHost: URL.parse(this.config.publicUrl ?? '')?.hostname });
-    const em = this.em.fork();
-    await this.entitlements.assertWithin(accountId, 'customer_subdomains', await em.count(Domain, { accountId }));
-    const taken = await em.findOne(Domain, { hostname: name }, { fields: ['id', 'projectId'] });
-    if (taken) throw this.taken(name, taken.projectId === project.id ? taken.id : null);
-    const now = this.clock.now();
-    const domain = Object.assign(new Domain(), {
-      accountId,
-      projectId: project.id,
-      hostname: name,
-      token: `hoist-${randomBytes(20).toString('hex')}`,
-      message: 'Waiting for the DNS records: add both, then call verify or wait for the next check.',
-      nextCheckAt: new Date(now.getTime() + this.config.domainCheckSeconds * 1000),
-      createdAt: now,
-      updatedAt: now,
+    // Under the account's lock: concurrent adds cannot pass the plan's count together.
+    const domain = await underOwnerLock(this.em, Account, accountId, async (tx) => {
+      await this.entitlements.assertWithin(accountId, 'customer_subdomains', await tx.count(Domain, { accountId }));
+      const taken = await tx.findOne(Domain, { hostname: name }, { fields: ['id', 'projectId'] });
+      if (taken) throw this.taken(name, taken.projectId === project.id ? taken.id : null);
+      const now = this.clock.now();
+      const row = Object.assign(new Domain(), {
+        accountId,
+        projectId: project.id,
+        hostname: name,
+        token: `hoist-${randomBytes(20).toString('hex')}`,
+        message: 'Waiting for the DNS records: add both, then call verify or wait for the next check.',
+        nextCheckAt: new Date(now.getTime() + this.config.domainCheckSeconds * 1000),
+        createdAt: now,
+        updatedAt: now,
+      });
+      try {
+        await tx.insert(row);
+      } catch (err) {
+        // Another account added the hostname meanwhile.
+        if (err instanceof UniqueConstraintViolationException) throw this.taken(name, null);
+        throw err;
+      }
+      return row;
     });
-    try {
-      await em.insert(domain);
-    } catch (err) {
-      if (err instanceof UniqueConstraintViolationException) throw this.taken(name, null);
-      throw err;
-    }
     return domainView(this.config, domain, project.slug);
   }
 

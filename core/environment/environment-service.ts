@@ -2,6 +2,8 @@ import { UniqueConstraintViolationException, type EntityManager } from '@mikro-o
 import type { EntitlementService } from '../billing/entitlement-service.js';
 import { EnvironmentSnapshot } from '../entities/environment-snapshot.js';
 import { EnvironmentVariable } from '../entities/environment-variable.js';
+import { Project } from '../entities/project.js';
+import { underOwnerLock } from '../billing/owner-lock.js';
 import { ProjectKey } from '../entities/project-key.js';
 import { invalid, notFound } from '../errors.js';
 import { StageError } from '../operations/stage-error.js';
@@ -69,26 +71,20 @@ export class EnvironmentService {
     const scope = checkScope(name, input.scope);
     const project = await this.projects.get(accountId, projectId);
     await this.assertValueSize(accountId, value);
-    const em = this.em.fork();
-    const existing = await em.findOne(EnvironmentVariable, { projectId: project.id, name });
-    if (!existing) await this.entitlements.assertWithin(accountId, 'environment_variables_per_project', await em.count(EnvironmentVariable, { projectId: project.id }));
-    const sealed = await this.seal(em, project.id, { name, value, scope });
-    for (;;) {
+    const sealed = await this.seal(this.em, project.id, { name, value, scope });
+    // Under the project's lock: the count and the insert cannot interleave with another set.
+    return underOwnerLock(this.em, Project, project.id, async (tx) => {
       const now = new Date();
-      const row = existing ?? (await em.findOne(EnvironmentVariable, { projectId: project.id, name }));
+      const row = await tx.findOne(EnvironmentVariable, { projectId: project.id, name });
       if (row) {
-        await em.nativeUpdate(EnvironmentVariable, { id: row.id }, { ...sealed, updatedAt: now });
+        await tx.nativeUpdate(EnvironmentVariable, { id: row.id }, { ...sealed, updatedAt: now });
         return { variable: view(Object.assign(row, sealed, { updatedAt: now })), created: false };
       }
+      await this.entitlements.assertWithin(accountId, 'environment_variables_per_project', await tx.count(EnvironmentVariable, { projectId: project.id }));
       const fresh = Object.assign(new EnvironmentVariable(), { projectId: project.id, ...sealed, createdAt: now, updatedAt: now });
-      try {
-        await em.insert(fresh);
-        return { variable: view(fresh), created: true };
-      } catch (err) {
-        // A concurrent set of the same name won the insert: replace its value instead.
-        if (!(err instanceof UniqueConstraintViolationException)) throw err;
-      }
-    }
+      await tx.insert(fresh);
+      return { variable: view(fresh), created: true };
+    });
   }
 
   /** Removes a variable; not_found when the project has none of that name. */

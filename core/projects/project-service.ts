@@ -1,6 +1,8 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import type { EntitlementService } from '../billing/entitlement-service.js';
+import { Account } from '../entities/account.js';
 import { Operation } from '../entities/operation.js';
+import { underOwnerLock } from '../billing/owner-lock.js';
 import { Project } from '../entities/project.js';
 import { HoistError, invalid, notFound } from '../errors.js';
 import type { PasswordHasher } from '../ports/password-hasher.js';
@@ -91,20 +93,22 @@ export class ProjectService {
     const settings = applyBuildSettings({}, validateBuildSettings(input.settings ?? {}));
     const accessPasswordHash = await this.accessPasswordHash(input.accessPassword);
     await this.entitlements.assertVisibility(accountId, visibility);
-    await this.entitlements.assertWithin(accountId, 'projects', await this.em.count(Project, { accountId, status: 'active' }));
-    if (visibility === 'private') await this.assertPrivateRoom(accountId);
-
-    const base = slugify(name);
-    for (let attempt = 1; ; attempt++) {
-      const project = Object.assign(new Project(), { accountId, name, visibility, settings, accessPasswordHash: accessPasswordHash ?? null, slug: await this.freeSlug(base) });
-      try {
-        // A native insert leaves nothing behind in the unit of work when a concurrent create took the slug.
-        await this.em.insert(project);
-        return project;
-      } catch (err) {
-        if (!(err instanceof UniqueConstraintViolationException) || attempt >= 5) throw err;
+    // Under the account's lock: concurrent creates cannot pass the plan's counts together.
+    return underOwnerLock(this.em, Account, accountId, async (tx) => {
+      await this.entitlements.assertWithin(accountId, 'projects', await tx.count(Project, { accountId, status: 'active' }));
+      if (visibility === 'private') await this.assertPrivateRoom(tx, accountId);
+      const base = slugify(name);
+      for (let attempt = 1; ; attempt++) {
+        const project = Object.assign(new Project(), { accountId, name, visibility, settings, accessPasswordHash: accessPasswordHash ?? null, slug: await this.freeSlug(tx, base) });
+        try {
+          // In a savepoint: a concurrent create that took the slug does not end the transaction.
+          await tx.transactional((sp) => sp.insert(project));
+          return project;
+        } catch (err) {
+          if (!(err instanceof UniqueConstraintViolationException) || attempt >= 5) throw err;
+        }
       }
-    }
+    });
   }
 
   /** Changes name, visibility, build settings and the access password; the slug (and so the URL) stays. */
@@ -117,7 +121,12 @@ export class ProjectService {
     if (name === undefined && visibility === undefined && settings === undefined && accessPasswordHash === undefined) return project;
     if (visibility !== undefined && visibility !== project.visibility) {
       await this.entitlements.assertVisibility(accountId, visibility);
-      if (visibility === 'private') await this.assertPrivateRoom(accountId);
+      if (visibility === 'private') {
+        await underOwnerLock(this.em, Account, accountId, async (tx) => {
+          await this.assertPrivateRoom(tx, accountId);
+          await tx.nativeUpdate(Project, { id: project.id }, { visibility });
+        });
+      }
     }
     if (name !== undefined) project.name = name;
     if (visibility !== undefined) project.visibility = visibility;
@@ -157,15 +166,15 @@ export class ProjectService {
     return this.hasher.hash(password);
   }
 
-  private async assertPrivateRoom(accountId: string): Promise<void> {
-    const used = await this.em.count(Project, { accountId, status: 'active', visibility: 'private' });
+  private async assertPrivateRoom(em: EntityManager, accountId: string): Promise<void> {
+    const used = await em.count(Project, { accountId, status: 'active', visibility: 'private' });
     await this.entitlements.assertWithin(accountId, 'private_projects', used);
   }
 
-  private async freeSlug(base: string): Promise<string> {
+  private async freeSlug(em: EntityManager, base: string): Promise<string> {
     let slug = base;
     for (let i = 0; i < 10; i++) {
-      if (!isReservedSlug(slug) && !(await this.em.count(Project, { slug }))) return slug;
+      if (!isReservedSlug(slug) && !(await em.count(Project, { slug }))) return slug;
       slug = withSuffix(base);
     }
     return slug;

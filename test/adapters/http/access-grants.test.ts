@@ -105,6 +105,15 @@ test('beyond the plan limit is 403 plan_restricted with the plan fields', async 
   assert.is((await grants(p.id)).length, 25);
 });
 
+test('concurrent adds never pass the plan limit: exactly 25 are created, the rest 403', async () => {
+  const p = await newProject(pro, { name: 'rush', visibility: 'private' });
+  const answers = await Promise.all(Array.from({ length: 32 }, (_, i) => call(pro, 'POST', `/projects/${p.id}/access-grants`, { email: `r${i}@example.com` })));
+  const statuses = answers.map((a) => a.status);
+  assert.is(statuses.filter((s) => s === 201).length, 25, statuses.join(' '));
+  assert.is(statuses.filter((s) => s === 403).length, 7, statuses.join(' '));
+  assert.is((await grants(p.id)).length, 25);
+});
+
 test('grants stay dormant while the project is not private, and come back with it', async () => {
   const p = await newProject(pro, { name: 'flip', visibility: 'private' });
   await call(pro, 'POST', `/projects/${p.id}/access-grants`, { email: 'stay@example.com' });

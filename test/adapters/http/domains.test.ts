@@ -237,6 +237,16 @@ test('a hostname held by another account or another project is a 409; the holder
   assert.is((await add(rival, theirs.projectId, 'held.customer.test')).status, 201, 'a removed hostname is free again');
 });
 
+test('concurrent adds never pass the account\'s limit: exactly 5 are created, the rest 403', async () => {
+  const rush = await t.account({ plan: 'pro' });
+  const { projectId: site } = await newProject(rush, 'rush-site');
+  const answers = await Promise.all(Array.from({ length: 9 }, (_, i) => add(rush, site, `r${i}.rush.test`)));
+  const statuses = answers.map((a) => a.status);
+  assert.is(statuses.filter((s) => s === 201).length, 5, statuses.join(' '));
+  assert.is(statuses.filter((s) => s === 403).length, 4, statuses.join(' '));
+  assert.is((await rows()).filter((d) => d.accountId === rush.accountId).length, 5);
+});
+
 test('a plan without customer subdomains answers 403 with the plan fields; the limit counts the whole account', async () => {
   const free = await t.account({ plan: 'free' });
   const { projectId: freeProject } = await newProject(free, 'free-site');

@@ -129,6 +129,15 @@ test('a value over the plan\'s size and a variable over its count are refused wi
   assert.not.ok((await names(free, id)).includes('BIG'));
 });
 
+test('concurrent sets never pass the plan\'s count: exactly the limit is created, the rest is 403', async () => {
+  const id = await newProject(free, 'env-race');
+  const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => call(free, 'PUT', `/projects/${id}/environment/R${i}`, { value: 'v' })));
+  const statuses = answers.map((a) => a.status);
+  assert.is(statuses.filter((s) => s === 201).length, 20, statuses.join(' '));
+  assert.is(statuses.filter((s) => s === 403).length, 10, statuses.join(' '));
+  assert.is((await rows(id)).length, 20);
+});
+
 test('another account\'s project answers 404 and no token 401, and nothing changes', async () => {
   const id = await newProject(free, 'env-owned');
   await call(free, 'PUT', `/projects/${id}/environment/MINE`, { value: SECRET });

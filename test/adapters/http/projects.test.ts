@@ -159,6 +159,19 @@ test('the free plan\'s projects limit is 403 with limit and usage, and writes no
   assert.is(await rows(), before);
 });
 
+test('concurrent creates never pass the plan: three projects on free, the rest 403', async () => {
+  const a = await t.account();
+  const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => create(a, { name: `Rush ${i}` })));
+  const statuses = answers.map((r) => r.statusCode);
+  assert.is(statuses.filter((s) => s === 201).length, 3, statuses.join(' '));
+  assert.is(statuses.filter((s) => s === 403).length, 5, statuses.join(' '));
+  assert.is(await rows({ accountId: a.accountId }), 3);
+  const b = await t.account({ plan: 'pro' });
+  const privates = await Promise.all(Array.from({ length: 14 }, (_, i) => create(b, { name: `Secret ${i}`, visibility: 'private' })));
+  assert.is(privates.filter((r) => r.statusCode === 201).length, 10);
+  assert.is(await rows({ accountId: b.accountId, visibility: 'private' }), 10);
+});
+
 test('pro allows private projects up to its private_projects limit', async () => {
   const a = await t.account({ plan: 'pro' });
   for (let i = 0; i < 10; i++) assert.is((await created(a, { name: `Private ${i}`, visibility: 'private' })).visibility, 'private');
