@@ -39,7 +39,7 @@ export interface StageImpl {
  * through the state machine with the claim's token. A job for a stage that is already done is a
  * no-op (redeliveries are safe); one for a stage another worker holds waits until that claim ends
  * or lapses. A cancel, or a newer claim, seen on a heartbeat aborts the running work, and a late
- * worker's result is refused by its old token.
+ * worker's result is refused by its old token. A worker that stops hands its claim back.
  */
 export class StageRunner {
   constructor(
@@ -93,7 +93,11 @@ export class StageRunner {
     } catch (err) {
       clearInterval(timer);
       await beating;
-      if (control.signal.aborted) throw err; // the worker is stopping: the job is redelivered
+      if (control.signal.aborted) {
+        // The worker is stopping: hand the claim back so the redelivered job need not wait out the lease.
+        await this.store.apply(operationId, { type: 'stage_released', stage, attempt, token }).catch(() => {});
+        throw err;
+      }
       const before = await em.fork().findOne(Operation, { id: operationId });
       if (before && StageRunner.claimedByOther(OperationStore.stateOf(before), stage, token)) return; // a newer claim runs it
       await this.stages[stage].abandon?.(ctx).catch(() => {});

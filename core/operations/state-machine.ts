@@ -39,6 +39,8 @@ export interface StageState {
    * stage event carrying another token is ignored. Absent until the stage is first claimed.
    */
   token?: number;
+  /** The holder handed its claim back (its worker stops): the next claim need not wait for the lease. */
+  released?: boolean;
 }
 
 /** The whole parent operation, as `transition` reads and returns it. */
@@ -69,6 +71,8 @@ export type StageEvent =
   | { type: 'stage_progress'; stage: Stage; attempt: number; token?: number; /** 0–1 of this stage */ fraction: number }
   | { type: 'heartbeat'; stage: Stage; attempt: number; token?: number }
   | { type: 'stage_succeeded'; stage: Stage; attempt: number; token?: number }
+  /** The holder hands its claim back unfinished (its worker stops gracefully). */
+  | { type: 'stage_released'; stage: Stage; attempt: number; token?: number }
   /** Also what a dead-lettered job (too many deliveries, dropped) reports, even before it started. */
   | { type: 'stage_failed'; stage: Stage; attempt: number; token?: number; error: StageError };
 
@@ -95,15 +99,15 @@ export interface Transition {
 /** Where the event's stage stands: `next` is queued with every earlier stage succeeded or skipped; `waiting` is queued behind an unfinished one. */
 export type StagePosition = 'next' | 'waiting' | 'running' | 'done';
 
-type StageRule = 'start' | 'restart' | 'heartbeat' | 'progress' | 'succeed' | 'fail' | 'ignore' | 'reject';
+type StageRule = 'start' | 'restart' | 'heartbeat' | 'progress' | 'release' | 'succeed' | 'fail' | 'ignore' | 'reject';
 type ParentRule = 'cancel' | 'retry' | 'not_cancelable' | 'not_retryable';
 
 /** Stage events, by where their stage stands. Events of an earlier attempt are always `ignore`. */
 export const STAGE_TABLE: Record<StagePosition, Record<StageEvent['type'], StageRule>> = {
-  next: { stage_started: 'start', stage_progress: 'reject', heartbeat: 'reject', stage_succeeded: 'reject', stage_failed: 'fail' },
-  waiting: { stage_started: 'reject', stage_progress: 'reject', heartbeat: 'reject', stage_succeeded: 'reject', stage_failed: 'reject' },
-  running: { stage_started: 'restart', stage_progress: 'progress', heartbeat: 'heartbeat', stage_succeeded: 'succeed', stage_failed: 'fail' },
-  done: { stage_started: 'ignore', stage_progress: 'ignore', heartbeat: 'ignore', stage_succeeded: 'ignore', stage_failed: 'ignore' },
+  next: { stage_started: 'start', stage_progress: 'reject', heartbeat: 'reject', stage_released: 'reject', stage_succeeded: 'reject', stage_failed: 'fail' },
+  waiting: { stage_started: 'reject', stage_progress: 'reject', heartbeat: 'reject', stage_released: 'reject', stage_succeeded: 'reject', stage_failed: 'reject' },
+  running: { stage_started: 'restart', stage_progress: 'progress', heartbeat: 'heartbeat', stage_released: 'release', stage_succeeded: 'succeed', stage_failed: 'fail' },
+  done: { stage_started: 'ignore', stage_progress: 'ignore', heartbeat: 'ignore', stage_released: 'ignore', stage_succeeded: 'ignore', stage_failed: 'ignore' },
 };
 
 /** Requests from the API, by parent status. */
@@ -119,9 +123,10 @@ export const STAGE_PROGRESS: Record<Stage, [number, number]> = { analyze: [5, 15
 
 const RULE_TEXT: Record<StageRule | ParentRule, string> = {
   start: '→ running; startedAt and heartbeatAt set; token + 1 (claimed)',
-  restart: 'a redelivered job: once the lease (leaseMs since the last heartbeat) lapsed, token + 1 and heartbeatAt refreshed, the stage runs again (stages are idempotent); while it holds, no-op',
+  restart: 'a redelivered job: once the lease (leaseMs since the last heartbeat) lapsed or the holder released it, token + 1 and heartbeatAt refreshed, the stage runs again (stages are idempotent); while it holds, no-op',
   heartbeat: 'heartbeatAt refreshed',
   progress: 'stage progress raised (never lowered), heartbeatAt refreshed',
+  release: 'the holder\'s claim ends at once (its worker stops): the redelivered job claims the stage without waiting for the lease',
   succeed: '→ succeeded; the next stage is enqueued, or the operation succeeds (progress 100)',
   fail: '→ failed; later stages → canceled; the operation fails',
   ignore: 'no-op (already done)',
@@ -215,6 +220,11 @@ const STAGE_STEPS: Record<Exclude<StageRule, 'ignore' | 'reject'>, (s: Operation
   restart: (s, e, now) => {
     const stage = s.stages[e.stage];
     Object.assign(stage, { heartbeatAt: now, token: (stage.token ?? 0) + 1 });
+    delete stage.released;
+    return [];
+  },
+  release: (s, e) => {
+    s.stages[e.stage].released = true;
     return [];
   },
   heartbeat: (s, e, now) => {
@@ -262,11 +272,12 @@ const retry: Step = (s) => {
 
 /**
  * True when a running stage's event must not apply: a claim while the holder's lease (leaseMs since
- * its last heartbeat) has not lapsed, or a report carrying another claim's token.
+ * its last heartbeat) has not lapsed and the holder did not release it, or a report carrying another
+ * claim's token.
  */
 function fencedOff(stage: StageState, e: StageEvent, rule: StageRule, now: Date): boolean {
   if (stage.status !== 'running') return false;
-  if (e.type === 'stage_started') return rule === 'restart' && Date.parse(stage.heartbeatAt!) + (e.leaseMs ?? 0) > now.getTime();
+  if (e.type === 'stage_started') return rule === 'restart' && !stage.released && Date.parse(stage.heartbeatAt!) + (e.leaseMs ?? 0) > now.getTime();
   return e.token !== undefined && e.token !== (stage.token ?? 0);
 }
 
@@ -334,7 +345,7 @@ export function describeTransitions(): string {
     ...(Object.keys(STAGE_TABLE) as StagePosition[]).map((p) => row([positions[p], ...stageEvents.map((e) => RULE_TEXT[STAGE_TABLE[p][e]])])),
     '',
     'Stage events carry the attempt they were enqueued for: those of an earlier attempt are ignored, those of a later one rejected. A rejected stage event has details.reason `invalid_transition`. ' +
-      'Stages are fenced: a claim (`stage_started`) of a running stage succeeds only once the holder sent no heartbeat for the lease (the queue visibility timeout), and adds one to the stage\'s fencing token; ' +
+      'Stages are fenced: a claim (`stage_started`) of a running stage succeeds only once the holder sent no heartbeat for the lease (the queue visibility timeout) or released it (`stage_released`, sent by a worker that stops gracefully), and adds one to the stage\'s fencing token; ' +
       'progress, heartbeat, success and failure carry the token of the claim they belong to, and those of an older claim are ignored, so a late worker can never overwrite a newer result or a cancel. ' +
       'A no-op event while the operation runs enqueues its queued next stage again, so a redelivered job moves a stalled chain on. ' +
       `Progress is an integer 0–100 weighted by stage (${STAGES.map((s) => `${s} ${STAGE_PROGRESS[s].join('–')}`).join(', ')}); it never decreases and is 100 only on success. ` +

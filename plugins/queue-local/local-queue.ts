@@ -137,8 +137,11 @@ export class LocalQueue implements Queue, Lifecycle {
       await handler(job, { heartbeat, signal });
       await em.nativeDelete(JobRow, { id: row.id, leaseOwner: owner });
     } catch (err) {
-      // A consumer that is stopping leaves the job leased: it is redelivered when the lease lapses.
-      if (signal.aborted) return;
+      // A consumer that is stopping hands the job back: any consumer (here after a restart, or another process) takes it at once.
+      if (signal.aborted) {
+        await em.nativeUpdate(JobRow, { id: row.id, leaseOwner: owner }, { state: 'waiting', leaseOwner: null, leaseUntil: null, availableAt: new Date() });
+        return;
+      }
       const drop = err instanceof JobRejection && err.action === 'drop';
       if (drop || job.deliveries >= this.opts.maxDeliveries) {
         const removed = await em.nativeDelete(JobRow, { id: row.id, leaseOwner: owner });

@@ -91,6 +91,10 @@ test('cancel during a build stops its process; the previous release keeps servin
   assert.is(op.stages.deploy.status, 'canceled');
   assert.is(op.next_step.action, 'retry');
   assert.is((await h.site(hostOf(p.url))).body, 'release one');
+  const build = (await h.get(token, `/api/v1/projects/${p.id}/builds`)).body.builds.find((b: { operation_id: string }) => b.operation_id === opId);
+  assert.is(build.status, 'canceled', 'the build record says canceled, not failed');
+  assert.is(build.error, null);
+  assert.match(await (await fetch(`${h.api}${build.log_url}`, { headers: { authorization: `Bearer ${token}` } })).text(), /Build stopped: operation canceled/);
 
   const again = await h.post(token, `/api/v1/operations/${opId}/cancel`);
   assert.is(again.status, 409);

@@ -98,6 +98,13 @@ export class BuildStage implements StageImpl {
         Object.assign(build, { artifactKey: stored.key, artifactSha256: stored.sha256, artifactSize: stored.size });
       });
     } catch (err) {
+      // Stopped from outside (a cancel, or the worker stopping): not the build's failure.
+      if (ctx.signal.aborted) {
+        write(`Build stopped: ${ctx.signal.reason instanceof Error ? ctx.signal.reason.message : 'canceled'}`);
+        await this.storeLog(build, log);
+        await em.nativeUpdate(Build, { id: build.id }, { status: 'canceled', log: log.summary, finishedAt: new Date() });
+        throw err;
+      }
       const e = err instanceof StageError ? err : null;
       write(`Build failed: ${e ? e.message : 'internal error'}`);
       await this.storeLog(build, log);

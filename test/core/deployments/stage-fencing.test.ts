@@ -126,4 +126,25 @@ test('a claim while the holder heartbeats waits, and takes over once the holder 
   assert.is((await stateOf(op.id)).state.stages.analyze.status, 'succeeded');
 });
 
+test('a worker that stops hands its claim back: the next claim takes the stage at once, not after the lease', async () => {
+  const store = kernel.get<OperationStore>(OPERATION_STORE);
+  const { op } = await operation();
+  const job = { id: 'j', topic: 'stages', deliveries: 1, payload: { operationId: op.id, stage: 'analyze', attempt: 1 } as StageJob };
+  const abandoned: string[] = [];
+  const stopA = new AbortController();
+  // A ten-minute lease: only the hand-back lets B in within this test.
+  const a = new StageRunner(kernel.orm.em, store, { analyze: gatedAnalyze('A', new Promise(() => {}), abandoned) } as never, 100, 600_000)
+    .handle(job, { heartbeat: async () => {}, signal: stopA.signal })
+    .catch((err: Error) => err);
+  await until(async () => (await stateOf(op.id)).state.stages.analyze.token === 1);
+  stopA.abort();
+  assert.instance(await a, Error, 'the stopping worker\'s job fails, so the queue redelivers it');
+  const released = (await stateOf(op.id)).state.stages.analyze;
+  assert.equal([released.status, released.released], ['running', true]);
+  assert.equal(abandoned, [], 'a hand-back undoes nothing: the next worker runs the stage again');
+  await new StageRunner(kernel.orm.em, store, { analyze: gatedAnalyze('B', Promise.resolve(), abandoned) } as never, 100, 600_000).handle({ ...job, deliveries: 2 }, control());
+  const done = (await stateOf(op.id)).state.stages.analyze;
+  assert.equal([done.status, done.token, done.released], ['succeeded', 2, undefined]);
+});
+
 test.run();

@@ -115,10 +115,10 @@ const situations: Record<string, { events: OperationEvent[]; skipBuild?: boolean
 // The specification, written out independently of the module's tables.
 type Position = 'next' | 'waiting' | 'running' | 'done';
 const EXPECT_STAGE: Record<Position, Record<StageEvent['type'], string>> = {
-  next: { stage_started: 'start', stage_progress: 'reject', heartbeat: 'reject', stage_succeeded: 'reject', stage_failed: 'fail' },
-  waiting: { stage_started: 'reject', stage_progress: 'reject', heartbeat: 'reject', stage_succeeded: 'reject', stage_failed: 'reject' },
-  running: { stage_started: 'restart', stage_progress: 'progress', heartbeat: 'heartbeat', stage_succeeded: 'succeed', stage_failed: 'fail' },
-  done: { stage_started: 'ignore', stage_progress: 'ignore', heartbeat: 'ignore', stage_succeeded: 'ignore', stage_failed: 'ignore' },
+  next: { stage_started: 'start', stage_progress: 'reject', heartbeat: 'reject', stage_released: 'reject', stage_succeeded: 'reject', stage_failed: 'fail' },
+  waiting: { stage_started: 'reject', stage_progress: 'reject', heartbeat: 'reject', stage_released: 'reject', stage_succeeded: 'reject', stage_failed: 'reject' },
+  running: { stage_started: 'restart', stage_progress: 'progress', heartbeat: 'heartbeat', stage_released: 'release', stage_succeeded: 'succeed', stage_failed: 'fail' },
+  done: { stage_started: 'ignore', stage_progress: 'ignore', heartbeat: 'ignore', stage_released: 'ignore', stage_succeeded: 'ignore', stage_failed: 'ignore' },
 };
 const EXPECT_PARENT: Record<OperationState['status'], { cancel_requested: boolean; retry_requested: boolean }> = {
   running: { cancel_requested: true, retry_requested: false },
@@ -138,6 +138,7 @@ const eventsFor = (stage: Stage, attempt: number): StageEvent[] => [
   { type: 'stage_started', stage, attempt },
   { type: 'stage_progress', stage, attempt, fraction: 0.5 },
   { type: 'heartbeat', stage, attempt },
+  { type: 'stage_released', stage, attempt },
   { type: 'stage_succeeded', stage, attempt },
   { type: 'stage_failed', stage, attempt, error: { code: 'build_oops', message: 'oops' } },
 ];
@@ -192,6 +193,10 @@ for (const [name, { events, skipBuild, reuse }] of Object.entries(situations)) {
           assert.equal(after, { ...before, heartbeatAt: nowIso, ...(rule === 'restart' ? { token: (before.token ?? 0) + 1 } : {}) }, where);
           assert.equal(r.effects, [], where);
           assert.is(r.state.progress, s.progress, where);
+          others([stage]);
+        } else if (rule === 'release') {
+          assert.equal(after, { ...before, released: true }, where);
+          assert.equal([r.effects, r.state.progress], [[], s.progress], where);
           others([stage]);
         } else if (rule === 'progress') {
           assert.equal(after, { ...before, heartbeatAt: nowIso, progress: Math.max(before.progress, 50) }, where);
@@ -449,6 +454,20 @@ test('fencing: a claim waits out the holder\'s lease and takes a new token; an o
   assert.is(gaveUp.status, 'failed', 'the queue giving up (no token) is not fenced');
 });
 
+test('a released claim is taken at once, under a new token; a release of an older token changes nothing', () => {
+  const claim: StageEvent = { type: 'stage_started', stage: 'build', attempt: 1, leaseMs: 60_000 };
+  const held = transition(run([started('analyze'), succeeded('analyze')]).state, claim, at(1)).state;
+  assert.ok(transition(held, claim, at(2)).noop, 'held: the lease has not lapsed');
+  const released = transition(held, { type: 'stage_released', stage: 'build', attempt: 1, token: 1 }, at(3)).state;
+  assert.is(released.stages.build.released, true);
+  const taken = transition(released, claim, at(4));
+  assert.not.ok(taken.noop, 'released: claimed without waiting for the lease');
+  assert.equal([taken.state.stages.build.token, taken.state.stages.build.released, taken.state.stages.build.heartbeatAt], [2, undefined, iso(4)]);
+  const late = transition(taken.state, { type: 'stage_released', stage: 'build', attempt: 1, token: 1 }, at(5));
+  assert.ok(late.noop, 'the old holder cannot release the new claim');
+  assert.ok(transition(taken.state, claim, at(6)).noop, 'the new claim holds its lease');
+});
+
 test('out-of-order events are rejected as invalid transitions', () => {
   const fresh = createOperation(at(0)).state;
   const err = rejects(() => transition(fresh, started('deploy'), at(1)), 'conflict');
@@ -549,13 +568,13 @@ test('describeTransitions prints every status, event and rejection as Markdown t
   for (const word of ['running', 'succeeded', 'failed', 'canceled', 'queued', 'skipped', 'not_cancelable', 'not_retryable', 'invalid_transition', 'deployment_in_progress', 'maybe_stuck']) {
     assert.ok(md.includes(word), word);
   }
-  for (const type of ['stage_started', 'stage_progress', 'heartbeat', 'stage_succeeded', 'stage_failed']) assert.ok(md.includes(`| ${type}`) || md.includes(` ${type} |`), type);
+  for (const type of ['stage_started', 'stage_progress', 'heartbeat', 'stage_released', 'stage_succeeded', 'stage_failed']) assert.ok(md.includes(`| ${type}`) || md.includes(` ${type} |`), type);
   assert.match(md, /\| running \| → canceled[^|]*\| rejected: `not_retryable` \|/);
   assert.match(md, /\| failed \| rejected: `not_cancelable` \| → running, attempt \+ 1/);
   assert.match(md, /analyze 5–15, build 15–70, deploy 70–100/);
   const rows = md.split('\n').filter((l) => l.startsWith('|'));
   assert.is(rows.length, 2 + 4 + 2 + 4, 'two tables: 4 parent statuses and 4 stage positions');
-  assert.equal(rows.map((r) => r.split('|').length - 2), [...Array(6).fill(3), ...Array(6).fill(6)], 'every row has its table\'s column count');
+  assert.equal(rows.map((r) => r.split('|').length - 2), [...Array(6).fill(3), ...Array(6).fill(7)], 'every row has its table\'s column count');
 });
 
 test.run();

@@ -113,4 +113,21 @@ test('a consumer stopped while a slot is looking stops at once, not at the next 
   }
 });
 
+test('a consumer that stops mid-work hands the job back: the next consumer takes it at once, not after the visibility timeout', async () => {
+  const t = topic();
+  const got: number[] = [];
+  const stopA = await queue.consume(t, async (job, ctl) => {
+    got.push(job.deliveries);
+    await new Promise((r) => ctl.signal.addEventListener('abort', r, { once: true }));
+    throw new Error('stopped');
+  }, { concurrency: 1 });
+  await queue.enqueue(t, {}, { key: `${t}-x` });
+  await waitFor(() => got.length === 1);
+  await stopA();
+  const stopB = await queue.consume(t, async (job) => void got.push(job.deliveries), { concurrency: 1 });
+  await waitFor(() => got.length === 2);
+  await stopB();
+  assert.equal(got, [1, 2]);
+});
+
 test.run();
