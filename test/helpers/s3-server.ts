@@ -28,8 +28,9 @@ export interface S3Server {
 }
 
 /**
- * Starts s3rver (see s3-server-process.ts for the few S3 calls added to it) on port 0 over a fresh
- * temp directory, and resolves once it listens.
+ * Starts s3rver (see s3-server-process.ts for the few S3 calls added to it, and its verification
+ * of Signature Version 4, which s3rver lacks) on port 0 over a fresh temp directory, and resolves
+ * once it listens.
  */
 export async function startS3Server(): Promise<S3Server> {
   const dir = mkdtempSync(join(tmpdir(), 'hoist-s3-'));
