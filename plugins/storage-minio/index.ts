@@ -2,6 +2,8 @@ import { Client } from 'minio';
 import type { HoistConfig } from '../../config/schema.js';
 import type { PluginDefinition } from '../../core/plugin.js';
 import { STORAGE, type Storage } from '../../core/ports/storage.js';
+import { LOGGER } from '../../core/tokens.js';
+import type { Logger } from 'pino';
 import { MinioStorage } from './minio-storage.js';
 
 /** A minio client for `url` (http or https, optional port and no path). */
@@ -29,12 +31,20 @@ export default {
   port: 'storage',
   name: 'minio',
   token: STORAGE,
-  create({ config }) {
+  create({ config, get }) {
+    const log = get<Logger>(LOGGER);
     for (const key of ['s3Endpoint', 's3AccessKey', 's3SecretKey'] as const) {
       if (!config[key]) throw new Error(`${key} (HOIST_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}) is required for storage=minio`);
     }
     const client = clientFor(config.s3Endpoint!, 's3Endpoint', config);
     const presigner = config.s3PublicEndpoint ? clientFor(config.s3PublicEndpoint, 's3PublicEndpoint', config) : client;
-    return new MinioStorage({ client, presigner, bucket: config.s3Bucket, region: config.s3Region, createBucket: config.s3CreateBucket });
+    return new MinioStorage({
+      client,
+      presigner,
+      bucket: config.s3Bucket,
+      region: config.s3Region,
+      createBucket: config.s3CreateBucket,
+      warn: (obj, msg) => log.warn(obj, msg),
+    });
   },
 } satisfies PluginDefinition<Storage>;

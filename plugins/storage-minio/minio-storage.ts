@@ -27,6 +27,13 @@ const SMALL_BYTES = 1024 * 1024;
 const TMP_PREFIX = '.tmp/';
 /** Temp objects older than this at start belong to a crashed process. */
 const STALE_TEMP_MS = 60 * 60 * 1000;
+/**
+ * Multipart uploads open for longer than this were left by a put that crashed or by an upload
+ * session never finished (a session lives at most a day): they are aborted, at start and then
+ * every STALE_SWEEP_MS, so their parts stop taking space.
+ */
+const STALE_UPLOAD_MS = 2 * 24 * 60 * 60 * 1000;
+const STALE_SWEEP_MS = 6 * 60 * 60 * 1000;
 
 export interface MinioStorageOptions {
   /** The client Hoist talks to S3 with. */
@@ -39,6 +46,8 @@ export interface MinioStorageOptions {
   createBucket: boolean;
   /** Bytes a put buffers per request: objects up to this size take one PUT, larger ones a multipart upload of parts this size. */
   partBytes?: number;
+  /** Where a failed background sweep is reported. */
+  warn?(obj: object, msg: string): void;
 }
 
 /** The `code` of an S3 error from the minio client. */
@@ -75,6 +84,7 @@ export class MinioStorage implements Storage, Lifecycle {
   private readonly client: Client;
   private readonly bucket: string;
   private readonly partBytes: number;
+  private sweeper?: NodeJS.Timeout;
 
   constructor(private readonly options: MinioStorageOptions) {
     this.client = options.client;
@@ -98,6 +108,28 @@ export class MinioStorage implements Storage, Lifecycle {
     }
     const cutoff = Date.now() - STALE_TEMP_MS;
     for (const o of await this.listRaw(TMP_PREFIX)) if (o.modifiedAt.getTime() < cutoff) await this.client.removeObject(bucket, o.key);
+    await this.abortStaleUploads();
+    this.sweeper = setInterval(() => void this.abortStaleUploads().catch((err) => this.options.warn?.({ err }, 'storage-minio: sweeping stale multipart uploads failed')), STALE_SWEEP_MS).unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.sweeper);
+  }
+
+  /** Aborts the bucket's multipart uploads opened more than STALE_UPLOAD_MS ago; returns how many. */
+  async abortStaleUploads(): Promise<number> {
+    const cutoff = Date.now() - STALE_UPLOAD_MS;
+    let [keyMarker, uploadIdMarker, aborted] = ['', '', 0];
+    for (;;) {
+      const page = await this.client.listIncompleteUploadsQuery(this.bucket, '', keyMarker, uploadIdMarker, '');
+      for (const u of page.uploads) {
+        if (!(u.initiated.getTime() < cutoff)) continue;
+        await this.client.abortMultipartUpload(this.bucket, u.key, u.uploadId);
+        aborted++;
+      }
+      if (!page.isTruncated) return aborted;
+      [keyMarker, uploadIdMarker] = [page.nextKeyMarker, page.nextUploadIdMarker];
+    }
   }
 
   /** Throws when the server does not answer or the bucket is gone. */

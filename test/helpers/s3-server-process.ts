@@ -284,8 +284,9 @@ function completions(root: string): Middleware {
       for (const id of (await readdir(uploadsOf(bucket)).catch(() => [])).sort()) {
         const uploadKey = await readFile(join(uploadsOf(bucket), id, 'key'), 'utf8').catch(() => null);
         if (uploadKey === null || !uploadKey.startsWith(prefix)) continue;
-        const { birthtime } = await stat(join(uploadsOf(bucket), id));
-        upload.push({ Key: uploadKey, UploadId: id, Initiated: birthtime.toISOString(), StorageClass: 'STANDARD' });
+        // When its key was recorded: the upload's start (a test may age it with utimes).
+        const { mtime } = await stat(join(uploadsOf(bucket), id, 'key'));
+        upload.push({ Key: uploadKey, UploadId: id, Initiated: mtime.toISOString(), StorageClass: 'STANDARD' });
       }
       ctx.body = { ListMultipartUploadsResult: { Bucket: bucket, KeyMarker: '', UploadIdMarker: '', MaxUploads: 1000, IsTruncated: false, Upload: upload } };
       return;

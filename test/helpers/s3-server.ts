@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -23,6 +24,8 @@ export interface S3Server {
   config(bucket: string, createBucket?: boolean): Partial<HoistConfig>;
   /** Multipart uploads still open in `bucket` (none after a clean run), as `<key> <uploadId>`. */
   pendingUploads(bucket: string): Promise<string[]>;
+  /** Moves an open upload's start (its Initiated time) `ms` into the past. */
+  ageUpload(bucket: string, uploadId: string, ms: number): Promise<void>;
   /** Stops the server and removes its data. */
   close(): Promise<void>;
 }
@@ -63,6 +66,10 @@ export async function startS3Server(): Promise<S3Server> {
       const lister = client as unknown as { listIncompleteUploadsQuery(...a: string[]): Promise<{ uploads: { key: string; uploadId: string }[] }> };
       const { uploads } = await lister.listIncompleteUploadsQuery(bucket, '', '', '', '');
       return uploads.map((u) => `${u.key} ${u.uploadId}`);
+    },
+    async ageUpload(bucket, uploadId, ms) {
+      const at = new Date(Date.now() - ms);
+      await utimes(join(dir, bucket, '._S3rver_uploads', uploadId, 'key'), at, at);
     },
     async close() {
       child.kill('SIGTERM');
