@@ -94,38 +94,46 @@ test('on a terminal: an upload bar, the three stages redrawn in place, then "Liv
   assert.match(colored, /\x1b\[32m✔/, 'colours on a terminal');
 });
 
-test('Ctrl-C asks before canceling; "y" cancels through the API and exits 1', async () => {
-  if (!hasTmux) return;
-  const gated = await gatedProject(h, token, 'tty-gated');
-  startInTerminal('gated', ['deploy', folder(gated.files()), '--project', 'tty-gated']);
-  const running = await untilScreen('gated', /build\s+running\s+[█░]+\s+\d+%/);
-  const id = /operation ([0-9a-f-]{36})/.exec(running)![1];
-  assert.match(running, 'Ctrl-C to cancel or detach');
+const QUESTION = /Cancel the deployment\? \[y\]es \/ \[n\]o, keep watching \/ \[d\]etach:$/m;
 
-  tmux('send-keys', '-t', 'gated', 'C-c');
-  await untilScreen('gated', /Cancel the deployment\? \[y\]es \/ \[n\]o, keep watching \/ \[d\]etach:$/m);
-  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'running', 'nothing is canceled before the answer');
-  tmux('send-keys', '-t', 'gated', 'y', 'Enter');
-  const end = await untilScreen('gated', /EXIT=\d/);
+/** `hoist deploy` of a gated project (its build waits) in terminal `name`; resolves once the build runs. */
+async function deployGated(name: string, project: string) {
+  const gated = await gatedProject(h, token, project);
+  startInTerminal(name, ['deploy', folder(gated.files()), '--project', project]);
+  const running = await untilScreen(name, /build\s+running\s+[█░]+\s+\d+%/);
+  return { gated, running, id: /operation ([0-9a-f-]{36})/.exec(running)![1] };
+}
+
+/** Answers "y" to the open question: the deploy cancels through the API and exits 1 with the guidance. */
+async function answerYes(name: string, id: string): Promise<void> {
+  tmux('send-keys', '-t', name, 'y', 'Enter');
+  const end = await untilScreen(name, /EXIT=\d/);
   assert.match(end, 'Canceling…');
   assert.match(end, /⊘ build\s+canceled/);
   assert.match(end, 'The deployment canceled');
   assert.match(end, /Next step: .*retry/);
   assert.match(end, 'EXIT=1');
   assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'canceled');
+}
+
+test('Ctrl-C asks before canceling; "y" cancels through the API and exits 1', async () => {
+  if (!hasTmux) return;
+  const { gated, running, id } = await deployGated('gated', 'tty-gated');
+  assert.match(running, 'Ctrl-C to cancel or detach');
+
+  tmux('send-keys', '-t', 'gated', 'C-c');
+  await untilScreen('gated', QUESTION);
+  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'running', 'nothing is canceled before the answer');
+  await answerYes('gated', id);
   gated.open();
 });
 
 test('Ctrl-C, "n" redraws the stages at once and keeps watching; a second Ctrl-C asks again and "y" cancels', async () => {
   if (!hasTmux) return;
-  const gated = await gatedProject(h, token, 'tty-gated-twice');
-  startInTerminal('twice', ['deploy', folder(gated.files()), '--project', 'tty-gated-twice']);
-  const running = await untilScreen('twice', /build\s+running\s+[█░]+\s+\d+%/);
-  const id = /operation ([0-9a-f-]{36})/.exec(running)![1];
-  const question = /Cancel the deployment\? \[y\]es \/ \[n\]o, keep watching \/ \[d\]etach:/;
+  const { gated, id } = await deployGated('twice', 'tty-gated-twice');
 
   tmux('send-keys', '-t', 'twice', 'C-c');
-  await untilScreen('twice', new RegExp(`${question.source}$`, 'm'));
+  await untilScreen('twice', QUESTION);
   tmux('send-keys', '-t', 'twice', 'n', 'Enter');
   // The view is drawn again at once, in place: the question and the answer are erased, the stages are back.
   const again = await untilScreen('twice', /^(?![\s\S]*Cancel the deployment)[\s\S]*build\s+running\s+[█░]+\s+\d+%[\s\S]*Ctrl-C to cancel or detach/, 5_000);
@@ -137,16 +145,9 @@ test('Ctrl-C, "n" redraws the stages at once and keeps watching; a second Ctrl-C
   assert.is(later.match(/ build {3,}/g)!.length, 1, later);
 
   tmux('send-keys', '-t', 'twice', 'C-c');
-  await untilScreen('twice', new RegExp(`${question.source}$`, 'm'), 10_000);
+  await untilScreen('twice', QUESTION, 10_000);
   assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'running', 'nothing is canceled before the second answer');
-  tmux('send-keys', '-t', 'twice', 'y', 'Enter');
-  const end = await untilScreen('twice', /EXIT=\d/);
-  assert.match(end, 'Canceling…');
-  assert.match(end, /⊘ build\s+canceled/);
-  assert.match(end, 'The deployment canceled');
-  assert.match(end, /Next step: .*retry/);
-  assert.match(end, 'EXIT=1');
-  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'canceled');
+  await answerYes('twice', id);
   gated.open();
 });
 

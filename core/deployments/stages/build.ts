@@ -98,17 +98,13 @@ export class BuildStage implements StageImpl {
         Object.assign(build, { artifactKey: stored.key, artifactSha256: stored.sha256, artifactSize: stored.size });
       });
     } catch (err) {
-      // Stopped from outside (a cancel, or the worker stopping): not the build's failure.
-      if (ctx.signal.aborted) {
-        write(`Build stopped: ${ctx.signal.reason instanceof Error ? ctx.signal.reason.message : 'canceled'}`);
-        await this.storeLog(build, log);
-        await em.nativeUpdate(Build, { id: build.id }, { status: 'canceled', log: log.summary, finishedAt: new Date() });
-        throw err;
-      }
+      // Stopped from outside (a cancel, or the worker stopping) is not the build's failure.
+      const stopped = ctx.signal.aborted;
       const e = err instanceof StageError ? err : null;
-      write(`Build failed: ${e ? e.message : 'internal error'}`);
+      write(stopped ? `Build stopped: ${ctx.signal.reason instanceof Error ? ctx.signal.reason.message : 'canceled'}` : `Build failed: ${e ? e.message : 'internal error'}`);
       await this.storeLog(build, log);
-      await em.nativeUpdate(Build, { id: build.id }, { status: 'failed', error: e ? { code: e.code, message: e.message } : null, log: log.summary, finishedAt: new Date() });
+      const end = stopped ? { status: 'canceled' } : { status: 'failed', error: e ? { code: e.code, message: e.message } : null };
+      await em.nativeUpdate(Build, { id: build.id }, { ...end, log: log.summary, finishedAt: new Date() });
       throw err;
     }
     await this.storeLog(build, log);

@@ -47,6 +47,8 @@ function gatedAnalyze(who: string, gate: Promise<void>, abandoned: string[]): St
   };
 }
 
+/** The first delivery of the Analyze job of `operationId`. */
+const analyzeJob = (operationId: string) => ({ id: 'j', topic: 'stages', deliveries: 1, payload: { operationId, stage: 'analyze', attempt: 1 } as StageJob });
 const control = (): JobControl => ({ heartbeat: async () => {}, signal: new AbortController().signal });
 const stateOf = async (id: string) => {
   const op = await kernel.orm.em.fork().findOneOrFail(Operation, { id });
@@ -63,7 +65,7 @@ const until = async (cond: () => Promise<boolean>, ms = 20_000) => {
 test('a late worker with an old token is refused; the newer claim\'s result stands; a redelivery of the finished stage does nothing', async () => {
   const store = kernel.get<OperationStore>(OPERATION_STORE);
   const { op, version } = await operation();
-  const job = { id: 'j', topic: 'stages', deliveries: 1, payload: { operationId: op.id, stage: 'analyze', attempt: 1 } as StageJob };
+  const job = analyzeJob(op.id);
   const abandoned: string[] = [];
   let openA!: () => void;
   let openB!: () => void;
@@ -102,7 +104,7 @@ test('a late worker with an old token is refused; the newer claim\'s result stan
 test('a claim while the holder heartbeats waits, and takes over once the holder stops', async () => {
   const store = kernel.get<OperationStore>(OPERATION_STORE);
   const { op } = await operation();
-  const job = { id: 'j', topic: 'stages', deliveries: 1, payload: { operationId: op.id, stage: 'analyze', attempt: 1 } as StageJob };
+  const job = analyzeJob(op.id);
   const abandoned: string[] = [];
   const stopA = new AbortController();
   let openB!: () => void;
@@ -118,7 +120,7 @@ test('a claim while the holder heartbeats waits, and takes over once the holder 
   });
   await until(async () => beats >= 8);
   assert.is((await stateOf(op.id)).state.stages.analyze.token, 1, 'B waited while A heartbeated');
-  stopA.abort(); // A's worker stops: its claim lapses after the lease
+  stopA.abort(); // A's worker stops and hands its claim back
   assert.instance(await a, Error);
   await until(async () => (await stateOf(op.id)).state.stages.analyze.token === 2);
   openB();
@@ -129,7 +131,7 @@ test('a claim while the holder heartbeats waits, and takes over once the holder 
 test('a worker that stops hands its claim back: the next claim takes the stage at once, not after the lease', async () => {
   const store = kernel.get<OperationStore>(OPERATION_STORE);
   const { op } = await operation();
-  const job = { id: 'j', topic: 'stages', deliveries: 1, payload: { operationId: op.id, stage: 'analyze', attempt: 1 } as StageJob };
+  const job = analyzeJob(op.id);
   const abandoned: string[] = [];
   const stopA = new AbortController();
   // A ten-minute lease: only the hand-back lets B in within this test.
