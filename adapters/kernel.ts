@@ -24,6 +24,7 @@ const choices: Record<SinglePort, keyof HoistConfig | null> = {
   cipher: null,
   dns: null,
   mailer: 'mailer',
+  sandbox: 'sandbox',
   storage: 'storage',
   queue: 'queue',
   deployer: 'deployer',

@@ -1,7 +1,7 @@
 import type { HoistConfig } from '../config/schema.js';
 
 /** Ports with exactly one plugin chosen by configuration (the key of the same name). */
-export type SinglePort = 'storage' | 'queue' | 'deployer' | 'mailer' | 'hasher' | 'tokens' | 'archive' | 'cipher' | 'dns';
+export type SinglePort = 'storage' | 'queue' | 'deployer' | 'mailer' | 'hasher' | 'tokens' | 'archive' | 'cipher' | 'dns' | 'sandbox';
 /** Ports where every registered plugin takes part. */
 export type MultiPort = 'analyzer' | 'builder';
 
