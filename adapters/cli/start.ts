@@ -13,6 +13,8 @@ export type Role = 'api' | 'worker' | 'edge';
 export interface Running {
   kernel: Kernel;
   urls: Partial<Record<Role, string>>;
+  /** The health and metrics listener of an edge running without the API (the public edge port has none). */
+  edgeAdmin?: string;
   close(): Promise<void>;
 }
 
@@ -21,6 +23,7 @@ export async function startRoles(roles: Role[], kernel?: Kernel): Promise<Runnin
   const k = kernel ?? (await boot(loadConfig()));
   const servers: FastifyInstance[] = [];
   const urls: Running['urls'] = {};
+  let edgeAdmin: string | undefined;
   let stopWorker: (() => Promise<void>) | undefined;
   const shutdown = async () => {
     for (const s of servers) await s.close();
@@ -37,6 +40,12 @@ export async function startRoles(roles: Role[], kernel?: Kernel): Promise<Runnin
       const edge = await buildEdge(k);
       urls.edge = await edge.listen({ port: k.config.edgePort, host: k.config.host });
       servers.push(edge);
+      // With the API in the process, its root answers health and metrics (one registry for all roles).
+      if (!roles.includes('api')) {
+        const admin = await buildHealthServer(k, 'edge');
+        edgeAdmin = await admin.listen({ port: k.config.edgeAdminPort, host: k.config.edgeAdminHost });
+        servers.push(admin);
+      }
     }
     if (roles.includes('worker')) {
       stopWorker = await startWorker(k);
@@ -51,7 +60,7 @@ export async function startRoles(roles: Role[], kernel?: Kernel): Promise<Runnin
     await shutdown();
     throw err;
   }
-  return { kernel: k, urls, close: shutdown };
+  return { kernel: k, urls, edgeAdmin, close: shutdown };
 }
 
 /** Closes `running` once on SIGTERM or SIGINT, then exits. */

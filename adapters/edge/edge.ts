@@ -10,10 +10,11 @@ import { projectSlugOfHost } from './host-slug.js';
 import { notFoundPage } from './pages.js';
 import { createAccessGate } from './access-gate.js';
 import { createReleaseProxy } from './proxy.js';
-import { healthHandlers, instrument } from '../observability/health-routes.js';
+import { instrument } from '../observability/health-routes.js';
 
 /**
- * Builds the edge (not listening): serves each project's live release on `<slug>.<appsDomain>` and its active customer domains.
+ * Builds the edge (not listening): serves each project's live release on `<slug>.<appsDomain>` and its active customer domains,
+ * and nothing else (its health and metrics are on the admin listener, see startRoles).
  * Each request resolves the live release once and is answered from it alone, so a switch of
  * release never mixes two releases in one response.
  */
@@ -25,18 +26,13 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   await app.register(fastifyStatic, { serve: false, root: config.dataDir, etag: false, lastModified: true, cacheControl: false, dotfiles: 'allow' });
 
   instrument(app, kernel, 'edge');
-  const h = healthHandlers(kernel, 'edge');
-  const health = { '/healthz': h.healthz, '/readyz': h.readyz, '/metrics': h.metrics };
   const proxy = createReleaseProxy();
   const gate = createAccessGate(kernel, app);
   const serve = async (req: FastifyRequest, reply: FastifyReply) => {
     const em = kernel.orm.em.fork();
+    // The public port serves projects only: health and metrics live on the admin listener
+    // (startRoles), so a Host that names no project gets the 404 page whatever its path.
     const slug = await projectSlugOfHost(em, req.headers.host, config.appsDomain);
-    // A Host that names no project (the edge's own address) gets the health routes.
-    if (!slug && req.method === 'GET') {
-      const probe = health[req.url.split('?')[0] as keyof typeof health];
-      if (probe) return probe(req, reply);
-    }
     const release = slug ? await findLiveRelease(em, slug) : null;
     if (!release) return notFound(reply, null);
     if (await gate.stops(req, reply, release)) return reply;

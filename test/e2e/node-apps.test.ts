@@ -54,11 +54,12 @@ test('a dependency-free Node.js server goes live and answers from its own proces
 
   const post = await fetch(h.edge, { method: 'POST', body: 'ping' }).catch(() => null);
   assert.ok(post, 'edge answers');
-  // Proxied requests (the reply is hijacked) are counted in the edge's metrics like the others.
-  const metrics = async () => Number(/^hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="200"\} (\d+)/m.exec(await (await fetch(`${h.edge}/metrics`)).text())?.[1] ?? 0);
+  // Proxied requests (the reply is hijacked) are counted in the edge's metrics like the others
+  // (read at the API's root: the public edge port has no /metrics).
+  const metrics = async () => Number(/^hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="200"\} (\d+)/m.exec(await (await fetch(`${h.api}/metrics`)).text())?.[1] ?? 0);
   const before = await metrics();
   for (let i = 0; i < 3; i++) assert.is((await h.site(hostOf(url), `/count/${i}`)).status, 200);
-  assert.is(await metrics(), before + 3 + 1, 'the three proxied requests and the first /metrics read');
+  assert.is(await metrics(), before + 3, 'the three proxied requests');
 });
 
 test('POST bodies and WebSocket upgrades are proxied', async () => {

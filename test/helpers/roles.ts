@@ -48,6 +48,7 @@ export async function cluster(overrides: NodeJS.ProcessEnv = {}): Promise<Cluste
     HOIST_PORT: '0',
     HOIST_EDGE_PORT: '0',
     HOIST_WORKER_PORT: '0',
+    HOIST_EDGE_ADMIN_PORT: '0',
     HOIST_LOG_LEVEL: 'warn',
     ...overrides,
   });

@@ -5,7 +5,10 @@ import type { Role } from '../start.js';
 async function run(roles: Role[]): Promise<void> {
   const { closeOnSignals, startRoles } = await import('../start.js');
   const running = await startRoles(roles);
-  for (const [role, url] of Object.entries(running.urls)) console.log(role === 'worker' ? `hoist worker running (${url})` : `hoist ${role} listening on ${url}`);
+  for (const [role, url] of Object.entries(running.urls)) {
+    const admin = role === 'edge' && running.edgeAdmin ? ` (health and metrics on ${running.edgeAdmin})` : '';
+    console.log(role === 'worker' ? `hoist worker running (${url})` : `hoist ${role} listening on ${url}${admin}`);
+  }
   closeOnSignals(running);
 }
 
@@ -29,6 +32,6 @@ export default function start(program: Command): void {
     .action(() => run(['worker']));
   program
     .command('edge')
-    .description('run only the edge (edgePort): serves live releases by Host header, reading which release is live from the database per request')
+    .description('run only the edge (edgePort): serves live releases by Host header, reading which release is live from the database per request; health and metrics on edgeAdminHost:edgeAdminPort')
     .action(() => run(['edge']));
 }

@@ -5,6 +5,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startRoles } from '../../../adapters/cli/start.js';
 import { buildEdge } from '../../../adapters/edge/edge.js';
+import { notFoundPage } from '../../../adapters/edge/pages.js';
+import { metricsOf } from '../../../adapters/observability/metrics.js';
 import { testApi } from '../../helpers/api.js';
 import { testKernel } from '../../helpers/kernel.js';
 
@@ -103,24 +105,72 @@ test('a worker running without the API answers /healthz, /readyz and /metrics on
   }
 });
 
-test('the edge answers the health routes on its own address, and leaves project hosts theirs', async () => {
-  const kernel = await testKernel();
+test('the public edge port answers no health, readiness or metrics for a Host naming no project: the edge\'s 404 page', async () => {
+  const kernel = await testKernel({ metricsToken: 'edge-metrics-token' });
   const edge = await buildEdge(kernel);
   try {
-    const own = await edge.inject({ method: 'GET', url: '/healthz', headers: { host: '127.0.0.1:8080' } });
-    assert.is(own.statusCode, 200);
-    assert.equal(own.json(), { status: 'ok', role: 'edge' });
-    const ready = await edge.inject({ method: 'GET', url: '/readyz', headers: { host: '127.0.0.1:8080' } });
-    assert.is(ready.statusCode, 200);
-    assert.is(ready.json().checks.database, 'ok');
-    assert.match((await edge.inject({ method: 'GET', url: '/metrics', headers: { host: '127.0.0.1' } })).body, /hoist_http_requests_total\{role="edge"/);
-    // On a project's host, /healthz is the project's own path (here: no such project, so the edge's 404 page).
-    const project = await edge.inject({ method: 'GET', url: '/healthz', headers: { host: 'some-project.localhost' } });
-    assert.is(project.statusCode, 404);
-    assert.match(project.headers['content-type'] as string, /text\/html/);
+    const hosts = ['127.0.0.1:8080', '127.0.0.1', 'localhost:8080', 'localhost', 'evil.example', '[::1]:8080', 'some-project.localhost'];
+    for (const host of hosts) {
+      for (const url of ['/healthz', '/readyz', '/metrics', '/metrics?x=1', '/readyz/']) {
+        for (const headers of [{ host }, { host, authorization: 'Bearer edge-metrics-token' }]) {
+          const res = await edge.inject({ method: 'GET', url, headers });
+          assert.is(res.statusCode, 404, `${host}${url}`);
+          assert.match(res.headers['content-type'] as string, /^text\/html/, `${host}${url}`);
+          assert.is(res.body, notFoundPage(), `${host}${url}: the ordinary 404 page`);
+          assert.not.match(res.body, /hoist_|process_|checks|database/);
+        }
+      }
+    }
+    // No Host at all (HTTP/1.0) is no different.
+    const bare = await edge.inject({ method: 'GET', url: '/metrics', headers: { host: '' } });
+    assert.is(bare.statusCode, 404);
+    // The requests were still counted, under the edge's role (read where metrics live).
+    const { registry } = metricsOf(kernel);
+    assert.match(await registry.metrics(), /hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="404"\}/);
   } finally {
     await edge.close();
     await kernel.stop();
+  }
+});
+
+test('an edge running without the API answers /healthz, /readyz and /metrics only on its loopback admin listener', async () => {
+  // The public address is every interface; the admin listener stays on loopback (edgeAdminHost's default).
+  const kernel = await testKernel({ host: '0.0.0.0', edgeAdminPort: 0 });
+  const running = await startRoles(['edge'], kernel);
+  try {
+    assert.ok(running.edgeAdmin, 'the edge has an admin listener');
+    assert.match(running.edgeAdmin!, /^http:\/\/127\.0\.0\.1:\d+$/);
+    const health = await fetch(`${running.edgeAdmin}/healthz`);
+    assert.is(health.status, 200);
+    assert.equal(await health.json(), { status: 'ok', role: 'edge' });
+    const ready = await fetch(`${running.edgeAdmin}/readyz`);
+    assert.is(ready.status, 200);
+    assert.is((await ready.json()).checks.database, 'ok');
+
+    const edgePort = new URL(running.urls.edge!).port;
+    for (const path of ['/healthz', '/readyz', '/metrics']) {
+      const res = await fetch(`http://127.0.0.1:${edgePort}${path}`);
+      assert.is(res.status, 404, path);
+      assert.is(await res.text(), notFoundPage());
+    }
+    // The public port's 404s are in the admin listener's metrics.
+    const text = await (await fetch(`${running.edgeAdmin}/metrics`)).text();
+    assert.match(text, /hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="404"\} 3/);
+  } finally {
+    await running.close();
+  }
+});
+
+test('with the API in the process (hoist start), the edge opens no admin listener: the API\'s root serves the edge\'s figures', async () => {
+  const kernel = await testKernel({ workerPort: 0, edgeAdminPort: 0 });
+  const running = await startRoles(['api', 'edge'], kernel);
+  try {
+    assert.is(running.edgeAdmin, undefined);
+    await fetch(`${running.urls.edge}/metrics`);
+    const text = await (await fetch(`${running.urls.api}/metrics`)).text();
+    assert.match(text, /hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="404"\} 1/);
+  } finally {
+    await running.close();
   }
 });
 
