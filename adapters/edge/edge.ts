@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream';
 import { extname, join, posix, relative } from 'node:path';
 import { findLiveRelease } from '../../core/deployments/live-release.js';
 import type { Kernel } from '../kernel.js';
-import { projectSlugOfHost } from './host-slug.js';
+import { hostHeaders, projectSlugOfHost } from './host-slug.js';
 import { notFoundPage } from './pages.js';
 import { createAccessGate } from './access-gate.js';
 import { createReleaseProxy } from './proxy.js';
@@ -26,7 +26,11 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   await app.register(fastifyStatic, { serve: false, root: config.dataDir, etag: false, lastModified: true, cacheControl: false, dotfiles: 'allow' });
 
   instrument(app, kernel, 'edge');
-  const proxy = createReleaseProxy();
+  // Two Host headers name two sites: which one a cache or a proxy in front took is anyone's guess (RFC 9112 §3.2: 400).
+  app.addHook('onRequest', async (req, reply) => {
+    if (hostHeaders(req.raw.rawHeaders) > 1) return reply.status(400).type('text/plain; charset=utf-8').header('connection', 'close').send('Bad request: more than one Host header\n');
+  });
+  const proxy = createReleaseProxy({ trustProxy: config.trustProxy, appsScheme: config.appsScheme as 'http' | 'https' });
   const gate = createAccessGate(kernel, app);
   const serve = async (req: FastifyRequest, reply: FastifyReply) => {
     const em = kernel.orm.em.fork();
@@ -58,6 +62,11 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   app.server.on('upgrade', (req, socket, head) => {
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
+    if (hostHeaders(req.rawHeaders) > 1) {
+      const body = 'Bad request: more than one Host header\n';
+      socket.end(`HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      return;
+    }
     const em = kernel.orm.em.fork();
     const found = projectSlugOfHost(em, req.headers.host, config.appsDomain).then((slug) => (slug ? findLiveRelease(em, slug) : null));
     found.then(

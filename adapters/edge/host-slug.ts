@@ -2,6 +2,13 @@ import type { EntityManager } from '@mikro-orm/core';
 import { Domain } from '../../core/entities/domain.js';
 import { Project } from '../../core/entities/project.js';
 
+/** How many Host headers a request's raw headers carry (Node keeps the first one in `headers`). */
+export function hostHeaders(rawHeaders: string[]): number {
+  let n = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].length === 4 && rawHeaders[i].toLowerCase() === 'host') n++;
+  return n;
+}
+
 /** The hostname of a Host header: lowercased, without port or trailing dot; null when absent. */
 export function hostnameOf(host: string | undefined): string | null {
   if (!host) return null;

@@ -3,6 +3,7 @@ import net from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
+import { rawRequest } from '../helpers/raw-http.js';
 
 let h: LiveHoist;
 let token: string;
@@ -125,6 +126,38 @@ test('a Vite-style project whose build writes dist/ is served as a static site',
   assert.is(op.status, 'succeeded', JSON.stringify(op));
   assert.is(op.stages.analyze.result.runtime, 'static');
   assert.is((await h.site(hostOf(body.project.url))).body, '<p>built by node</p>');
+});
+
+test('the edge sets X-Forwarded-* for the app itself, and refuses two Host headers before the app sees them', async () => {
+  // The app records every request it gets and tells what it saw at /seen.
+  const app = `
+const seen = [];
+require('http').createServer((req, res) => {
+  if (req.url === '/seen') return res.end(JSON.stringify(seen));
+  seen.push({ url: req.url, host: req.headers.host, for: req.headers['x-forwarded-for'], fhost: req.headers['x-forwarded-host'], proto: req.headers['x-forwarded-proto'], forwarded: req.headers.forwarded || null, realIp: req.headers['x-real-ip'] || null });
+  res.end('ok');
+}).on('upgrade', (req, socket) => { seen.push({ url: req.url, upgrade: true }); socket.end('HTTP/1.1 101 Switching Protocols\\r\\n\\r\\n'); }).listen(process.env.PORT, '127.0.0.1');
+`;
+  const { op, url } = await deploy('headers-app', { 'package.json': JSON.stringify({ name: 'headers-app', main: 'server.js' }), 'server.js': app });
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  const host = hostOf(url);
+  const claims = { 'x-forwarded-for': '6.6.6.6', 'x-forwarded-host': 'victim.example', 'x-forwarded-proto': 'https', forwarded: 'for=6.6.6.6', 'x-real-ip': '6.6.6.6' };
+
+  const spoofed = await (await rawRequest(h.edge, 'GET', '/spoofed', { host, ...claims, connection: 'close' })).response;
+  assert.is(spoofed.status, 200, JSON.stringify(spoofed));
+
+  for (const second of ['other-project.localhost', host, 'evil.example']) {
+    const two = await (await rawRequest(h.edge, 'GET', '/two-hosts', { host, Host: second, connection: 'close' })).response;
+    assert.is(two.status, 400, second);
+    assert.match(String(two.body), /more than one Host header/);
+    assert.is(two.headers.connection, 'close');
+  }
+  const upgrade = await rawRequest(h.edge, 'GET', '/two-hosts-ws', { host, Host: 'evil.example', connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' });
+  assert.is((await upgrade.response).status, 400);
+
+  // The site still answers, and the app saw only the one request, with the edge's own values (besides the deploy's health check).
+  const seen = JSON.parse((await h.site(host, '/seen')).body).filter((r: { url: string }) => r.url !== '/');
+  assert.equal(seen, [{ url: '/spoofed', host, for: '127.0.0.1', fhost: host, proto: 'http', forwarded: null, realIp: null }]);
 });
 
 test('no start command fails Analyze with guidance', async () => {

@@ -27,7 +27,7 @@ export interface RawConnection {
   write(chunk: Buffer | string): Promise<boolean>;
 }
 
-/** Opens a connection to `base` (http://host:port) and writes the request head. */
+/** Opens a connection to `base` (http://host:port) and writes the request head (Host: the base's, unless `headers` has `host`). */
 export async function rawRequest(base: string, method: string, path: string, headers: Record<string, string | number>): Promise<RawConnection> {
   const url = new URL(base);
   const socket = net.connect(Number(url.port), url.hostname);
@@ -71,7 +71,9 @@ export async function rawRequest(base: string, method: string, path: string, hea
     }
     return !socket.destroyed;
   };
-  const head = [`${method} ${path} HTTP/1.1`, `host: ${url.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
+  // A `host` among `headers` takes the place of the base's (`Host` besides it makes a second one).
+  const host = 'host' in headers ? [] : [`host: ${url.host}`];
+  const head = [`${method} ${path} HTTP/1.1`, ...host, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
   await write(head);
   return { socket, response, write };
 }
