@@ -5,6 +5,7 @@ import { DEPLOYMENT_SERVICE, DeploymentService } from '../core/deployments/deplo
 import { OperationStore } from '../core/deployments/operation-store.js';
 import { OPERATION_VIEWS, OperationViews } from '../core/deployments/operation-views.js';
 import { RECORDS_SERVICE, RecordsService } from '../core/deployments/records-service.js';
+import { Redaction, REDACTION } from '../core/deployments/redaction.js';
 import { StageRunner } from '../core/deployments/stage-runner.js';
 import { AnalyzeStage } from '../core/deployments/stages/analyze.js';
 import { BuildStage } from '../core/deployments/stages/build.js';
@@ -29,7 +30,8 @@ export const STAGE_RUNNER = Symbol.for('hoist.StageRunner');
 export const deploymentServices: ServiceDefinition[] = [
   { token: OPERATION_STORE, create: (get) => new OperationStore(get(ENTITY_MANAGER), get(QUEUE), get(CLOCK)) },
   { token: DEPLOYMENT_SERVICE, create: (get) => new DeploymentService(get(ENTITY_MANAGER), get(OPERATION_STORE), get(ENTITLEMENT_SERVICE), get(CLOCK)) },
-  { token: RECORDS_SERVICE, create: (get) => new RecordsService(get(ENTITY_MANAGER), get(PROJECT_SERVICE), get(DEPLOYMENT_SERVICE), get(STORAGE)) },
+  { token: REDACTION, create: (get) => new Redaction(get<HoistConfig>(CONFIG).dataDir, get(ENVIRONMENT_SERVICE)) },
+  { token: RECORDS_SERVICE, create: (get) => new RecordsService(get(ENTITY_MANAGER), get(PROJECT_SERVICE), get(DEPLOYMENT_SERVICE), get(STORAGE), get(REDACTION)) },
   { token: IDEMPOTENCY_SERVICE, create: (get) => new IdempotencyService(get(ENTITY_MANAGER), get(CLOCK)) },
   {
     token: UPLOAD_SESSION_SERVICE,
@@ -41,7 +43,7 @@ export const deploymentServices: ServiceDefinition[] = [
     create: (get) => {
       const config = get<HoistConfig>(CONFIG);
       const em = get<never>(ENTITY_MANAGER);
-      const build = new BuildStage(em, get(STORAGE), get(ARCHIVE), get(BUILDERS), get(ENVIRONMENT_SERVICE), config.dataDir);
+      const build = new BuildStage(em, get(STORAGE), get(ARCHIVE), get(BUILDERS), get(ENVIRONMENT_SERVICE), config.dataDir, get(REDACTION));
       return new StageRunner(
         em,
         get(OPERATION_STORE),
@@ -53,6 +55,7 @@ export const deploymentServices: ServiceDefinition[] = [
         // Heartbeats keep both the queue's lease (visibility timeout / ack wait) and the stage's claim alive.
         Math.max(200, Math.min(5000, (config.stuckAfterSeconds * 1000) / 6, (config.queueVisibilitySeconds * 1000) / 3)),
         config.queueVisibilitySeconds * 1000,
+        get(REDACTION),
       );
     },
   },

@@ -9,6 +9,12 @@ export type ArchiveErrorCode =
   | 'archive_absolute_path'
   | 'archive_backslash'
   | 'archive_symlink'
+  | 'archive_control_character'
+  | 'archive_invalid_utf8'
+  | 'archive_name_too_long'
+  | 'archive_path_too_long'
+  | 'archive_path_too_deep'
+  | 'archive_directory_with_data'
   | 'archive_encrypted'
   | 'archive_duplicate_entry'
   | 'archive_overlapping_entries'
@@ -30,4 +36,14 @@ export class ArchiveError extends HoistError {
   constructor(code: ArchiveErrorCode, message: string, entry: string | null = null, options?: { cause?: unknown }) {
     super('invalid_request', message, { code, entry }, options);
   }
+}
+
+/**
+ * An entry name as messages show it: JSON-quoted, so control characters, quotes and backslashes
+ * come out escaped (C1 controls, DEL and bidirectional overrides too, which JSON leaves alone),
+ * and shortened in the middle past 200 characters.
+ */
+export function quoteName(name: string): string {
+  const short = name.length > 200 ? `${name.slice(0, 120)}…${name.slice(-60)}` : name;
+  return JSON.stringify(short).replace(/[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -1,5 +1,7 @@
+import type { NameLimits } from './entry-name.js';
+
 /** Bounds an archive must stay within. */
-export interface ArchiveLimits {
+export interface ArchiveLimits extends NameLimits {
   /** Most entries (files, folders, metadata) the central directory may list. */
   maxEntries: number;
   /** Most bytes all entries may inflate to, by their declared sizes and again while extracting. */
@@ -16,6 +18,10 @@ export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = {
   maxUncompressedBytes: 1_000_000_000,
   maxCompressionRatio: 200,
   ratioMinBytes: 5_000_000,
+  maxSegmentBytes: 255,
+  // Far below PATH_MAX (4096), which also has to hold the data directory and the workspace.
+  maxPathBytes: 1024,
+  maxDepth: 64,
 };
 
 /** What inspectZip takes: limits to override and the project's root directory. */

@@ -3,7 +3,7 @@ import { chmod, mkdir, readdir, realpath, rm, writeFile } from 'node:fs/promises
 import { dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { ZipFile } from 'yauzl';
-import { ArchiveError } from './archive-error.js';
+import { ArchiveError, quoteName } from './archive-error.js';
 import type { ArchiveManifest } from './archive-types.js';
 import { checked, eachManifestEntry, entryBytes, SMALL_ENTRY_BYTES } from './manifest-entries.js';
 import { openZip, zipError } from './open-zip.js';
@@ -39,11 +39,11 @@ export async function extractZip(path: string, manifest: ArchiveManifest, destDi
     zip = opened;
     await eachManifestEntry(opened, manifest, async (file, entry) => {
       const target = resolve(root, file.path);
-      if (!target.startsWith(root + sep)) throw new ArchiveError('archive_path_traversal', `Entry "${file.name}" would be written outside the workspace`, file.name);
+      if (!target.startsWith(root + sep)) throw new ArchiveError('archive_path_traversal', `Entry ${quoteName(file.name)} would be written outside the workspace`, file.name);
       const dir = dirname(target);
       if (!dirs.has(dir)) {
         await mkdir(dir, { recursive: true });
-        if ((await realpath(dir)) !== dir) throw new ArchiveError('archive_symlink', `Entry "${file.name}" would be written through a link`, file.name);
+        if ((await realpath(dir)) !== dir) throw new ArchiveError('archive_symlink', `Entry ${quoteName(file.name)} would be written through a link`, file.name);
         dirs.add(dir);
       }
       const mode = file.mode & 0o111 ? 0o755 : 0o644;

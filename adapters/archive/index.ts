@@ -1,5 +1,5 @@
 // The archive checks every runtime shares: inspect an upload, extract it safely, pack an artifact.
-export { ArchiveError, type ArchiveErrorCode } from './archive-error.js';
+export { ArchiveError, quoteName, type ArchiveErrorCode } from './archive-error.js';
 export { DEFAULT_ARCHIVE_LIMITS, type ArchiveFile, type ArchiveLimits, type ArchiveManifest, type InspectOptions } from './archive-types.js';
 export { extractZip } from './extract-zip.js';
 export { inspectZip } from './inspect-zip.js';

@@ -1,6 +1,7 @@
 import type { Entry, ZipFile } from 'yauzl';
-import { ArchiveError } from './archive-error.js';
+import { ArchiveError, quoteName } from './archive-error.js';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits, type ArchiveManifest, type InspectOptions } from './archive-types.js';
+import { checkEntryName } from './entry-name.js';
 import { openZip, zipError } from './open-zip.js';
 
 const S_IFMT = 0o170000;
@@ -34,7 +35,7 @@ export async function inspectZip(path: string, options: InspectOptions = {}): Pr
     const prefix = [...unwrapped, ...root];
     const kept = files.filter((f) => f.segments.length > prefix.length && prefix.every((s, i) => nfc(f.segments[i]) === nfc(s)));
     if (!kept.length)
-      throw new ArchiveError('archive_root_directory_missing', `The root directory "${root.join('/')}" holds no files in this archive`);
+      throw new ArchiveError('archive_root_directory_missing', `The root directory ${quoteName(root.join('/'))} holds no files in this archive`);
 
     const out = kept.map(({ segments, entry }) => ({
       path: segments.slice(prefix.length).join('/'),
@@ -68,24 +69,31 @@ async function readEntries(zip: ZipFile, limits: ArchiveLimits): Promise<{ files
   for await (const entry of zip.eachEntry()) {
     const name = entry.fileName;
     const type = (entry.externalFileAttributes >>> 16) & S_IFMT;
-    if (entry.isEncrypted()) throw new ArchiveError('archive_encrypted', `Entry "${name}" is encrypted; upload an archive without a password`, name);
-    if (type === S_IFLNK) throw new ArchiveError('archive_symlink', `Entry "${name}" is a symbolic link; archives may hold only files and folders`, name);
-    if (name.includes('\0')) throw new ArchiveError('archive_invalid', `Entry "${name}" has a NUL character in its name`, name);
+    // Names first: every later message shows the name, and no workspace may be given one of these.
+    checkEntryName(name, limits, { raw: entry.fileNameRaw, utf8Flag: (entry.generalPurposeBitFlag & 0x800) !== 0 });
+    const quoted = quoteName(name);
+    if (entry.isEncrypted()) throw new ArchiveError('archive_encrypted', `Entry ${quoted} is encrypted; upload an archive without a password`, name);
+    if (type === S_IFLNK) throw new ArchiveError('archive_symlink', `Entry ${quoted} is a symbolic link; archives may hold only files and folders`, name);
     if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8)
-      throw new ArchiveError('archive_invalid', `Entry "${name}" uses compression method ${entry.compressionMethod}; only stored and deflated entries are supported`, name);
+      throw new ArchiveError('archive_invalid', `Entry ${quoted} uses compression method ${entry.compressionMethod}; only stored and deflated entries are supported`, name);
 
     total += entry.uncompressedSize;
     compressed += entry.compressedSize;
     if (total > limits.maxUncompressedBytes)
-      throw new ArchiveError('archive_too_large_uncompressed', `The archive inflates past ${limits.maxUncompressedBytes} bytes (reached at "${name}")`, name);
+      throw new ArchiveError('archive_too_large_uncompressed', `The archive inflates past ${limits.maxUncompressedBytes} bytes (reached at ${quoted})`, name);
     if (tooCompressed(entry.uncompressedSize, entry.compressedSize, limits))
-      throw new ArchiveError('archive_compression_ratio', `Entry "${name}" inflates more than ${limits.maxCompressionRatio} times its compressed size`, name);
+      throw new ArchiveError('archive_compression_ratio', `Entry ${quoted} inflates more than ${limits.maxCompressionRatio} times its compressed size`, name);
 
     const { fileDataStart } = await zip.readLocalFileHeaderPromise(entry, { minimal: true }).catch((err) => Promise.reject(zipError(err, name)));
     ranges.push({ start: entry.relativeOffsetOfLocalHeader, end: fileDataStart + entry.compressedSize, name });
 
     const segments = name.split('/').filter((s) => s !== '' && s !== '.');
-    if (name.endsWith('/') || type === S_IFDIR || !segments.length) continue;
+    if (name.endsWith('/') || type === S_IFDIR || !segments.length) {
+      // A folder has no bytes (an empty deflate stream is 2): data here would be dropped unseen, or hide something.
+      if (entry.uncompressedSize > 0 || entry.compressedSize > 2)
+        throw new ArchiveError('archive_directory_with_data', `Entry ${quoted} is a folder but carries ${entry.uncompressedSize} bytes of data; a folder entry must be empty`, name);
+      continue;
+    }
     if (segments[0] === '__MACOSX' || ['.ds_store', 'thumbs.db'].includes(segments.at(-1)!.toLowerCase())) {
       ignored++;
       continue;
@@ -100,7 +108,7 @@ async function readEntries(zip: ZipFile, limits: ArchiveLimits): Promise<{ files
   ranges.sort((a, b) => a.start - b.start);
   for (let i = 1; i < ranges.length; i++)
     if (ranges[i].start < ranges[i - 1].end)
-      throw new ArchiveError('archive_overlapping_entries', `Entries "${ranges[i - 1].name}" and "${ranges[i].name}" share the same bytes`, ranges[i].name);
+      throw new ArchiveError('archive_overlapping_entries', `Entries ${quoteName(ranges[i - 1].name)} and ${quoteName(ranges[i].name)} share the same bytes`, ranges[i].name);
   return { files, ignored };
 }
 
@@ -117,7 +125,7 @@ function claim(taken: Map<string, string | null>, segments: string[], name: stri
     const prev = taken.get(key);
     if (prev === undefined) taken.set(key, isFile ? name : null);
     else if (isFile || prev !== null)
-      throw new ArchiveError('archive_duplicate_entry', `Entry "${name}" clashes with "${prev ?? segments.slice(0, i).join('/') + '/'}" (names differ only by case or Unicode form, or a file is named like a folder)`, name);
+      throw new ArchiveError('archive_duplicate_entry', `Entry ${quoteName(name)} clashes with ${quoteName(prev ?? segments.slice(0, i).join('/') + '/')} (names differ only by case or Unicode form, or a file is named like a folder)`, name);
   }
 }
 
@@ -126,7 +134,7 @@ function rootSegments(value: string | null | undefined): string[] {
   const raw = (value ?? '').trim();
   const segments = raw.split('/').filter((s) => s !== '' && s !== '.');
   if (raw.startsWith('/') || /^[a-zA-Z]:/.test(raw) || raw.includes('\\') || segments.includes('..') || raw.includes('\0'))
-    throw new ArchiveError('archive_root_directory_invalid', `The root directory "${raw}" must be a relative path inside the archive, without .. or backslashes`);
+    throw new ArchiveError('archive_root_directory_invalid', `The root directory ${quoteName(raw)} must be a relative path inside the archive, without .. or backslashes`);
   return segments;
 }
 

@@ -2,7 +2,7 @@ import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32, inflateRawSync } from 'node:zlib';
 import type { Entry, ZipFile } from 'yauzl';
-import { ArchiveError } from './archive-error.js';
+import { ArchiveError, quoteName } from './archive-error.js';
 import type { ArchiveFile, ArchiveManifest } from './archive-types.js';
 import { bufferOf, zipError } from './open-zip.js';
 
@@ -21,14 +21,14 @@ export async function eachManifestEntry(zip: ZipFile, manifest: ArchiveManifest,
       wanted.delete(entry.fileName);
       current = file.name;
       if (entry.uncompressedSize !== file.size || entry.compressedSize !== file.compressedSize)
-        throw new ArchiveError('archive_invalid', `Entry "${file.name}" differs from the inspected archive`, file.name);
+        throw new ArchiveError('archive_invalid', `Entry ${quoteName(file.name)} differs from the inspected archive`, file.name);
       await fn(file, entry);
     }
   } catch (err) {
     throw zipError(err, current);
   }
   const missing = wanted.keys().next();
-  if (!missing.done) throw new ArchiveError('archive_invalid', `Entry "${missing.value}" is missing from the archive`, missing.value);
+  if (!missing.done) throw new ArchiveError('archive_invalid', `Entry ${quoteName(missing.value)} is missing from the archive`, missing.value);
 }
 
 /** Entries declared at most this large are read whole into memory and inflated in one call: no stream per small file. */
@@ -97,5 +97,5 @@ export function checked(file: ArchiveFile, crc: number): Transform {
   });
 }
 
-const tooLarge = (file: ArchiveFile) => new ArchiveError('archive_too_large_uncompressed', `Entry "${file.name}" inflates past its declared ${file.size} bytes`, file.name);
-const damaged = (file: ArchiveFile) => new ArchiveError('archive_invalid', `Entry "${file.name}" is damaged (its size or checksum does not match)`, file.name);
+const tooLarge = (file: ArchiveFile) => new ArchiveError('archive_too_large_uncompressed', `Entry ${quoteName(file.name)} inflates past its declared ${file.size} bytes`, file.name);
+const damaged = (file: ArchiveFile) => new ArchiveError('archive_invalid', `Entry ${quoteName(file.name)} is damaged (its size or checksum does not match)`, file.name);

@@ -1,6 +1,6 @@
 import { open, readFile, stat } from 'node:fs/promises';
 import yauzl, { type ZipFile } from 'yauzl';
-import { ArchiveError, type ArchiveErrorCode } from './archive-error.js';
+import { ArchiveError, quoteName, type ArchiveErrorCode } from './archive-error.js';
 
 // yauzl refuses these itself (strictFileNames keeps backslashes to be refused); its message ends with the name.
 const yauzlRefusals: [string, ArchiveErrorCode, string][] = [
@@ -20,9 +20,10 @@ export function zipError(err: unknown, entry: string | null = null): unknown {
   for (const [prefix, code, what] of yauzlRefusals) {
     if (!message.startsWith(prefix)) continue;
     const name = message.slice(prefix.length) || entry;
-    return new ArchiveError(code, `${name ? `Entry "${name}"` : 'An entry'} ${what}`, name, { cause: err });
+    return new ArchiveError(code, `${name ? `Entry ${quoteName(name)}` : 'An entry'} ${what}`, name, { cause: err });
   }
-  return new ArchiveError('archive_invalid', `The archive is damaged or invalid: ${message}`, entry, { cause: err });
+  const shown = message.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return new ArchiveError('archive_invalid', `The archive is damaged or invalid: ${shown}`, entry, { cause: err });
 }
 
 /** ZIPs up to this size are read into memory whole and parsed there: one read instead of several per entry. */

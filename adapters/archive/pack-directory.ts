@@ -3,7 +3,9 @@ import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
-import { ArchiveError } from './archive-error.js';
+import { ArchiveError, quoteName } from './archive-error.js';
+import { DEFAULT_ARCHIVE_LIMITS } from './archive-types.js';
+import { checkEntryName } from './entry-name.js';
 
 // A local-time date and DOS timestamps only, so the bytes do not depend on when or in which time zone we pack.
 const FIXED_MTIME = new Date(2000, 0, 1);
@@ -24,8 +26,9 @@ export interface PackFile {
 
 /**
  * Packs `srcDir` as a ZIP at `destZipPath`, deterministically (see packFiles): the same content
- * always gives the same bytes. Refuses symbolic links and special files (ArchiveError
- * archive_symlink / archive_invalid with the relative path) before writing anything.
+ * always gives the same bytes. Refuses symbolic links, special files and names an upload could not
+ * have (control characters, too long or too deep; ArchiveError with the relative path) before
+ * writing anything, as the archive would be refused when it is deployed.
  */
 export async function packDirectory(srcDir: string, destZipPath: string): Promise<void> {
   const root = resolve(srcDir);
@@ -66,11 +69,12 @@ async function listFiles(root: string, dir: string): Promise<PackFile[]> {
   const out: PackFile[] = [];
   for (const name of await readdir(join(root, dir))) {
     const path = dir ? `${dir}/${name}` : name;
+    checkEntryName(path, DEFAULT_ARCHIVE_LIMITS);
     const stat = await lstat(join(root, path));
-    if (stat.isSymbolicLink()) throw new ArchiveError('archive_symlink', `"${path}" is a symbolic link; an artifact may hold only files and folders`, path);
+    if (stat.isSymbolicLink()) throw new ArchiveError('archive_symlink', `${quoteName(path)} is a symbolic link; an artifact may hold only files and folders`, path);
     if (stat.isDirectory()) out.push(...(await listFiles(root, path)));
     else if (stat.isFile()) out.push({ path, size: stat.size, executable: (stat.mode & 0o111) !== 0 });
-    else throw new ArchiveError('archive_invalid', `"${path}" is not a regular file`, path);
+    else throw new ArchiveError('archive_invalid', `${quoteName(path)} is not a regular file`, path);
   }
   return out;
 }

@@ -12,6 +12,7 @@ import { decodeCursor, encodeCursor, isUuid } from '../projects/keyset-cursor.js
 import { PAGE_DEFAULT, PAGE_MAX, type ProjectService } from '../projects/project-service.js';
 import { analysisView } from './analysis-view.js';
 import type { DeploymentService } from './deployment-service.js';
+import type { Redaction } from './redaction.js';
 import { buildView, deploymentView, iso, versionView, type BuildView, type DeploymentView, type VersionView } from './record-views.js';
 
 export const RECORDS_SERVICE = Symbol.for('hoist.RecordsService');
@@ -59,6 +60,7 @@ export class RecordsService {
     private readonly projects: ProjectService,
     private readonly deployments: DeploymentService,
     private readonly storage: Storage,
+    private readonly redaction: Redaction,
   ) {}
 
   /** A page of the project's versions. */
@@ -98,19 +100,19 @@ export class RecordsService {
   /** A page of the project's deployments. */
   async deploymentList(accountId: string, projectId: string, opts: PageOptions): Promise<RecordPage<DeploymentView>> {
     const project = await this.projects.get(accountId, projectId);
-    return this.page(Deployment, { projectId: project.id }, opts, (d) => deploymentView(d, project));
+    return this.redacted(await this.page(Deployment, { projectId: project.id }, opts, (d) => deploymentView(d, project)));
   }
 
   /** One deployment of the project. */
   async deployment(accountId: string, projectId: string, id: string): Promise<DeploymentView> {
     const project = await this.projects.get(accountId, projectId);
-    return deploymentView(await this.one(Deployment, project, id, 'Deployment'), project);
+    return this.redactedView(deploymentView(await this.one(Deployment, project, id, 'Deployment'), project));
   }
 
   /** A page of the project's releases: its deployments that went live, newest first. */
   async releases(accountId: string, projectId: string, opts: PageOptions): Promise<RecordPage<DeploymentView>> {
     const project = await this.projects.get(accountId, projectId);
-    return this.page(Deployment, { projectId: project.id, liveAt: { $ne: null } }, opts, (d) => deploymentView(d, project));
+    return this.redacted(await this.page(Deployment, { projectId: project.id, liveAt: { $ne: null } }, opts, (d) => deploymentView(d, project)));
   }
 
   /** One release: a deployment that went live, with its version, build and stage timings. */
@@ -166,6 +168,18 @@ export class RecordsService {
     const project = await this.projects.get(accountId, projectId);
     const d = await this.one(Deployment, project, id, 'Deployment');
     return { project, operation: await this.deployments.redeploy(accountId, d.buildId) };
+  }
+
+  // A deployer records why a live release failed later (a crash loop) with the app's last lines:
+  // they are shown redacted, as the stage errors are stored.
+  private async redacted(page: RecordPage<DeploymentView>): Promise<RecordPage<DeploymentView>> {
+    return { ...page, items: await Promise.all(page.items.map((v) => this.redactedView(v))) };
+  }
+
+  private async redactedView(v: DeploymentView): Promise<DeploymentView> {
+    if (!v.error) return v;
+    const redactor = await this.redaction.forOperation(v.operation_id, v.project_id);
+    return { ...v, error: { ...v.error, message: redactor.text(v.error.message) } };
   }
 
   /** The project's record `id` of `entity`; not_found (as `what`) for a missing, malformed or foreign id. */

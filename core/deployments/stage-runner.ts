@@ -3,10 +3,11 @@ import { HoistError } from '../errors.js';
 import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { Version } from '../entities/version.js';
-import { StageError } from '../operations/stage-error.js';
+import { deterministicFailure, StageError } from '../operations/stage-error.js';
 import type { OperationState, Stage, Transition } from '../operations/state-machine.js';
 import type { Job, JobControl } from '../ports/queue.js';
 import { OperationStore, type AlsoWrite, type StageJob } from './operation-store.js';
+import type { Redaction } from './redaction.js';
 
 /** What a stage implementation gets. */
 export interface StageContext {
@@ -40,6 +41,11 @@ export interface StageImpl {
  * no-op (redeliveries are safe); one for a stage another worker holds waits until that claim ends
  * or lapses. A cancel, or a newer claim, seen on a heartbeat aborts the running work, and a late
  * worker's result is refused by its old token. A worker that stops hands its claim back.
+ *
+ * A failure ends the stage at once when a redelivery would fail the same way (a StageError, or a
+ * filesystem error such as a name too long); any other error hands the claim back before the queue
+ * redelivers the job, so the next delivery runs at once instead of waiting out the lease. Every
+ * error message is stored redacted: no server path, no value of the operation's environment.
  */
 export class StageRunner {
   constructor(
@@ -49,6 +55,8 @@ export class StageRunner {
     private readonly heartbeatMs: number,
     /** How long a claim holds without a heartbeat: the queue's visibility timeout (ack wait). */
     private readonly leaseMs: number,
+    /** Rewrites error messages before they are stored; without it they are stored as thrown. */
+    private readonly redaction?: Redaction,
   ) {}
 
   /** The queue handler for stage jobs. */
@@ -103,11 +111,15 @@ export class StageRunner {
       await this.stages[stage].abandon?.(ctx).catch(() => {});
       const current = await em.fork().findOne(Operation, { id: operationId });
       if (current && OperationStore.stateOf(current).stages[stage].status !== 'running') return; // canceled meanwhile
-      if (err instanceof StageError) {
-        await this.store.apply(operationId, { type: 'stage_failed', stage, attempt, token, error: { code: err.code, message: err.message } });
+      const failure = err instanceof StageError ? err : deterministicFailure(err, stage);
+      if (failure) {
+        await this.store.apply(operationId, { type: 'stage_failed', stage, attempt, token, error: await this.shown(started.op, failure) });
         return;
       }
-      throw err; // unexpected: the queue redelivers, then gives up through fail()
+      // Unexpected, and maybe passing (a dropped connection, a full disk): the queue delivers it again
+      // after a short backoff, and the claim is handed back so that delivery need not wait out the lease.
+      await this.store.apply(operationId, { type: 'stage_released', stage, attempt, token }).catch(() => {});
+      throw err; // the queue redelivers, then gives up through fail()
     } finally {
       control.signal.removeEventListener('abort', onStop);
     }
@@ -149,16 +161,21 @@ export class StageRunner {
     return s.status === 'running' && s.token !== token;
   }
 
+  /** The code and message of a failure as stored and shown: the message redacted for the operation. */
+  private async shown(op: Operation, err: { code: string; message: string }): Promise<{ code: string; message: string }> {
+    if (!this.redaction) return { code: err.code, message: err.message };
+    return { code: err.code, message: (await this.redaction.forOperation(op.id, op.projectId)).text(err.message) };
+  }
+
   /** Ends the stage of a job the queue gave up on (too many deliveries) as failed, with guidance. */
   async fail(job: Job<StageJob>, reason: string): Promise<void> {
     const { operationId, stage, attempt } = job.payload;
-    await this.store
-      .apply(operationId, {
-        type: 'stage_failed',
-        stage,
-        attempt,
-        error: { code: `${stage}_internal_error`, message: `The ${stage} stage failed ${job.deliveries} times (${reason}); retry the operation, and report it if it fails again` },
-      })
-      .catch(() => {});
+    const op = await this.em.fork().findOne(Operation, { id: operationId });
+    if (!op) return;
+    const error = await this.shown(op, {
+      code: `${stage}_internal_error`,
+      message: `The ${stage} stage failed ${job.deliveries} times (${reason}); retry the operation, and report it if it fails again`,
+    }).catch(() => ({ code: `${stage}_internal_error`, message: `The ${stage} stage failed ${job.deliveries} times; retry the operation, and report it if it fails again` }));
+    await this.store.apply(operationId, { type: 'stage_failed', stage, attempt, error }).catch(() => {});
   }
 }

@@ -146,6 +146,17 @@ export class EnvironmentService {
     return this.scoped(operationId, projectId, 'runtime');
   }
 
+  /**
+   * Every value of the operation's snapshot (both scopes), to mask where a build or a release may
+   * print it; none while the operation has taken no snapshot (nothing was handed out) or when it
+   * does not decrypt (nothing was handed out either). Never takes a snapshot.
+   */
+  async valuesOf(operationId: string, projectId: string): Promise<string[]> {
+    const snap = await this.em.fork().findOne(EnvironmentSnapshot, { operationId });
+    if (!snap) return [];
+    return (await this.opened(snap, operationId, projectId).catch(() => [] as NewVariable[])).map((v) => v.value);
+  }
+
   /** Wraps every project's data key with the current master key; returns how many it re-wrapped. */
   async rewrapAll(): Promise<number> {
     const current = (await this.cipher.masterKeys()).find((k) => k.current)!.id;
@@ -193,9 +204,13 @@ export class EnvironmentService {
         snap = await em.fork().findOneOrFail(EnvironmentSnapshot, { operationId });
       }
     }
+    return this.opened(snap, operationId, projectId);
+  }
+
+  private async opened(snap: EnvironmentSnapshot, operationId: string, projectId: string): Promise<NewVariable[]> {
     if (!snap.sealed) return [];
     if (snap.projectId !== projectId) throw undecryptable('(snapshot)', 'it belongs to another project');
-    const key = await this.existingKey(em, projectId);
+    const key = await this.existingKey(this.em, projectId);
     return JSON.parse(await this.open(key, '(snapshot)', snap.sealed, snapshotAad(projectId, operationId))) as NewVariable[];
   }
 

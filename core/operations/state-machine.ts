@@ -39,7 +39,7 @@ export interface StageState {
    * stage event carrying another token is ignored. Absent until the stage is first claimed.
    */
   token?: number;
-  /** The holder handed its claim back (its worker stops): the next claim need not wait for the lease. */
+  /** The holder handed its claim back (its worker stops, or its attempt failed unexpectedly): the next claim need not wait for the lease. */
   released?: boolean;
 }
 
@@ -71,7 +71,7 @@ export type StageEvent =
   | { type: 'stage_progress'; stage: Stage; attempt: number; token?: number; /** 0–1 of this stage */ fraction: number }
   | { type: 'heartbeat'; stage: Stage; attempt: number; token?: number }
   | { type: 'stage_succeeded'; stage: Stage; attempt: number; token?: number }
-  /** The holder hands its claim back unfinished (its worker stops gracefully). */
+  /** The holder hands its claim back unfinished (its worker stops gracefully, or its attempt failed unexpectedly and the queue delivers the job again). */
   | { type: 'stage_released'; stage: Stage; attempt: number; token?: number }
   /** Also what a dead-lettered job (too many deliveries, dropped) reports, even before it started. */
   | { type: 'stage_failed'; stage: Stage; attempt: number; token?: number; error: StageError };
@@ -126,7 +126,7 @@ const RULE_TEXT: Record<StageRule | ParentRule, string> = {
   restart: 'a redelivered job: once the lease (leaseMs since the last heartbeat) lapsed or the holder released it, token + 1 and heartbeatAt refreshed, the stage runs again (stages are idempotent); while it holds, no-op',
   heartbeat: 'heartbeatAt refreshed',
   progress: 'stage progress raised (never lowered), heartbeatAt refreshed',
-  release: 'the holder\'s claim ends at once (its worker stops): the redelivered job claims the stage without waiting for the lease',
+  release: 'the holder\'s claim ends at once (its worker stops, or its attempt failed unexpectedly): the redelivered job claims the stage without waiting for the lease',
   succeed: '→ succeeded; the next stage is enqueued, or the operation succeeds (progress 100)',
   fail: '→ failed; later stages → canceled; the operation fails',
   ignore: 'no-op (already done)',
@@ -345,7 +345,7 @@ export function describeTransitions(): string {
     ...(Object.keys(STAGE_TABLE) as StagePosition[]).map((p) => row([positions[p], ...stageEvents.map((e) => RULE_TEXT[STAGE_TABLE[p][e]])])),
     '',
     'Stage events carry the attempt they were enqueued for: those of an earlier attempt are ignored, those of a later one rejected. A rejected stage event has details.reason `invalid_transition`. ' +
-      'Stages are fenced: a claim (`stage_started`) of a running stage succeeds only once the holder sent no heartbeat for the lease (the queue visibility timeout) or released it (`stage_released`, sent by a worker that stops gracefully), and adds one to the stage\'s fencing token; ' +
+      'Stages are fenced: a claim (`stage_started`) of a running stage succeeds only once the holder sent no heartbeat for the lease (the queue visibility timeout) or released it (`stage_released`, sent by a worker that stops gracefully or whose attempt failed unexpectedly, before the queue delivers the job again), and adds one to the stage\'s fencing token; ' +
       'progress, heartbeat, success and failure carry the token of the claim they belong to, and those of an older claim are ignored, so a late worker can never overwrite a newer result or a cancel. ' +
       'A no-op event while the operation runs enqueues its queued next stage again, so a redelivered job moves a stalled chain on. ' +
       `Progress is an integer 0–100 weighted by stage (${STAGES.map((s) => `${s} ${STAGE_PROGRESS[s].join('–')}`).join(', ')}); it never decreases and is 100 only on success. ` +

@@ -1,13 +1,14 @@
-import { ArchiveError, extractZip, inspectZip, packDirectory, readZip, repackZip, type ArchiveManifest as ZipManifest } from '../../adapters/archive/index.js';
+import { ArchiveError, quoteName, extractZip, inspectZip, packDirectory, readZip, repackZip, type ArchiveManifest as ZipManifest } from '../../adapters/archive/index.js';
 import { StageError } from '../../core/operations/stage-error.js';
 import { ARCHIVE, type Archive, type ArchiveManifest, type ArchiveReader } from '../../core/ports/archive.js';
 import type { PluginDefinition } from '../../core/plugin.js';
 
-/** An archive refusal as the stage error the operation shows (code `archive_*`, entry named). */
+/** An archive refusal as the stage error the operation shows (code `archive_*`, entry named once, escaped). */
 function asStageError(err: unknown): unknown {
   if (!(err instanceof ArchiveError)) return err;
   const { code, entry } = err.details;
-  return new StageError(code, entry ? `${err.message} (entry: ${entry})` : err.message, false, { entry }, { cause: err });
+  const named = entry === null || err.message.includes(quoteName(entry));
+  return new StageError(code, named ? err.message : `${err.message} (entry: ${quoteName(entry)})`, false, { entry }, { cause: err });
 }
 
 /** ZIP archives through yauzl and yazl, with every shape check of adapters/archive. */

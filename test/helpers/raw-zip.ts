@@ -2,7 +2,8 @@ import { crc32, deflateRawSync } from 'node:zlib';
 
 /** One entry for rawZip; every field a well-behaved writer would compute can be overridden to lie. */
 export interface RawEntry {
-  name: string;
+  /** The stored name: a string is written as UTF-8, a Buffer byte for byte (to lie about the encoding). */
+  name: string | Buffer;
   data?: Buffer | string;
   /** 0 stored (default), 8 deflated (data is compressed here), anything else written as given. */
   method?: number;
@@ -28,7 +29,7 @@ export function rawZip(entries: RawEntry[]): Buffer {
   const centrals: Buffer[] = [];
   let offset = 0;
   for (const e of entries) {
-    const name = Buffer.from(e.name);
+    const name = Buffer.isBuffer(e.name) ? e.name : Buffer.from(e.name);
     const raw = Buffer.from(e.data ?? '');
     const method = e.method ?? 0;
     const data = method === 8 ? deflateRawSync(raw) : raw;

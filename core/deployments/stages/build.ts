@@ -3,19 +3,22 @@ import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { Build } from '../../entities/build.js';
-import { StageError } from '../../operations/stage-error.js';
+import { deterministicFailure, StageError } from '../../operations/stage-error.js';
 import type { Archive } from '../../ports/archive.js';
 import type { Builder } from '../../ports/builder.js';
 import type { EnvironmentService } from '../../environment/environment-service.js';
 import type { Storage } from '../../ports/storage.js';
 import { BuildLog } from '../build-log.js';
+import type { Redaction } from '../redaction.js';
 import type { StageContext, StageImpl } from '../stage-runner.js';
 import { withWorkspace } from '../workspace.js';
 import { fetchVersion, type Analysis } from './analyze.js';
 
 /**
  * Build: unpacks the version in a fresh workspace, runs the builder, stores the artifact and the log.
- * A build that runs nothing (the builder says so) packs its artifact from the upload instead.
+ * A build that runs nothing (the builder says so) packs its artifact from the upload instead. Every
+ * log line and the error are redacted as they are written (Redaction): server paths named neutrally,
+ * the values of the operation's environment masked.
  */
 export class BuildStage implements StageImpl {
   constructor(
@@ -25,6 +28,7 @@ export class BuildStage implements StageImpl {
     private readonly builders: Builder[],
     private readonly environment: EnvironmentService,
     private readonly dataDir: string,
+    private readonly redaction: Redaction,
   ) {}
 
   async run(ctx: StageContext) {
@@ -59,9 +63,11 @@ export class BuildStage implements StageImpl {
     });
     await em.persist(build).flush();
     const log = new BuildLog();
+    // A retried operation has its snapshot already; a first run's is taken just before the build runs.
+    let redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
     let flushed = 0;
     const write = (line: string) => {
-      log.line(line);
+      log.line(redactor.text(line));
       if (Date.now() - flushed > 1000) {
         flushed = Date.now();
         void this.em.fork().nativeUpdate(Build, { id: build.id }, { log: { ...log.summary, lastLines: [...log.summary.lastLines] } }).catch(() => {});
@@ -82,10 +88,12 @@ export class BuildStage implements StageImpl {
           await this.archive.extract(zip, manifest, workspace, ctx.signal);
           let outputDir = join(workspace, analysis.outputDir);
           if (builder) {
+            const env = await this.environment.forBuild(ctx.operation.id, ctx.project.id);
+            redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
             ({ outputDir } = await builder.build({
               workspace,
               detection: analysis,
-              env: await this.environment.forBuild(ctx.operation.id, ctx.project.id),
+              env,
               signal: ctx.signal,
               log: write,
               progress: (f) => ctx.progress(0.1 + 0.8 * f),
@@ -100,10 +108,10 @@ export class BuildStage implements StageImpl {
     } catch (err) {
       // Stopped from outside (a cancel, or the worker stopping) is not the build's failure.
       const stopped = ctx.signal.aborted;
-      const e = err instanceof StageError ? err : null;
+      const e = err instanceof StageError ? err : deterministicFailure(err, 'build');
       write(stopped ? `Build stopped: ${ctx.signal.reason instanceof Error ? ctx.signal.reason.message : 'canceled'}` : `Build failed: ${e ? e.message : 'internal error'}`);
       await this.storeLog(build, log);
-      const end = stopped ? { status: 'canceled' } : { status: 'failed', error: e ? { code: e.code, message: e.message } : null };
+      const end = stopped ? { status: 'canceled' } : { status: 'failed', error: e ? { code: e.code, message: redactor.text(e.message) } : null };
       await em.nativeUpdate(Build, { id: build.id }, { ...end, log: log.summary, finishedAt: new Date() });
       throw err;
     }

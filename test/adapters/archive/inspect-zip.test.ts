@@ -140,9 +140,83 @@ test('a stored entry whose sizes disagree is archive_invalid', async () => {
   await refuses([{ name: 'a.txt', data: 'hello', size: 50 }], 'archive_invalid', null);
 });
 
-test('an unsupported compression method and a NUL in a name are archive_invalid', async () => {
+test('an unsupported compression method is archive_invalid', async () => {
   await refuses([{ name: 'a.bz2', data: 'BZh9', method: 12 }], 'archive_invalid', 'a.bz2');
-  await refuses([file('a\0b.txt')], 'archive_invalid', 'a\0b.txt');
+});
+
+/** A message shows no raw control character: every one is escaped. */
+const printable = (message: string) => assert.not.match(message, /[\u0000-\u001f\u007f-\u009f]/, `raw control character in ${JSON.stringify(message)}`);
+
+test('control characters in a name (C0, DEL, C1), with the UTF-8 flag, are archive_control_character, escaped in the message', async () => {
+  const names = ['a\0b.txt', 'a\u0001.html', 'bell\u0007.html', '\u001b[31mred\u001b[0m.html', 'line\r\nbreak.html', 'tab\there.html', 'del\u007f.html', 'csi\u009b31m.html', 'dir\u0001/index.html'];
+  for (const name of names) {
+    const message = (await refuses([file('index.html'), file(name)], 'archive_control_character', name))!;
+    printable(message);
+    assert.ok(message.includes(JSON.stringify(name).replace(/\u009b/g, '\\u009b').replace(/\u007f/g, '\\u007f')), message);
+    assert.match(message, 'printable');
+  }
+});
+
+test('control bytes in a name without the UTF-8 flag (read as CP437 symbols) are archive_control_character', async () => {
+  // yauzl reads such a name as CP437, where these bytes are symbols.
+  const cp437: Record<number, string> = { 0x01: '\u263a', 0x07: '\u2022', 0x0a: '\u25d9', 0x1b: '\u2190', 0x7f: '\u2302' };
+  for (const byte of [0x01, 0x07, 0x0a, 0x1b, 0x7f]) {
+    const raw = Buffer.from([0x61, byte, 0x2e, 0x68, 0x74, 0x6d, 0x6c]);
+    const message = (await refuses([file('index.html'), { name: raw, data: 'x', flags: 0 }], 'archive_control_character', `a${cp437[byte]}.html`))!;
+    printable(message);
+    assert.match(message, `byte 0x${byte.toString(16).padStart(2, '0')} at byte 2`);
+  }
+  // A name without the flag whose bytes are printable in CP437 passes.
+  const m = await inspectZip(zipFile([file('index.html'), { name: Buffer.from('caf\x82.html', 'latin1'), data: 'x', flags: 0 }]));
+  assert.equal(m.files.map((f) => f.path), ['index.html', 'caf\u00e9.html']);
+});
+
+test('a name flagged UTF-8 that is not UTF-8 is archive_invalid_utf8', async () => {
+  const raw = Buffer.from([0x62, 0x61, 0x64, 0xff, 0xfe, 0x2e, 0x68, 0x74, 0x6d, 0x6c]);
+  const message = (await refuses([file('index.html'), { name: raw, data: 'x' }], 'archive_invalid_utf8', raw.toString('utf8')))!;
+  assert.match(message, 'not valid UTF-8');
+});
+
+test('a folder entry carrying data is archive_directory_with_data; an empty one is fine', async () => {
+  const data = 'x'.repeat(34);
+  const message = (await refuses([file('index.html'), { name: 'assets/', data, attrs: unixAttrs(0o40755) }], 'archive_directory_with_data', 'assets/'))!;
+  assert.match(message, '34 bytes');
+  await refuses([file('index.html'), { name: 'assets/', data, method: 8, attrs: unixAttrs(0o40755) }], 'archive_directory_with_data', 'assets/');
+  await refuses([file('index.html'), { name: 'assets', data, attrs: unixAttrs(0o40755) }], 'archive_directory_with_data', 'assets');
+  await refuses([file('index.html'), { name: 'plain/', data }], 'archive_directory_with_data', 'plain/');
+  const m = await inspectZip(zipFile([file('index.html'), { name: 'assets/', attrs: unixAttrs(0o40755) }, { name: 'more/', method: 8 }, file('assets/a.css')]));
+  assert.is(m.fileCount, 2);
+});
+
+test('a path segment over 255 bytes is archive_name_too_long (bytes, not characters); 255 bytes pass', async () => {
+  const long = `${'a'.repeat(251)}.html`;
+  const message = (await refuses([file('index.html'), file(`assets/${long}`)], 'archive_name_too_long', `assets/${long}`))!;
+  assert.match(message, '256 bytes');
+  assert.match(message, 'at most 255');
+  await refuses([file('index.html'), file(`${'\u00e9'.repeat(128)}/x.html`)], 'archive_name_too_long', `${'\u00e9'.repeat(128)}/x.html`);
+  const ok = await inspectZip(zipFile([file('index.html'), file(`${'a'.repeat(250)}.html`), file(`${'\u00e9'.repeat(127)}/x.html`)]));
+  assert.is(ok.fileCount, 3);
+});
+
+test('a path over 1,024 bytes is archive_path_too_long; deeper than 64 levels is archive_path_too_deep', async () => {
+  const seg = 'd'.repeat(200);
+  const tooLong = `${[seg, seg, seg, seg, seg].join('/')}/${'f'.repeat(20)}`; // 1,025 bytes
+  assert.is(Buffer.byteLength(tooLong), 1025);
+  const message = (await refuses([file('index.html'), file(tooLong)], 'archive_path_too_long', tooLong))!;
+  assert.match(message, '1025 bytes');
+  assert.ok(message.length < 600, 'a long name is shortened in the message');
+  const fits = tooLong.slice(0, -1);
+  assert.is((await inspectZip(zipFile([file('index.html'), file(fits)]))).fileCount, 2);
+
+  const deep = `${Array.from({ length: 64 }, () => 'd').join('/')}/x.html`;
+  await refuses([file('index.html'), file(deep)], 'archive_path_too_deep', deep);
+  const shallow = `${Array.from({ length: 63 }, () => 'd').join('/')}/x.html`;
+  assert.is((await inspectZip(zipFile([file('index.html'), file(shallow)]))).fileCount, 2);
+});
+
+test('names in every message are escaped: quotes and backslashes too', async () => {
+  const message = (await refuses([file('index.html'), { name: 'say "hi".html', data: 'x', flags: 0x801, method: 8 }], 'archive_encrypted', 'say "hi".html'))!;
+  assert.match(message, 'Entry "say \\"hi\\".html"');
 });
 
 test('an empty ZIP, or one with only folders and OS metadata, is archive_empty', async () => {

@@ -73,6 +73,30 @@ test('a symbolic link in the tree is archive_symlink with its path, and no ZIP i
   assert.ok(readdirSync(src).includes('assets'));
 });
 
+test('a name an upload could not have (a control character, a path past 1,024 bytes) is refused with its path, and no ZIP is written', async () => {
+  const cases: [string, string][] = [
+    ['assets/bad\nname.html', 'archive_control_character'],
+    ['\u001b[31m.html', 'archive_control_character'],
+    [`${'d'.repeat(250)}/${'d'.repeat(250)}/${'d'.repeat(250)}/${'d'.repeat(250)}/${'f'.repeat(30)}`, 'archive_path_too_long'],
+  ];
+  for (const [path, code] of cases) {
+    const src = tree();
+    mkdirSync(join(src, path, '..'), { recursive: true });
+    writeFileSync(join(src, path), 'x');
+    const zip = fresh('out.zip');
+    try {
+      await packDirectory(src, zip);
+      assert.unreachable(`expected ${code}`);
+    } catch (err) {
+      assert.instance(err, ArchiveError);
+      assert.equal((err as ArchiveError).details, { code, entry: path });
+      assert.not.match((err as Error).message, /[\u0000-\u001f]/);
+      assert.not.ok((err as Error).message.includes(src), 'no server path in the message');
+    }
+    assert.not.ok(existsSync(zip));
+  }
+});
+
 test('already compressed formats are stored as they are; the rest is deflated', async () => {
   const src = fresh('tree');
   mkdirSync(src);
