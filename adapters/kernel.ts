@@ -5,6 +5,7 @@ import type { HoistConfig } from '../config/schema.js';
 import type { Lifecycle, PluginContext, PluginDefinition, SinglePort } from '../core/plugin.js';
 import { CLOCK, systemClock } from '../core/ports/clock.js';
 import { CONFIG, ENTITY_MANAGER, LOGGER } from '../core/tokens.js';
+import { secureDataDir } from './data-dir.js';
 import { openDatabase } from './db/orm.js';
 import { createLogger, type Logger } from './logger.js';
 import { plugins as allPlugins } from './plugins.js';
@@ -50,8 +51,9 @@ export interface Readiness {
 }
 
 /**
- * Boots Hoist: opens the database (applying migrations), registers the chosen plugin for every
- * single-binding port and every multi-bound plugin, registers core services, and runs start hooks.
+ * Boots Hoist: creates the data directory or corrects its modes (data-dir.ts), opens the database
+ * (applying migrations), registers the chosen plugin for every single-binding port and every
+ * multi-bound plugin, registers core services, and runs start hooks.
  */
 export async function boot(config: HoistConfig, options: { plugins?: PluginDefinition[]; log?: Logger } = {}): Promise<Kernel> {
   const log = options.log ?? createLogger(config.logLevel);
@@ -72,6 +74,11 @@ export async function boot(config: HoistConfig, options: { plugins?: PluginDefin
   }
   const multi = plugins.filter((p) => p.port === 'analyzer' || p.port === 'builder');
 
+  try {
+    secureDataDir(config.dataDir);
+  } catch (err) {
+    throw new KernelError(`data directory ${config.dataDir} (dataDir): ${(err as Error).message}`, { cause: err });
+  }
   let orm: MikroORM;
   try {
     orm = await openDatabase(config);

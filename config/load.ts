@@ -27,10 +27,37 @@ function coerce(key: string, source: string, s: Setting, raw: unknown): string |
   return raw;
 }
 
+// Secrets that are not secret: what example files and guides ship, and docker-compose.yml once did.
+const PLACEHOLDER = /^(change[-_ .]?me|changeit|replace[-_ .]?me|placeholder|your[-_ .]|example|secret$|password$)/i;
+const KNOWN_PLACEHOLDERS = new Set(['change-me-to-32-or-more-random-bytes!!', 'k1:Y2hhbmdlLW1lLXRvLTMyLXJhbmRvbS1ieXRlcyEhISE=']);
+const isPlaceholder = (text: string) => PLACEHOLDER.test(text.trim()) || KNOWN_PLACEHOLDERS.has(text.trim()) || /^(.)\1*$/s.test(text);
+
+/**
+ * Why a secret cannot be used (a placeholder, too short, a key of the wrong size), or null. The
+ * value itself never appears in the answer.
+ */
+function secretProblem(s: Setting, value: string): string | null {
+  if (isPlaceholder(value)) return 'is a placeholder, not a secret';
+  if (s.minBytes !== undefined && Buffer.byteLength(value) < s.minBytes) return `must be at least ${s.minBytes} bytes, got ${Buffer.byteLength(value)}`;
+  if (s.keyBytes !== undefined) {
+    for (const [i, entry] of value.split(',').entries()) {
+      const at = entry.indexOf(':');
+      if (at < 1) return `entry ${i + 1} must be id:base64`;
+      const text = entry.slice(at + 1).trim();
+      const key = Buffer.from(text, /[-_]/.test(text) ? 'base64url' : 'base64');
+      if (key.length !== s.keyBytes) return `entry ${i + 1} must be a key of ${s.keyBytes} bytes (base64), got ${key.length}`;
+      if (isPlaceholder(key.toString('latin1'))) return `entry ${i + 1} is a placeholder, not a key`;
+    }
+  }
+  return null;
+}
+
 /**
  * Reads the configuration: defaults from `config/schema.ts`, then the JSON file named by
  * `HOIST_CONFIG` (or `./hoist.config.json` when present), then `HOIST_*` environment variables.
- * Throws ConfigError naming the key for an unknown key or a bad value.
+ * Throws ConfigError naming the key for an unknown key or a bad value, and for a secret that is a
+ * placeholder or shorter than its `minBytes` (or a key not of `keyBytes`), with the command that
+ * generates a good one.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<HoistConfig> = {}): HoistConfig {
   const out: Record<string, unknown> = {};
@@ -56,6 +83,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     if (v !== undefined && v !== '') out[k] = coerce(k, s.env, s, v);
   }
   for (const [k, v] of Object.entries(overrides)) if (v !== undefined) out[k] = v;
+  for (const [k, s] of Object.entries(settings) as [ConfigKey, Setting][]) {
+    // The secrets Hoist itself can generate (the others, a database URL or an S3 key, come from their servers).
+    const ours = s.type === 'secret' && (s.minBytes !== undefined || s.keyBytes !== undefined);
+    const problem = ours && typeof out[k] === 'string' ? secretProblem(s, out[k]) : null;
+    if (problem) throw new ConfigError(`config: ${k} (${s.env}) ${problem}; generate one with \`npx hoist secrets --env ${s.env}\``);
+  }
 
   const cfg = out as HoistConfig;
   cfg.dataDir = resolve(cfg.dataDir);

@@ -11,6 +11,10 @@ export interface Setting {
   min?: number;
   max?: number;
   oneOf?: readonly string[];
+  /** A secret's shortest accepted value, in bytes (UTF-8); placeholders are refused whatever their length. */
+  minBytes?: number;
+  /** A secret of comma-separated `id:base64` keys: the bytes each key must decode to. */
+  keyBytes?: number;
   doc: string;
 }
 
@@ -43,7 +47,7 @@ export const settings = {
   dockerHost: { type: 'string', env: 'HOIST_DOCKER_HOST', default: 'unix:///var/run/docker.sock', doc: 'Docker Engine API endpoint (deployer=docker or pulumi): unix:///path/to/docker.sock or tcp://host:port.' },
   dockerBaseImage: { type: 'string', env: 'HOIST_DOCKER_BASE_IMAGE', default: 'hoist-node-base:local', doc: 'Image every release image is built on (deployer=docker or pulumi); it needs node, npm and sh. The default is built from this machine\'s Node.js by scripts/docker-base-image.sh.' },
   dockerNetwork: { type: 'string', env: 'HOIST_DOCKER_NETWORK', default: 'hoist', doc: 'Bridge network release containers run on (deployer=docker or pulumi); created when missing. The edge reaches releases at their address on it.' },
-  pulumiPassphrase: { type: 'secret', env: 'HOIST_PULUMI_PASSPHRASE', doc: 'Passphrase of the secrets of the Pulumi stacks (deployer=pulumi), whose state is kept in <dataDir>/pulumi. Default: empty.' },
+  pulumiPassphrase: { type: 'secret', env: 'HOIST_PULUMI_PASSPHRASE', minBytes: 16, doc: 'Passphrase of the secrets of the Pulumi stacks (deployer=pulumi), whose state is kept in <dataDir>/pulumi. Default: empty.' },
   sandbox: { type: 'string', env: 'HOIST_SANDBOX', default: 'bwrap', oneOf: ['bwrap', 'docker', 'none'], doc: 'Where tenant code (installs, builds, Node.js releases of deployer=local) runs: bwrap (bubblewrap namespaces, the default on Linux), docker (throwaway hardened containers), or none (on the host with Hoist\'s privileges: only for a machine with one trusted user; every start warns).' },
   sandboxUidBase: { type: 'integer', env: 'HOIST_SANDBOX_UID_BASE', default: 1900000000, min: 1000, max: 4294900000, doc: 'When Hoist runs as root, each sandboxed run gets its own host uid/gid from this base upwards (never Hoist\'s, never root).' },
   sandboxDenyCidrs: { type: 'string', env: 'HOIST_SANDBOX_DENY_CIDRS', doc: 'Comma-separated address ranges that sandboxed code may never reach besides the built-in ones (the host\'s own addresses, loopback, link-local, Docker\'s networks): put the private network of PostgreSQL, NATS, S3 and Docker here.' },
@@ -51,9 +55,9 @@ export const settings = {
   mailer: { type: 'string', env: 'HOIST_MAILER', default: 'outbox', doc: 'Mailer plugin: outbox (stored; `hoist mail list`) or smtp.' },
   smtpUrl: { type: 'secret', env: 'HOIST_SMTP_URL', doc: 'SMTP connection URL (mailer=smtp), e.g. smtp://user:pass@mail.example.com:587.' },
   mailFrom: { type: 'string', env: 'HOIST_MAIL_FROM', default: 'Hoist <hoist@localhost>', doc: 'Sender of the mail Hoist sends.' },
-  masterKey: { type: 'secret', env: 'HOIST_MASTER_KEY', doc: 'Master keys that wrap the per-project keys of environment variables: `id:base64` entries (32 bytes each) separated by commas, the first one current. Overrides masterKeyFile.' },
+  masterKey: { type: 'secret', env: 'HOIST_MASTER_KEY', keyBytes: 32, doc: 'Master keys that wrap the per-project keys of environment variables: `id:base64` entries (32 bytes each) separated by commas, the first one current. Overrides masterKeyFile.' },
   masterKeyFile: { type: 'string', env: 'HOIST_MASTER_KEY_FILE', doc: 'JSON file holding the master keys (mode 0600; `hoist keys rotate` adds one). Default: <dataDir>/master-keys.json, created with one key on first start (a warning says so).' },
-  jwtSecret: { type: 'secret', env: 'HOIST_JWT_SECRET', doc: 'HS256 signing secret (32+ bytes). Default: generated once into <dataDir>/jwt.key.' },
+  jwtSecret: { type: 'secret', env: 'HOIST_JWT_SECRET', minBytes: 32, doc: 'HS256 signing secret. Default: generated once into <dataDir>/jwt.key.' },
   tokenTtlSeconds: { type: 'integer', env: 'HOIST_TOKEN_TTL_SECONDS', default: 43200, min: 60, max: 2592000, doc: 'Lifetime of a REST token (default 12 h).' },
   loginMaxPerAccount: { type: 'integer', env: 'HOIST_LOGIN_MAX_PER_ACCOUNT', default: 10, min: 1, doc: 'Failed logins allowed per account per window.' },
   loginMaxPerAddress: { type: 'integer', env: 'HOIST_LOGIN_MAX_PER_ADDRESS', default: 30, min: 1, doc: 'Login attempts allowed per client address per window.' },
@@ -77,7 +81,7 @@ export const settings = {
   queueVisibilitySeconds: { type: 'integer', env: 'HOIST_QUEUE_VISIBILITY_SECONDS', default: 30, min: 1, doc: 'A stage job whose worker stops sending heartbeats for this long is delivered again (to any worker), and its stage claim lapses. With queue=nats, the consumer\'s ack wait.' },
   queueMaxDeliveries: { type: 'integer', env: 'HOIST_QUEUE_MAX_DELIVERIES', default: 5, min: 1, doc: 'Deliveries of a stage job before its operation fails with guidance. With queue=nats, the consumer\'s max_deliver.' },
   workerPort: { type: 'integer', env: 'HOIST_WORKER_PORT', default: 3001, min: 0, max: 65535, doc: 'Port where a worker running without the API (`hoist worker`) answers /healthz, /readyz and /metrics.' },
-  metricsToken: { type: 'secret', env: 'HOIST_METRICS_TOKEN', doc: 'When set, GET /metrics needs `Authorization: Bearer <token>`. Unset: /metrics is open (keep the ports private).' },
+  metricsToken: { type: 'secret', env: 'HOIST_METRICS_TOKEN', minBytes: 16, doc: 'When set, GET /metrics needs `Authorization: Bearer <token>`. Unset: /metrics is open (keep the ports private).' },
   workerConcurrency: { type: 'integer', env: 'HOIST_WORKER_CONCURRENCY', default: 2, min: 1, doc: 'Stages one worker process runs at once.' },
   dnsServers: { type: 'string', env: 'HOIST_DNS_SERVERS', doc: 'DNS servers that check customer domains: comma-separated `ip`, `ip:port` or `[ipv6]:port`. Default: the system\'s resolvers.' },
   dnsTimeoutMs: { type: 'integer', env: 'HOIST_DNS_TIMEOUT_MS', default: 3000, min: 50, max: 60000, doc: 'Time allowed for one try of a DNS lookup.' },

@@ -16,8 +16,9 @@ export function configTable(): string {
   const rows = (Object.entries(settings) as [string, Setting][]).map(([key, s]) => {
     const range = s.min !== undefined ? (s.max !== undefined ? ` From ${s.min} to ${s.max}.` : ` At least ${s.min}.`) : s.max !== undefined ? ` At most ${s.max}.` : '';
     const oneOf = s.oneOf ? ` One of ${s.oneOf.map((v) => `\`${v}\``).join(', ')}.` : '';
+    const bytes = s.minBytes !== undefined ? ` At least ${s.minBytes} bytes.` : '';
     const def = s.default === undefined ? '' : `\`${s.default}\``;
-    return `| \`${s.env}\` | \`${key}\` | ${s.type} | ${cell(def)} | ${text(s.doc)}${oneOf}${range} |`;
+    return `| \`${s.env}\` | \`${key}\` | ${s.type} | ${cell(def)} | ${text(s.doc)}${oneOf}${range}${bytes} |`;
   });
   return ['| Environment variable | Config file key | Type | Default | Meaning |', '|---|---|---|---|---|', ...rows].join('\n');
 }

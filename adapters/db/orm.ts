@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HoistConfig } from '../../config/schema.js';
 import { entities } from '../../core/entities/index.js';
+import { secretFile } from '../data-dir.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -24,10 +25,14 @@ export async function ormOptions(config: HoistConfig): Promise<Options> {
   if (config.db === 'sqlite') {
     const { LibSqlDriver } = await import('@mikro-orm/libsql');
     mkdirSync(config.dataDir, { recursive: true });
+    const dbName = join(config.dataDir, 'hoist.sqlite');
+    // Created 0600 before SQLite opens it: it holds password hashes and sessions, and SQLite gives
+    // its -wal and -shm files the database file's mode.
+    secretFile(dbName);
     return {
       ...common,
       driver: LibSqlDriver,
-      dbName: join(config.dataDir, 'hoist.sqlite'),
+      dbName,
       migrations: migrations('sqlite'),
     } as Options;
   }

@@ -1,14 +1,21 @@
 import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Storage } from '../ports/storage.js';
 
-/** Runs `fn` in a fresh directory under `<dataDir>/work`, removed afterwards whatever happens. */
+/**
+ * Runs `fn` in a fresh directory under `<dataDir>/work`, removed afterwards whatever happens. Both
+ * are 0711 (mkdtemp gives 0700): the sandbox's unprivileged uid must traverse them to bind a
+ * directory of the workspace, without being able to list what else is there.
+ */
 export async function withWorkspace<T>(dataDir: string, label: string, fn: (dir: string) => Promise<T>): Promise<T> {
-  await mkdir(join(dataDir, 'work'), { recursive: true });
-  const dir = await mkdtemp(join(dataDir, 'work', `${label}-`));
+  const work = join(dataDir, 'work');
+  await mkdir(work, { recursive: true, mode: 0o711 });
+  await chmod(work, 0o711);
+  const dir = await mkdtemp(join(work, `${label}-`));
   try {
+    await chmod(dir, 0o711);
     return await fn(dir);
   } finally {
     await rm(dir, { recursive: true, force: true });

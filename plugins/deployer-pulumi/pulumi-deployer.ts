@@ -115,7 +115,7 @@ export class PulumiDeployer implements Deployer {
   }
 
   private async stack(stackName: string, program: PulumiFn): Promise<Stack> {
-    await mkdir(join(this.opts.dataDir, 'pulumi'), { recursive: true });
+    await mkdir(join(this.opts.dataDir, 'pulumi'), { recursive: true, mode: 0o700 });
     const args: InlineProgramArgs = { projectName: PROJECT, stackName, program };
     const stack = await LocalWorkspace.createOrSelectStack(args, this.workspace());
     await stack.setConfig('docker:host', { value: this.opts.dockerHost });

@@ -49,9 +49,9 @@ export class LocalStorage implements Storage, Lifecycle {
     this.tmpDir = join(this.root, '.tmp');
   }
 
-  /** Creates the directories and removes temp files older than an hour. */
+  /** Creates the directories (0700: uploads hold what accounts send) and removes temp files older than an hour. */
   async start(): Promise<void> {
-    await mkdir(this.tmpDir, { recursive: true });
+    await mkdir(this.tmpDir, { recursive: true, mode: 0o700 });
     const cutoff = Date.now() - STALE_TEMP_MS;
     for (const name of await readdir(this.tmpDir)) {
       const file = join(this.tmpDir, name);
@@ -163,7 +163,7 @@ export class LocalStorage implements Storage, Lifecycle {
       // (the loop below still sees it, as the stream stays errored).
       finished(body, () => {});
       if (signal) addAbortSignal(signal, body);
-      fh = await fsOp(open(tmp, 'wx'));
+      fh = await fsOp(open(tmp, 'wx', 0o600));
       const input = metered(body, maxBytes);
       for await (const chunk of input.chunks) {
         for (let at = 0; at < chunk.length; ) at += (await fsOp(fh.write(chunk, at))).bytesWritten;
@@ -190,7 +190,7 @@ export class LocalStorage implements Storage, Lifecycle {
     const dir = dirname(path);
     for (let attempt = 1; ; attempt++) {
       try {
-        await mkdir(dir, { recursive: true });
+        await mkdir(dir, { recursive: true, mode: 0o700 });
         await rename(tmp, path);
         break;
       } catch (err) {

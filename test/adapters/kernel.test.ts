@@ -1,10 +1,11 @@
 // legs: db
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadConfig } from '../../config/load.js';
+import { ConfigError, loadConfig } from '../../config/load.js';
 import { boot, KernelError } from '../../adapters/kernel.js';
 import { createLogger } from '../../adapters/logger.js';
 import { testKernel } from '../helpers/kernel.js';
@@ -33,7 +34,14 @@ test('an unknown plugin id fails start-up naming the port, the id and the choice
 test('a misconfigured plugin fails start-up naming the plugin id and the key', async () => {
   await failsWith({ HOIST_MAILER: 'smtp' }, 'mailer-smtp', 'HOIST_SMTP_URL');
   await failsWith({ HOIST_DB: 'postgres' }, 'postgres', 'HOIST_DATABASE_URL');
-  await failsWith({ HOIST_JWT_SECRET: 'short' }, 'tokens-jose', 'HOIST_JWT_SECRET');
+});
+
+test('a good secret starts; a placeholder one never gets as far as booting', async () => {
+  const secrets = { jwtSecret: randomBytes(48).toString('base64url'), masterKey: `k1:${randomBytes(32).toString('base64')}`, metricsToken: randomBytes(24).toString('hex') };
+  const k = await testKernel(secrets);
+  assert.is(k.config.jwtSecret, secrets.jwtSecret);
+  await k.stop();
+  assert.throws(() => loadConfig({ HOIST_DATA_DIR: dir, HOIST_JWT_SECRET: 'change-me-to-32-or-more-random-bytes!!' }), (err: Error) => err instanceof ConfigError && /HOIST_JWT_SECRET/.test(err.message));
 });
 
 test('boot runs migrations, start hooks, and stop closes the database', async () => {

@@ -11,6 +11,7 @@ import projects from './projects.js';
 import releases from './releases.js';
 import env from './env.js';
 import operations from './operations.js';
+import secrets from './secrets.js';
 
 /** Every CLI command group; each adds its commands to the program. */
-export const commands: ((program: Command) => void)[] = [start, accounts, mail, accessRequests, tokens, keys, session, deploy, projects, releases, env, operations];
+export const commands: ((program: Command) => void)[] = [start, accounts, mail, accessRequests, tokens, keys, session, deploy, projects, releases, env, operations, secrets];
