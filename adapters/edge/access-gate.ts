@@ -227,5 +227,10 @@ async function readForm(req: FastifyRequest): Promise<URLSearchParams> {
     if (size > FORM_MAX_BYTES) throw new Refusal(413, 'Form refused', 'The form is too large.');
     chunks.push(chunk as Buffer);
   }
-  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  // As the API does (adapters/http/refuse-nul.ts): U+0000 never reaches a query.
+  for (const [name, value] of form) {
+    if (name.includes('\u0000') || value.includes('\u0000')) throw new Refusal(400, 'Form refused', 'A form field holds the NUL character (U+0000), which no form needs.');
+  }
+  return form;
 }

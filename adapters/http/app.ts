@@ -11,6 +11,7 @@ import { authPlugin } from './auth.js';
 import { errorBody, errorHandler } from './error-handler.js';
 import { routes } from './routes/index.js';
 import { ErrorBody } from './schemas.js';
+import { refuseNul } from './refuse-nul.js';
 import { requestLog } from './request-log.js';
 
 /** Builds the REST API (not listening): every route under /api/v1, with /api as an alias. */
@@ -35,6 +36,8 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
     reply.header('x-request-id', req.id);
     RequestContext.create(kernel.orm.em, done);
   });
+  // One place for every route: no text with U+0000 reaches a handler or the database.
+  app.addHook('preValidation', refuseNul);
   instrument(app, kernel, 'api');
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((req, reply) =>

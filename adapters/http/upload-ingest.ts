@@ -10,6 +10,7 @@ import { STORAGE, type Storage } from '../../core/ports/storage.js';
 import { PROJECT_SERVICE, type ProjectService } from '../../core/projects/project-service.js';
 import { projectUrl } from '../../core/projects/project-url.js';
 import type { Kernel } from '../kernel.js';
+import { refuseNulIn } from './refuse-nul.js';
 import { Uuid } from './schemas.js';
 
 /** The whole proxied request, multipart overhead included (the spec's envelope). */
@@ -111,6 +112,7 @@ export class UploadIngest {
         if (part.type === 'file') {
           if (part.fieldname !== 'file') throw invalid(`Unexpected file part "${part.fieldname}"; send the ZIP in the part "file"`, { field: part.fieldname });
           if (upload) throw invalid('Send exactly one file part', { field: 'file' });
+          refuseNulIn(part.filename, 'file', 'file name of part');
           // Past its limit the file part is skipped fast, so the envelope count may trip first: the ZIP's limit is the cause.
           const stored = await this.storage.put(key, part.file, { maxBytes: limit }).catch((err) => {
             throw part.file.truncated ? tooLarge(limit) : err;
@@ -124,6 +126,7 @@ export class UploadIngest {
           if (part.valueTruncated) throw invalid(`Part "${part.fieldname}" is too long`, { field: part.fieldname });
           // @fastify/multipart parses a part sent as application/json.
           if (typeof part.value !== 'string') throw invalid(`Part "${part.fieldname}" must be plain text`, { field: part.fieldname });
+          refuseNulIn(part.value, part.fieldname, 'part');
           fields[part.fieldname] = part.value;
         }
       }

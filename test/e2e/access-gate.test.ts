@@ -313,6 +313,14 @@ test('form posts: cross-site or missing Origin is 403, other content types 415, 
   const bad = await post(site.host, 'email', { email: 'not an address', next: '/' });
   assert.is(bad.status, 400);
   assert.match(bad.body, /aria-invalid="true"/);
+  for (const form of [{ email: `${email}\u0000`, next: '/' }, { email, next: '/\u0000' }]) {
+    const nul = await post(site.host, 'email', form);
+    assert.is(nul.status, 400);
+    assert.match(nul.body, 'A form field holds the NUL character (U+0000)');
+  }
+  const nulPassword = await post(site.host, 'password', { password: `${PASSWORD}\u0000` });
+  assert.is(nulPassword.status, 400);
+  assert.is(cookieOf(nulPassword), null);
   assert.is((await mailFor(h.running.kernel, email)).length, known);
 });
 
