@@ -58,11 +58,13 @@ export const services: ServiceDefinition[] = [
         get(PASSWORD_HASHER),
         get(CLOCK),
         get<HoistConfig>(CONFIG),
+        new RateLimiter(get(ENTITY_MANAGER), get(CLOCK)),
       ),
   },
   {
     token: ACCESS_REQUEST_SERVICE,
-    create: (get) => new AccessRequestService(get(ENTITY_MANAGER), get(ACCOUNT_SERVICE), get(PASSWORD_RECOVERY_SERVICE), get(CLOCK)),
+    create: (get) =>
+      new AccessRequestService(get(ENTITY_MANAGER), get(ACCOUNT_SERVICE), get(PASSWORD_RECOVERY_SERVICE), get(CLOCK), new RateLimiter(get(ENTITY_MANAGER), get(CLOCK)), get<HoistConfig>(CONFIG)),
   },
   { token: ENTITLEMENT_SERVICE, create: (get) => new EntitlementService(get(ENTITY_MANAGER)) },
   { token: BILLING_SERVICE, create: (get) => new BillingService(get(ENTITY_MANAGER)) },

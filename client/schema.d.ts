@@ -11,7 +11,7 @@ export interface paths {
         put?: never;
         /**
          * Ask for an account
-         * @description No authentication. Records the request for an administrator (`hoist access-requests approve`), who creates the account; the requester then gets a mail with a token to set a password. Answers 202 {status: "received"} the same way for a repeat and for an e-mail that already has an account, and then stores nothing.
+         * @description No authentication. Records the request for an administrator (`hoist access-requests approve`), who creates the account; the requester then gets a mail with a token to set a password. Answers 202 {status: "received"} the same way for a repeat and for an e-mail that already has an account, and then stores nothing. Limited in sliding windows of mailWindowSeconds: past mailMaxPerAddress requests from one client address the answer is 429 rate_limited with Retry-After; past mailMaxPerRecipient for one e-mail the answer stays 202 and nothing is stored.
          */
         post: {
             parameters: {
@@ -45,6 +45,15 @@ export interface paths {
                 };
                 /** @description Invalid input (invalid_request); details.field names the field. */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests; see Retry-After. */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -184,7 +193,7 @@ export interface paths {
         put?: never;
         /**
          * Exchange e-mail and password for a JWT
-         * @description An unknown e-mail and a wrong password get the same 401. Failed attempts per e-mail and all attempts per client address are limited per window (loginMaxPerAccount, loginMaxPerAddress, loginWindowSeconds); past a limit the answer is 429 rate_limited with Retry-After, even for the right password. A successful login clears the e-mail's failures.
+         * @description An unknown e-mail and a wrong password get the same 401. Limits, in sliding windows of loginWindowSeconds: all attempts per client address (loginMaxPerAddress), and attempts per e-mail from one client address not followed by a success (loginMaxPerAccount); past either the answer is 429 rate_limited with Retry-After, even for the right password, for that address only. Failures of one e-mail from all addresses together past loginMaxPerAccount only slow its logins down (up to 3 s; not from an address the user has logged in from before): someone guessing from elsewhere cannot lock the owner out.
          */
         post: {
             parameters: {
@@ -313,7 +322,7 @@ export interface paths {
         put?: never;
         /**
          * Mail a password reset token
-         * @description Answers 202 {status: "accepted"} the same way, in about the same time, whether or not the e-mail has an account; when it has, mails a one-time token, valid 1 hour, for POST /api/v1/auth/password-recovery/reset.
+         * @description Answers 202 {status: "accepted"} the same way, in about the same time, whether or not the e-mail has an account; when it has, mails a one-time token, valid 1 hour, for POST /api/v1/auth/password-recovery/reset. Limited in sliding windows of mailWindowSeconds: past mailMaxPerAddress requests from one client address the answer is 429 rate_limited with Retry-After; past mailMaxPerRecipient for one e-mail (known or not) the answer stays 202 and nothing is mailed.
          */
         post: {
             parameters: {
@@ -344,6 +353,15 @@ export interface paths {
                 };
                 /** @description Invalid input (invalid_request); details.field names the field. */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests; see Retry-After. */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };

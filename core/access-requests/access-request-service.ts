@@ -1,7 +1,10 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import { isEmail, type AccountService } from '../accounts/account-service.js';
 import { normalizeEmail } from '../auth/auth-service.js';
+import { mailAllowed } from '../auth/mail-limits.js';
 import type { PasswordRecoveryService } from '../auth/password-recovery-service.js';
+import type { RateLimiter } from '../auth/rate-limiter.js';
+import type { HoistConfig } from '../../config/schema.js';
 import type { Account } from '../entities/account.js';
 import { AccessRequest } from '../entities/access-request.js';
 import { User } from '../entities/user.js';
@@ -27,16 +30,21 @@ export class AccessRequestService {
     private readonly accounts: AccountService,
     private readonly recovery: PasswordRecoveryService,
     private readonly clock: Clock,
+    private readonly limiter: RateLimiter,
+    private readonly config: Pick<HoistConfig, 'mailMaxPerAddress' | 'mailMaxPerRecipient' | 'mailWindowSeconds'>,
   ) {}
 
   /**
    * Records a request, once per e-mail: a repeat, or an e-mail that already has an account, stores
    * nothing and resolves the same way, so the caller learns nothing about existing accounts.
-   * Throws invalid_request (field `email`) for an implausible address.
+   * Throws invalid_request (field `email`) for an implausible address, and rate_limited past
+   * `mailMaxPerAddress` requests from the client's address; past `mailMaxPerRecipient` for one
+   * e-mail it stores nothing and resolves the same way (mail-limits.ts).
    */
-  async submit(input: AccessRequestInput): Promise<void> {
+  async submit(input: AccessRequestInput, client: { address?: string } = {}): Promise<void> {
     const email = normalizeEmail(input.email);
     if (!isEmail(email)) throw invalid(`Not a valid e-mail address: ${input.email}`, { field: 'email' });
+    if (!(await mailAllowed(this.limiter, this.config, 'access-request', email, client.address))) return;
     const known = await this.em.findOne(AccessRequest, { email }, { fields: ['id'] });
     if (known || (await this.em.count(User, { email }))) return;
     try {

@@ -123,8 +123,7 @@ export class SiteAccessService {
     const grant = await this.em.findOne(AccessGrant, { projectId, email }, { disableIdentityMap: true });
     if (!grant) return;
     // A granted address cannot be flooded with mail: past the limit, requests are ignored silently.
-    const sent = await this.limiter.hit(`site-mail-to:${grant.id}`, this.config.loginWindowSeconds);
-    if (sent.count > this.config.accessMaxAttempts) return;
+    if (!(await this.limiter.hit(`site-mail-to:${grant.id}`, this.config.accessMaxAttempts, this.config.loginWindowSeconds)).allowed) return;
     const project = await this.em.findOneOrFail(Project, { id: projectId }, { fields: ['id', 'name'], disableIdentityMap: true });
     const code = String(randomInt(0, 10 ** CODE_DIGITS)).padStart(CODE_DIGITS, '0');
     const codeHash = await this.hasher.hash(code);
@@ -148,7 +147,7 @@ export class SiteAccessService {
   }
 
   private async limit(key: string): Promise<void> {
-    const { count, retryAfter } = await this.limiter.hit(key, this.config.loginWindowSeconds);
-    if (count > this.config.accessMaxAttempts) throw rateLimited('Too many attempts; try again later', retryAfter);
+    const { allowed, retryAfter } = await this.limiter.hit(key, this.config.accessMaxAttempts, this.config.loginWindowSeconds);
+    if (!allowed) throw rateLimited('Too many attempts; try again later', retryAfter);
   }
 }

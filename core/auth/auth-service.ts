@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { createHash, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { HoistConfig } from '../../config/schema.js';
 import { Session } from '../entities/session.js';
 import { User } from '../entities/user.js';
@@ -36,6 +37,11 @@ export interface ClientInfo {
 
 export const AUTH_SERVICE = Symbol.for('hoist.AuthService');
 
+/** Each failed login of an e-mail (all addresses together) past loginMaxPerAccount slows its next attempts by this much... */
+export const LOGIN_SLOWDOWN_STEP_MS = 250;
+/** ...up to this long. */
+export const LOGIN_SLOWDOWN_MAX_MS = 3000;
+
 /** Logs users in, verifies their bearer tokens and manages their sessions. */
 export class AuthService {
   // A valid hash of a random password, verified when the e-mail is unknown so both paths cost the same.
@@ -52,27 +58,46 @@ export class AuthService {
 
   /**
    * Exchanges e-mail and password for a REST token; the same 401 for an unknown e-mail and a wrong
-   * password. Throws rate_limited (with `retry_after`) past `loginMaxPerAddress` attempts from the
-   * client's address or `loginMaxPerAccount` failed attempts for the e-mail in one window; a
-   * successful login clears the e-mail's failures.
+   * password. Guessing is limited in sliding windows of `loginWindowSeconds`, so that an attacker
+   * cannot lock the owner out (see README, "Login limits"):
+   *
+   * - per client address: `loginMaxPerAddress` attempts, whatever the e-mail (429 past it);
+   * - per e-mail and client address: `loginMaxPerAccount` attempts not followed by a success
+   *   (429 past it, even for the right password, for that address only; a success clears them);
+   * - per e-mail, from every address together: failures past `loginMaxPerAccount` only slow every
+   *   further attempt down (LOGIN_SLOWDOWN_STEP_MS each, up to LOGIN_SLOWDOWN_MAX_MS), and not at all
+   *   from an address the user has logged in from before. They never refuse the right password.
+   *
+   * Unknown e-mails are counted the same way, so the limits tell nothing about who has an account.
    */
   async login(email: string, password: string, client: ClientInfo = {}): Promise<LoginResult> {
     const { loginWindowSeconds: window, loginMaxPerAddress, loginMaxPerAccount } = this.config;
+    const address = client.address ?? 'unknown';
     if (client.address) {
-      const byAddress = await this.limiter.hit(`login:address:${client.address}`, window);
-      if (byAddress.count > loginMaxPerAddress) throw rateLimited('Too many login attempts from this address; try again later', byAddress.retryAfter);
+      const byAddress = await this.limiter.hit(`login:address:${address}`, loginMaxPerAddress, window);
+      if (!byAddress.allowed) throw rateLimited('Too many login attempts from this address; try again later', byAddress.retryAfter);
     }
     // Counted before the password is checked, so concurrent guesses cannot slip past the limit; the
-    // key is a hash so typed-in secrets never sit in the table. Unknown e-mails count the same way.
-    const accountKey = `login:account:${createHash('sha256').update(normalizeEmail(email)).digest('hex')}`;
-    const failures = await this.limiter.hit(accountKey, window);
-    if (failures.count > loginMaxPerAccount) throw rateLimited('Too many failed logins for this account; try again later', failures.retryAfter);
+    // keys hold a hash, so typed-in secrets never sit in the table.
+    const who = createHash('sha256').update(normalizeEmail(email)).digest('hex');
+    const pairKey = `login:account-address:${who}:${address}`;
+    const pair = await this.limiter.hit(pairKey, loginMaxPerAccount, window);
+    if (!pair.allowed) throw rateLimited('Too many failed logins for this account from this address; try again later', pair.retryAfter);
 
     const user = await this.em.findOne(User, { email: normalizeEmail(email) });
+    const accountKey = `login:account:${who}`;
+    const excess = (await this.limiter.count(accountKey, window)) - loginMaxPerAccount;
+    if (excess > 0 && !(user && client.address && (await this.em.count(Session, { userId: user.id, address: client.address.slice(0, 64) })))) {
+      await sleep(Math.min(LOGIN_SLOWDOWN_MAX_MS, excess * LOGIN_SLOWDOWN_STEP_MS));
+    }
     this.dummyHash ??= this.hasher.hash(randomUUID());
     const ok = await this.hasher.verify(user?.passwordHash ?? (await this.dummyHash), password);
-    if (!user || !user.passwordHash || !ok) throw new HoistError('unauthorized', 'Invalid e-mail or password');
-    await this.limiter.clear(accountKey);
+    if (!user || !user.passwordHash || !ok) {
+      // Kept only up to where the slowdown is at its longest: beyond, more rows change nothing.
+      await this.limiter.hit(accountKey, loginMaxPerAccount + Math.ceil(LOGIN_SLOWDOWN_MAX_MS / LOGIN_SLOWDOWN_STEP_MS), window);
+      throw new HoistError('unauthorized', 'Invalid e-mail or password');
+    }
+    await this.limiter.clear(pairKey);
     return this.issue(user, client);
   }
 

@@ -10,6 +10,8 @@ import type { PasswordHasher } from '../ports/password-hasher.js';
 import { normalizeEmail } from './auth-service.js';
 import { apiLink } from './links.js';
 import type { OneTimeTokens } from './one-time-tokens.js';
+import { mailAllowed } from './mail-limits.js';
+import type { RateLimiter } from './rate-limiter.js';
 
 export const PASSWORD_RECOVERY_SERVICE = Symbol.for('hoist.PasswordRecoveryService');
 
@@ -29,12 +31,19 @@ export class PasswordRecoveryService {
     private readonly hasher: PasswordHasher,
     private readonly clock: Clock,
     private readonly config: HoistConfig,
+    private readonly limiter: RateLimiter,
   ) {}
 
-  /** Mails a reset token when `email` has an account; resolves the same way, in about the same time, when not. */
-  async request(email: string): Promise<void> {
+  /**
+   * Mails a reset token when `email` has an account; resolves the same way, in about the same time,
+   * when not. Limited in sliding windows of `mailWindowSeconds`: past `mailMaxPerAddress` requests
+   * from the client's address, throws rate_limited; past `mailMaxPerRecipient` for one e-mail
+   * (known or not), resolves the same way and mails nothing, so nobody can flood a mailbox.
+   */
+  async request(email: string, client: { address?: string } = {}): Promise<void> {
     const started = performance.now();
     try {
+      if (!(await mailAllowed(this.limiter, this.config, 'recovery', email, client.address))) return;
       const user = await this.em.findOne(User, { email: normalizeEmail(email) });
       if (user) await this.mail(user, RESET_TTL_SECONDS, 'Reset your Hoist password', `Someone asked to reset the Hoist password of ${user.email}.`);
     } finally {

@@ -1,20 +1,31 @@
-import { raw, UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
-import { RateBucket } from '../entities/rate-bucket.js';
+import type { EntityManager } from '@mikro-orm/core';
+import { RateHit } from '../entities/rate-hit.js';
 import { HoistError } from '../errors.js';
 import type { Clock } from '../ports/clock.js';
 
-/** A key's count in the current window and the whole seconds until that window ends. */
-export interface RateCount {
+/** What one hit got: whether it was within the limit, the hits now in the window, and when to come back. */
+export interface RateDecision {
+  allowed: boolean;
+  /** Accepted hits of the key in the window, this one included when it was allowed. */
   count: number;
+  /** Whole seconds until the next hit would be allowed (0 when this one was). */
   retryAfter: number;
 }
 
 /** The error for a caller over a limit; the HTTP edge turns `retry_after` into a Retry-After header. */
 export const rateLimited = (message: string, retryAfter: number) => new HoistError('rate_limited', message, { retry_after: retryAfter });
 
+/** Hits kept at least this long, whatever the window, before anyone's hit may sweep them away. */
+const KEEP_MS = 24 * 3600 * 1000;
+
 /**
- * Fixed-window counters kept in `rate_buckets`, so every API process sharing the database counts
- * together. Each change is one conditional statement, so concurrent hits are never lost.
+ * Sliding-window limits kept in `rate_hits`, so every process sharing the database counts
+ * together: at most `limit` accepted hits of a key in any `windowSeconds`, wherever the window
+ * falls (fixed windows let twice the limit through across their edge). A hit is written first and
+ * then counted, so concurrent hits are never lost and never let more than `limit` through (at the
+ * limit, concurrent ones may all be refused); one over the limit is removed again and not
+ * counted, so a caller who keeps knocking waits for the window to slide, not longer, and a key
+ * never holds more than `limit` rows in its window.
  */
 export class RateLimiter {
   constructor(
@@ -22,41 +33,34 @@ export class RateLimiter {
     private readonly clock: Clock,
   ) {}
 
-  /** Counts one attempt against `key` in the current window of `windowSeconds`. */
-  async hit(key: string, windowSeconds: number): Promise<RateCount> {
-    const { start } = this.window(windowSeconds);
-    for (;;) {
-      if (await this.em.nativeUpdate(RateBucket, { key, windowStart: start }, { count: raw('"count" + 1') })) break;
-      // The bucket is from an older window: only one process wins the reset, the others retry the increment.
-      if (await this.em.nativeUpdate(RateBucket, { key, windowStart: { $lt: start } }, { windowStart: start, count: 1 })) break;
-      try {
-        await this.em.insert(RateBucket, { key, windowStart: start, count: 1 });
-        // A new key is the rare path: drop buckets nobody has touched for a day.
-        await this.em.nativeDelete(RateBucket, { windowStart: { $lt: new Date(start.getTime() - Math.max(windowSeconds, 86400) * 1000) } });
-        break;
-      } catch (err) {
-        if (!(err instanceof UniqueConstraintViolationException)) throw err;
-      }
+  /** Counts one hit of `key` unless `limit` hits are already in the last `windowSeconds`. */
+  async hit(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {
+    const now = this.clock.now();
+    const since = new Date(now.getTime() - windowSeconds * 1000);
+    const row = Object.assign(new RateHit(), { key, at: now });
+    await this.em.insert(RateHit, row);
+    const count = await this.em.count(RateHit, { key, at: { $gt: since } });
+    if (count <= limit) {
+      // The key's expired hits go as it is used; a key's first hit also sweeps keys nobody uses any more.
+      await this.em.nativeDelete(RateHit, { key, at: { $lte: since } });
+      if (count === 1) await this.em.nativeDelete(RateHit, { at: { $lt: new Date(now.getTime() - Math.max(windowSeconds * 1000, KEEP_MS)) } });
+      return { allowed: true, count, retryAfter: 0 };
     }
-    return this.peek(key, windowSeconds);
+    await this.em.nativeDelete(RateHit, { id: row.id });
+    // The next hit fits once all but limit - 1 of the others have left the window.
+    const kept = count - 1;
+    const [freeing] = await this.em.find(RateHit, { key, at: { $gt: since } }, { fields: ['at'], orderBy: { at: 'asc', id: 'asc' }, offset: kept - limit, limit: 1, disableIdentityMap: true });
+    const ms = freeing ? freeing.at.getTime() + windowSeconds * 1000 - now.getTime() : 1000;
+    return { allowed: false, count: kept, retryAfter: Math.max(1, Math.ceil(ms / 1000)) };
   }
 
-  /** The count of `key` in the current window, without counting. */
-  async peek(key: string, windowSeconds: number): Promise<RateCount> {
-    const { start, retryAfter } = this.window(windowSeconds);
-    const bucket = await this.em.findOne(RateBucket, { key }, { disableIdentityMap: true });
-    return { count: bucket && bucket.windowStart.getTime() === start.getTime() ? bucket.count : 0, retryAfter };
+  /** The accepted hits of `key` in the last `windowSeconds`, without counting one. */
+  async count(key: string, windowSeconds: number): Promise<number> {
+    return this.em.count(RateHit, { key, at: { $gt: new Date(this.clock.now().getTime() - windowSeconds * 1000) } });
   }
 
   /** Forgets `key` (a successful login clears its failures). */
   async clear(key: string): Promise<void> {
-    await this.em.nativeDelete(RateBucket, { key });
-  }
-
-  private window(windowSeconds: number): { start: Date; retryAfter: number } {
-    const now = this.clock.now().getTime();
-    const size = windowSeconds * 1000;
-    const start = Math.floor(now / size) * size;
-    return { start: new Date(start), retryAfter: Math.max(1, Math.ceil((start + size - now) / 1000)) };
+    await this.em.nativeDelete(RateHit, { key });
   }
 }

@@ -15,7 +15,7 @@ import { OperationSchema } from './operation.js';
 import { OutboxMailSchema } from './outbox-mail.js';
 import { ProjectSchema } from './project.js';
 import { ProjectKeySchema } from './project-key.js';
-import { RateBucketSchema } from './rate-bucket.js';
+import { RateHitSchema } from './rate-hit.js';
 import { SessionSchema } from './session.js';
 import { UserSchema } from './user.js';
 import { UploadSessionSchema } from './upload-session.js';
@@ -30,7 +30,7 @@ export const entities = [
   ProjectSchema,
   OperationSchema,
   OutboxMailSchema,
-  RateBucketSchema,
+  RateHitSchema,
   JobRowSchema,
   VersionSchema,
   BuildSchema,

@@ -9,7 +9,7 @@ import { boot, KernelError } from '../../adapters/kernel.js';
 import { createLogger } from '../../adapters/logger.js';
 import { withWorkspace } from '../../core/deployments/workspace.js';
 import { STORAGE, type Storage } from '../../core/ports/storage.js';
-import { RateBucket } from '../../core/entities/rate-bucket.js';
+import { RateHit } from '../../core/entities/rate-hit.js';
 
 // The modes below are what Hoist sets, whatever the umask it was started with.
 process.umask(0o022);
@@ -25,7 +25,7 @@ test('a fresh data directory is 0711, its directories 0700 (work/ and releases/ 
   const k = await start(dataDir);
   try {
     // A write, so SQLite has its -wal and -shm files; an object in storage; a workspace.
-    await k.orm.em.fork().insert(RateBucket, { key: 'modes', windowStart: new Date(), count: 1 });
+    await k.orm.em.fork().insert(RateHit, Object.assign(new RateHit(), { key: 'modes', at: new Date() }));
     await k.get<Storage>(STORAGE).put('uploads/modes.zip', Readable.from([Buffer.from('zip')]));
     const inside = await withWorkspace(dataDir, 'modes', async (dir) => ({ work: modeOf(join(dataDir, 'work')), dir: modeOf(dir) }));
     assert.equal(inside, { work: '711', dir: '711' }, 'the workspace and work/ let the sandbox uid through');

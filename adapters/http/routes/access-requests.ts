@@ -16,7 +16,9 @@ const accessRequests: FastifyPluginAsync<RouteOptions> = async (app, { kernel })
         description:
           'No authentication. Records the request for an administrator (`hoist access-requests approve`), who creates the account; ' +
           'the requester then gets a mail with a token to set a password. Answers 202 {status: "received"} the same way for a repeat ' +
-          'and for an e-mail that already has an account, and then stores nothing.',
+          'and for an e-mail that already has an account, and then stores nothing. Limited in sliding windows of mailWindowSeconds: ' +
+          'past mailMaxPerAddress requests from one client address the answer is 429 rate_limited with Retry-After; past ' +
+          'mailMaxPerRecipient for one e-mail the answer stays 202 and nothing is stored.',
         body: {
           type: 'object',
           required: ['email'],
@@ -29,12 +31,12 @@ const accessRequests: FastifyPluginAsync<RouteOptions> = async (app, { kernel })
         },
         response: {
           202: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['received'] } } },
-          ...errorResponses(400),
+          ...errorResponses(400, 429),
         },
       },
     },
     async (req, reply) => {
-      await service.submit(req.body);
+      await service.submit(req.body, { address: req.ip });
       return reply.status(202).send({ status: 'received' });
     },
   );

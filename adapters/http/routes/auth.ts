@@ -55,9 +55,11 @@ const auth: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         tags,
         summary: 'Exchange e-mail and password for a JWT',
         description:
-          'An unknown e-mail and a wrong password get the same 401. Failed attempts per e-mail and all attempts per client address ' +
-          'are limited per window (loginMaxPerAccount, loginMaxPerAddress, loginWindowSeconds); past a limit the answer is 429 ' +
-          'rate_limited with Retry-After, even for the right password. A successful login clears the e-mail\'s failures.',
+          'An unknown e-mail and a wrong password get the same 401. Limits, in sliding windows of loginWindowSeconds: all attempts ' +
+          'per client address (loginMaxPerAddress), and attempts per e-mail from one client address not followed by a success ' +
+          '(loginMaxPerAccount); past either the answer is 429 rate_limited with Retry-After, even for the right password, for that ' +
+          'address only. Failures of one e-mail from all addresses together past loginMaxPerAccount only slow its logins down ' +
+          '(up to 3 s; not from an address the user has logged in from before): someone guessing from elsewhere cannot lock the owner out.',
         body: {
           type: 'object',
           required: ['email', 'password'],
@@ -172,13 +174,15 @@ const auth: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         summary: 'Mail a password reset token',
         description:
           'Answers 202 {status: "accepted"} the same way, in about the same time, whether or not the e-mail has an account; ' +
-          'when it has, mails a one-time token, valid 1 hour, for POST /api/v1/auth/password-recovery/reset.',
+          'when it has, mails a one-time token, valid 1 hour, for POST /api/v1/auth/password-recovery/reset. ' +
+          'Limited in sliding windows of mailWindowSeconds: past mailMaxPerAddress requests from one client address the answer is 429 ' +
+          'rate_limited with Retry-After; past mailMaxPerRecipient for one e-mail (known or not) the answer stays 202 and nothing is mailed.',
         body: { type: 'object', required: ['email'], additionalProperties: false, properties: { email: { type: 'string', minLength: 3, maxLength: 320 } } },
-        response: { 202: Accepted('Accepted; a mail follows if the e-mail has an account.', ['accepted']), ...errorResponses(400, 503) },
+        response: { 202: Accepted('Accepted; a mail follows if the e-mail has an account.', ['accepted']), ...errorResponses(400, 429, 503) },
       },
     },
     async (req, reply) => {
-      await recovery.request(req.body.email);
+      await recovery.request(req.body.email, { address: req.ip });
       return reply.status(202).send({ status: 'accepted' });
     },
   );

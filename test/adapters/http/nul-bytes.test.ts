@@ -7,7 +7,7 @@ import { Account } from '../../../core/entities/account.js';
 import { OneTimeToken } from '../../../core/entities/one-time-token.js';
 import { OutboxMail } from '../../../core/entities/outbox-mail.js';
 import { Project } from '../../../core/entities/project.js';
-import { RateBucket } from '../../../core/entities/rate-bucket.js';
+import { RateHit } from '../../../core/entities/rate-hit.js';
 import { Session } from '../../../core/entities/session.js';
 import { testApi, type TestApi } from '../../helpers/api.js';
 import { zipOf } from '../../helpers/live.js';
@@ -35,7 +35,7 @@ function refused(res: { statusCode: number; body: string; json(): any }, field: 
 
 test('login: a NUL in the e-mail or the password is 400 naming it, and nothing is counted or stored (no login needed)', async () => {
   const a = await t.account();
-  const buckets = await count(RateBucket);
+  const buckets = await count(RateHit);
   const sessions = await count(Session);
   for (const [payload, field] of [
     [{ email: `${a.email}${NUL}`, password: a.password }, 'email'],
@@ -44,7 +44,7 @@ test('login: a NUL in the e-mail or the password is 400 naming it, and nothing i
   ] as const) {
     refused(await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload }), field);
   }
-  assert.is(await count(RateBucket), buckets, 'no attempt was counted');
+  assert.is(await count(RateHit), buckets, 'no attempt was counted');
   assert.is(await count(Session), sessions, 'no session was opened');
   // The right password still works.
   assert.is((await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: a.email, password: a.password } })).statusCode, 200);
