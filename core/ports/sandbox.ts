@@ -38,6 +38,9 @@ export interface Sandbox {
 /** Where the workspace is mounted inside every sandbox, and the working directory of a run. */
 export const SANDBOX_WORKSPACE = '/app';
 
+/** HOME of every sandboxed process: `SandboxRun.home` when given, else an empty directory of its own. */
+export const HOME_DIR = '/home/sandbox';
+
 /** `none`: loopback only. `egress`: outbound to the internet, never to the host or Hoist's services. */
 export type NetworkPolicy = 'none' | 'egress';
 
@@ -63,6 +66,11 @@ export interface SandboxRun {
   workspace: string;
   /** Working directory relative to the workspace (default: the workspace itself). */
   cwd?: string;
+  /**
+   * Host directory mounted writable as HOME (e.g. to keep a package cache between the runs of one
+   * build); like the workspace, no other run sees it. Default: an empty HOME for this run only.
+   */
+  home?: string;
   /** The whole environment of the command: nothing of Hoist's own environment is added but HOME and PATH defaults. */
   env: Record<string, string>;
   network: NetworkPolicy;

@@ -1,5 +1,6 @@
 import { BUILDERS, type Builder } from '../../core/ports/builder.js';
 import type { PluginDefinition } from '../../core/plugin.js';
+import { SANDBOX, type Sandbox } from '../../core/ports/sandbox.js';
 import { NodeBuilder } from './node-builder.js';
 
 export default {
@@ -7,5 +8,5 @@ export default {
   port: 'builder',
   name: 'node',
   token: BUILDERS,
-  create: ({ config }) => new NodeBuilder(config),
+  create: ({ config, get }) => new NodeBuilder(config, get<Sandbox>(SANDBOX)),
 } satisfies PluginDefinition<Builder>;

@@ -7,13 +7,15 @@ import type { HoistConfig } from '../../config/schema.js';
 import { StageError } from '../../core/operations/stage-error.js';
 import type { Detection } from '../../core/ports/analyzer.js';
 import type { BuildInput, Builder, BuildOutput } from '../../core/ports/builder.js';
-import { runCommand } from '../../adapters/process/run-command.js';
+import { HOME_DIR, type Sandbox } from '../../core/ports/sandbox.js';
+import { buildCommand, checkRealDirectory, nodeHeapCap, runTenant } from '../shared/sandbox/run-tenant.js';
 import { missingPackage } from './missing-package.js';
 import { defaultNpmRegistry } from './npm-registry.js';
 import { replaceSymlinks } from './replace-symlinks.js';
 
-// Host variables a build needs (its tools, the way to the registry); nothing else of the host leaks in.
-const HOST_VARS = ['PATH', 'NODE_EXTRA_CA_CERTS', 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
+// Host variables a build needs to reach the registry (its proxy and CA bundle, which the sandbox's
+// read-only /etc/ssl holds); nothing else of the host leaks in.
+const HOST_VARS = ['NODE_EXTRA_CA_CERTS', 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
 // Managers that may be absent here; corepack would download them, which the registry-only network forbids.
 const OPTIONAL_MANAGERS = ['pnpm', 'yarn', 'bun'];
 
@@ -27,24 +29,27 @@ const OPTIONAL_MANAGERS = ['pnpm', 'yarn', 'bun'];
 export class NodeBuilder implements Builder {
   readonly id = 'builder-node';
 
-  constructor(private readonly config: HoistConfig) {}
+  constructor(
+    private readonly config: HoistConfig,
+    private readonly sandbox: Sandbox,
+  ) {}
 
   supports(detection: Detection): boolean {
     return detection.packageManager !== null;
   }
 
   async build({ workspace, detection: d, env, signal, log, progress }: BuildInput): Promise<BuildOutput> {
+    // HOME (with npm's cache) lasts for the install and build commands of this build only.
     const home = join(dirname(workspace), 'home');
-    const cache = join(this.config.dataDir, 'cache', 'npm');
-    await Promise.all([mkdir(home, { recursive: true }), mkdir(cache, { recursive: true })]);
+    await mkdir(home, { recursive: true });
     // Read lazily (once per process) so that booting Hoist, e.g. for a CLI command, spawns no npm.
     const registry = this.config.npmRegistry ?? (await defaultNpmRegistry());
     const base: Record<string, string> = {
       PATH: '/usr/local/bin:/usr/bin:/bin',
       ...Object.fromEntries(HOST_VARS.flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : []))),
-      HOME: home,
+      HOME: HOME_DIR,
       CI: 'true',
-      npm_config_cache: cache,
+      npm_config_cache: `${HOME_DIR}/.npm`,
       npm_config_update_notifier: 'false',
       npm_config_fund: 'false',
       npm_config_audit: 'false',
@@ -62,8 +67,15 @@ export class NodeBuilder implements Builder {
         if (lines.push(line) > 1000) lines.shift();
         log(line);
       };
-      const timeoutMs = Math.max(1, deadline - Date.now());
-      await runCommand(command, { cwd: workspace, env: childEnv, timeoutMs, memoryMb: this.config.buildMemoryMb, signal, log: capture, codePrefix: 'build' }).catch((err) => {
+      await runTenant(this.sandbox, command, {
+        workspace,
+        home,
+        env: { ...childEnv, NODE_OPTIONS: nodeHeapCap(childEnv, this.config.buildMemoryMb) },
+        network: 'egress',
+        signal,
+        log: capture,
+        ...buildCommand(this.config, deadline),
+      }).catch((err) => {
         if (!(err instanceof StageError) || err.code !== 'build_timeout') throw err;
         throw new StageError('build_timeout', `"${command}" was stopped: the build exceeded its time limit of ${this.config.buildTimeoutSeconds} s (HOIST_BUILD_TIMEOUT_SECONDS).`, true, {}, { cause: err });
       });
@@ -79,7 +91,7 @@ export class NodeBuilder implements Builder {
     progress(1 / steps);
     if (d.buildCommand) await run(d.buildCommand, { ...base, NODE_ENV: env.NODE_ENV ?? 'production' });
     progress(2 / steps);
-    if (d.runtime === 'static') return { outputDir: staticOutput(workspace, d) };
+    if (d.runtime === 'static') return { outputDir: await staticOutput(workspace, d) };
 
     const prune = /^npm\s/.test(d.installCommand ?? '') ? 'npm prune --omit=dev' : /^pnpm\s/.test(d.installCommand ?? '') ? 'pnpm prune --prod' : null;
     if (prune) await run(prune, base);
@@ -128,11 +140,12 @@ function installError(err: unknown, lines: string[], command: string, registry: 
 }
 
 /** The static site's output directory, checked like builder-static does. */
-function staticOutput(workspace: string, d: Detection): string {
+async function staticOutput(workspace: string, d: Detection): Promise<string> {
   const outputDir = resolve(workspace, d.outputDir);
   if (outputDir !== workspace && !outputDir.startsWith(workspace + sep)) {
     throw new StageError('build_output_invalid', `output_directory "${d.outputDir}" leaves the project`, false);
   }
+  await checkRealDirectory(workspace, outputDir, d.outputDir);
   if (!existsSync(outputDir) || !statSync(outputDir).isDirectory()) {
     const by = d.buildCommand ? `"${d.buildCommand}"` : 'The project (no build command)';
     throw new StageError('build_output_missing', `${by} did not produce the output directory "${d.outputDir}". Check build_command and output_directory.`, false, { output_directory: d.outputDir });

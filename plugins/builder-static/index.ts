@@ -5,13 +5,17 @@ import { StageError } from '../../core/operations/stage-error.js';
 import type { Detection } from '../../core/ports/analyzer.js';
 import { BUILDERS, type BuildInput, type Builder, type BuildOutput } from '../../core/ports/builder.js';
 import type { PluginDefinition } from '../../core/plugin.js';
-import { runCommand } from '../../adapters/process/run-command.js';
+import { SANDBOX, type Sandbox } from '../../core/ports/sandbox.js';
+import { buildCommand, checkRealDirectory, nodeHeapCap, runTenant } from '../shared/sandbox/run-tenant.js';
 
 /** Static sites: no build for plain HTML; otherwise the install and build commands, then the output dir. */
 export class StaticBuilder implements Builder {
   readonly id = 'builder-static';
 
-  constructor(private readonly config: HoistConfig) {}
+  constructor(
+    private readonly config: HoistConfig,
+    private readonly sandbox: Sandbox,
+  ) {}
 
   supports(detection: Detection): boolean {
     return detection.runtime === 'static';
@@ -19,23 +23,23 @@ export class StaticBuilder implements Builder {
 
   async build({ workspace, detection, env, signal, log, progress }: BuildInput): Promise<BuildOutput> {
     const commands = [detection.installCommand, detection.buildCommand].filter((c): c is string => !!c);
-    const started = Date.now();
+    const deadline = Date.now() + this.config.buildTimeoutSeconds * 1000;
     for (const [i, command] of commands.entries()) {
       log(`$ ${command}`);
-      await runCommand(command, {
-        cwd: workspace,
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: workspace, CI: 'true', ...env },
-        timeoutMs: Math.max(1000, this.config.buildTimeoutSeconds * 1000 - (Date.now() - started)),
-        memoryMb: this.config.buildMemoryMb,
+      await runTenant(this.sandbox, command, {
+        workspace,
+        env: { CI: 'true', ...env, NODE_OPTIONS: nodeHeapCap(env, this.config.buildMemoryMb) },
+        network: 'egress',
         signal,
         log,
-        codePrefix: 'build',
+        ...buildCommand(this.config, deadline),
       });
       progress((i + 1) / (commands.length + 1));
     }
     if (commands.length === 0) log('Plain static site: nothing to build.');
     const outputDir = resolve(workspace, detection.outputDir);
     if (outputDir !== workspace && !outputDir.startsWith(workspace + sep)) throw outputInvalid(detection);
+    await checkRealDirectory(workspace, outputDir, detection.outputDir);
     if (!existsSync(outputDir) || !statSync(outputDir).isDirectory()) throw outputMissing(detection);
     if (!existsSync(resolve(outputDir, 'index.html'))) throw noIndexHtml(detection);
     return { outputDir };
@@ -63,5 +67,5 @@ export default {
   port: 'builder',
   name: 'static',
   token: BUILDERS,
-  create: ({ config }) => new StaticBuilder(config),
+  create: ({ config, get }) => new StaticBuilder(config, get<Sandbox>(SANDBOX)),
 } satisfies PluginDefinition<Builder>;

@@ -8,12 +8,21 @@ import type { Lifecycle } from '../../core/plugin.js';
 import type { Archive } from '../../core/ports/archive.js';
 import type { Deployer, ReleaseSpec } from '../../core/ports/deployer.js';
 import type { Storage } from '../../core/ports/storage.js';
+import type { Sandbox } from '../../core/ports/sandbox.js';
+import { nodeHeapCap } from '../shared/sandbox/run-tenant.js';
 import { Supervisor } from './supervisor.js';
+
+/** The port a release listens on inside its sandbox (it gets it as PORT). */
+const RELEASE_PORT = 8080;
 
 export interface LocalDeployerOptions {
   dataDir: string;
-  /** Heap cap of a Node.js release, MiB. */
+  /** Memory of a Node.js release, MiB (its heap cap is three quarters of it). */
   memoryMb: number;
+  /** Processes and threads of a release. */
+  processes: number;
+  /** Disk a release may write (HOME, /tmp), MiB. */
+  diskMb: number;
   /** How long a Node.js release has to answer HTTP before its deploy fails. */
   healthTimeoutMs: number;
 }
@@ -21,9 +30,9 @@ export interface LocalDeployerOptions {
 /**
  * Runs releases on this machine. Every release is an immutable directory
  * `<dataDir>/releases/<deploymentId>`, unpacked beside it and renamed into place in one step. A
- * static release is served from it by the edge; a Node.js release runs there as a supervised child
- * process on a free loopback port (restarted with backoff after a crash; a crash loop marks the
- * deployment failed).
+ * static release is served from it by the edge; a Node.js release runs from it, read-only, in the
+ * sandbox, with its port published on the host's loopback for the edge alone (restarted with
+ * backoff after a crash; a crash loop marks the deployment failed).
  */
 export class LocalDeployer implements Deployer, Lifecycle {
   private readonly running = new Map<string, Supervisor>();
@@ -32,6 +41,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
     private readonly em: EntityManager,
     private readonly storage: Storage,
     private readonly archive: Archive,
+    private readonly sandbox: Sandbox,
     private readonly opts: LocalDeployerOptions,
   ) {}
 
@@ -63,7 +73,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
   }
 
   async remove(deploymentId: string): Promise<void> {
-    this.running.get(deploymentId)?.stop();
+    await this.running.get(deploymentId)?.stop();
     this.running.delete(deploymentId);
     await rm(this.dir(deploymentId), { recursive: true, force: true });
   }
@@ -83,32 +93,36 @@ export class LocalDeployer implements Deployer, Lifecycle {
   }
 
   async stop(): Promise<void> {
-    for (const s of this.running.values()) s.stop();
+    await Promise.all([...this.running.values()].map((s) => s.stop()));
     this.running.clear();
   }
 
   private async run(spec: ReleaseSpec, root: string, signal?: AbortSignal): Promise<ReleaseTarget> {
+    const env = { NODE_ENV: 'production', ...spec.env };
     const supervisor = new Supervisor(
+      this.sandbox,
       {
         command: spec.startCommand!,
-        cwd: root,
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, NODE_ENV: 'production', HOST: '127.0.0.1', ...spec.env },
-        memoryMb: this.opts.memoryMb,
+        workspace: root,
+        env: { ...env, NODE_OPTIONS: nodeHeapCap(env, this.opts.memoryMb) },
+        network: 'egress',
+        port: RELEASE_PORT,
+        limits: { memoryMb: this.opts.memoryMb, processes: this.opts.processes, outputBytes: Number.MAX_SAFE_INTEGER, diskMb: this.opts.diskMb },
       },
       {
         crashLoop: (lines) => {
           this.running.delete(spec.deploymentId);
           void this.markFailed(spec.deploymentId, 'deploy_crash_loop', `The app crashed 5 times within a minute and was stopped. Last lines:\n${lines.slice(-20).join('\n')}`);
         },
-        restarted: (port) => {
-          void this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target: { kind: 'http', url: `http://127.0.0.1:${port}` } });
+        restarted: (url) => {
+          void this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target: { kind: 'http', url } });
         },
       },
     );
     try {
-      const port = await supervisor.start(this.opts.healthTimeoutMs, signal);
+      const url = await supervisor.start(this.opts.healthTimeoutMs, signal);
       this.running.set(spec.deploymentId, supervisor);
-      return { kind: 'http', url: `http://127.0.0.1:${port}` };
+      return { kind: 'http', url };
     } catch (err) {
       const tail = supervisor.lines.slice(-20).join('\n');
       const message = `The app ${(err as Error).message}. ${tail ? `Last lines:\n${tail}` : 'It printed nothing.'}`;

@@ -1,45 +1,22 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import net from 'node:net';
 import http from 'node:http';
-
-/** How one release process is run. */
-export interface ProcessSpec {
-  command: string;
-  cwd: string;
-  env: Record<string, string>;
-  /** Heap cap in MiB (NODE_OPTIONS --max-old-space-size). */
-  memoryMb: number;
-}
+import type { Sandbox, SandboxServe, SandboxService } from '../../core/ports/sandbox.js';
 
 /** What the supervisor tells its owner. */
 export interface SupervisorEvents {
   /** The process crashed too often: it is stopped for good. */
   crashLoop(lastLines: string[]): void;
-  /** The process came back on a new port after a crash. */
-  restarted(port: number): void;
+  /** The process came back at a new address after a crash. */
+  restarted(url: string): void;
 }
 
 const KEEP_LINES = 50;
 const CRASH_WINDOW_MS = 60_000;
 const MAX_CRASHES = 5;
 
-/** A free TCP port on the loopback interface. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** True once something answers HTTP on the port (any status: the app is up and listening). */
-function answers(port: number): Promise<boolean> {
+/** True once something answers HTTP at `url` (any status: the app is up and listening). */
+function answers(url: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = http.get({ host: '127.0.0.1', port, path: '/', timeout: 1000, headers: { 'user-agent': 'hoist-health-check' } }, (res) => {
+    const req = http.get(url, { timeout: 1000, headers: { 'user-agent': 'hoist-health-check' } }, (res) => {
       res.resume();
       resolve(true);
     });
@@ -49,93 +26,64 @@ function answers(port: number): Promise<boolean> {
 }
 
 /**
- * Runs one release as a child process in its own process group on a free port, keeps its last
- * output lines, restarts it with backoff when it crashes after being healthy, and gives up (a crash
- * loop) after 5 crashes within a minute.
+ * Runs one release in the sandbox, keeps its last output lines, restarts it with backoff when it
+ * crashes after being healthy, and gives up (a crash loop) after 5 crashes within a minute.
  */
 export class Supervisor {
   readonly lines: string[] = [];
-  port = 0;
-  private child: ChildProcess | null = null;
+  url = '';
+  private service: SandboxService | null = null;
   private stopped = false;
   private crashes: number[] = [];
 
   constructor(
-    private readonly spec: ProcessSpec,
+    private readonly sandbox: Sandbox,
+    private readonly spec: Omit<SandboxServe, 'log'>,
     private readonly events: SupervisorEvents,
   ) {}
 
   /**
-   * Starts the process and resolves with its port once it answers HTTP. Rejects with the reason
+   * Starts the process and resolves with its address once it answers HTTP. Rejects with the reason
    * (and leaves it stopped) when it exits first, when `signal` aborts, or after `timeoutMs`.
    */
-  async start(timeoutMs: number, signal?: AbortSignal): Promise<number> {
-    this.port = await freePort();
-    const child = this.spawn();
+  async start(timeoutMs: number, signal?: AbortSignal): Promise<string> {
+    const service = await this.sandbox.serve({ ...this.spec, log: (l) => this.keep(l) });
+    this.service = service;
     const end = Date.now() + timeoutMs;
     let exited: string | null = null;
-    child.once('exit', (code, sig) => (exited = `exited with ${code ?? sig} before answering on port ${this.port}`));
+    void service.exited.then((r) => (exited = `exited with ${r.exitCode ?? r.signal ?? r.reason} before answering on PORT ${this.spec.port}`));
     while (!exited) {
-      if (signal?.aborted) {
-        this.kill();
+      if (signal?.aborted || this.stopped) {
+        await service.stop();
         throw new Error('canceled');
       }
-      if (await answers(this.port)) {
-        child.on('exit', () => this.onCrash());
-        return this.port;
+      if (await answers(service.url)) {
+        void service.exited.then(() => this.onCrash(service));
+        this.url = service.url;
+        return service.url;
       }
       if (Date.now() > end) {
-        this.kill();
-        throw new Error(`did not answer HTTP on PORT ${this.port} within ${Math.round(timeoutMs / 1000)} s`);
+        await service.stop();
+        throw new Error(`did not answer HTTP on PORT ${this.spec.port} within ${Math.round(timeoutMs / 1000)} s`);
       }
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(exited);
   }
 
-  /** Stops the process group for good. */
-  stop(): void {
+  /** Stops the process for good; resolves once it is gone. */
+  async stop(): Promise<void> {
     this.stopped = true;
-    this.kill();
+    await this.service?.stop();
   }
 
-  private kill(): void {
-    const pid = this.child?.pid;
-    if (!pid) return;
-    try {
-      process.kill(-pid, 'SIGTERM');
-      setTimeout(() => {
-        try {
-          process.kill(-pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }, 3000).unref();
-    } catch {
-      // already gone
-    }
+  private keep(line: string): void {
+    this.lines.push(line.length > 2000 ? `${line.slice(0, 2000)}…` : line);
+    if (this.lines.length > KEEP_LINES) this.lines.shift();
   }
 
-  private spawn(): ChildProcess {
-    const env = {
-      ...this.spec.env,
-      PORT: String(this.port),
-      NODE_OPTIONS: `${this.spec.env.NODE_OPTIONS ?? ''} --max-old-space-size=${this.spec.memoryMb}`.trim(),
-    };
-    const child = spawn('sh', ['-c', this.spec.command], { cwd: this.spec.cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    for (const s of [child.stdout!, child.stderr!]) {
-      createInterface({ input: s, crlfDelay: Infinity }).on('line', (l) => {
-        this.lines.push(l.length > 2000 ? `${l.slice(0, 2000)}…` : l);
-        if (this.lines.length > KEEP_LINES) this.lines.shift();
-      });
-    }
-    child.on('error', (err) => this.lines.push(`could not start: ${err.message}`));
-    this.child = child;
-    return child;
-  }
-
-  private onCrash(): void {
-    if (this.stopped) return;
+  private onCrash(service: SandboxService): void {
+    if (this.stopped || service !== this.service) return;
     const now = Date.now();
     this.crashes = [...this.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
     if (this.crashes.length >= MAX_CRASHES) {
@@ -147,8 +95,8 @@ export class Supervisor {
     setTimeout(() => {
       if (this.stopped) return;
       this.start(60_000).then(
-        (port) => this.events.restarted(port),
-        () => this.onCrash(),
+        (url) => this.events.restarted(url),
+        () => this.onCrash(this.service!),
       );
     }, backoff).unref();
   }

@@ -11,10 +11,13 @@ import type { Detection } from '../../../core/ports/analyzer.js';
 import { NodeBuilder } from '../../../plugins/builder-node/node-builder.js';
 import { defaultNpmRegistry } from '../../../plugins/builder-node/npm-registry.js';
 import archiveZip from '../../../plugins/archive-zip/index.js';
+import { testSandbox } from '../../helpers/sandbox.js';
+import { HOME_DIR } from '../../../core/ports/sandbox.js';
 
 const root = mkdtempSync(join(tmpdir(), 'hoist-builder-node-'));
 test.after(() => rmSync(root, { recursive: true, force: true }));
 const dataDir = join(root, 'data');
+const sandbox = await testSandbox(root);
 let n = 0;
 
 /** A fresh workspace (`<dir>/src`, as the Build stage makes it) holding `files`. */
@@ -70,7 +73,7 @@ async function build(
 ): Promise<{ outputDir?: string; error?: StageError; log: string[] }> {
   const config = loadConfig({ HOIST_DATA_DIR: dataDir }, { buildTimeoutSeconds: 120, ...opts.config });
   const log: string[] = [];
-  const builder = new NodeBuilder(config);
+  const builder = new NodeBuilder(config, sandbox);
   try {
     const { outputDir } = await builder.build({ workspace, detection: d, env: opts.env ?? {}, signal: opts.signal ?? new AbortController().signal, log: (l) => log.push(l), progress: () => {} });
     return { outputDir, log };
@@ -80,14 +83,6 @@ async function build(
   }
 }
 
-const gone = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
-};
 
 test('a static site with package-lock.json: npm ci installs, the build script writes dist/, with the build environment', async () => {
   const buildJs = `
@@ -105,14 +100,14 @@ test('a static site with package-lock.json: npm ci installs, the build script wr
   assert.ok(existsSync(join(workspace, 'node_modules/is-number/package.json')));
   assert.is(readFileSync(join(outputDir!, 'index.html'), 'utf8'), '<p>true</p>');
   const env = JSON.parse(readFileSync(join(outputDir!, 'env.json'), 'utf8'));
-  assert.is(env.HOME, join(dirname(workspace), 'home'));
+  assert.is(env.HOME, HOME_DIR, 'the sandbox\'s HOME (the build\'s own home folder)');
   assert.is.not(env.HOME, process.env.HOME);
   assert.is(env.CI, 'true');
   assert.is(env.NODE_ENV, 'production');
   assert.is(env.registry, await defaultNpmRegistry());
-  assert.is(env.cache, join(dataDir, 'cache', 'npm'));
+  assert.is(env.cache, `${HOME_DIR}/.npm`);
   assert.is(env.MY_VAR, 'from project');
-  assert.match(env.NODE_OPTIONS, '--max-old-space-size=2048');
+  assert.match(env.NODE_OPTIONS, '--max-old-space-size=1536');
 });
 
 test('a committed node_modules without a lockfile is used as is, its symlinks become working shims and copies', async () => {
@@ -212,19 +207,28 @@ test('a static site whose build writes no output directory fails with build_outp
 });
 
 test('cancel kills the running build and its children at once', async () => {
-  const workspace = project({ 'package.json': pkg({ scripts: { build: 'sleep 30 & echo $! > sleep.pid; echo $$ > sh.pid; wait' } }) });
+  // Pids inside the sandbox are of its own namespace: the processes are found on the host by a marker.
+  const marker = `31.${process.pid}`;
+  const workspace = project({ 'package.json': pkg({ scripts: { build: `sleep ${marker} & echo started > sh.pid; wait` } }) });
   const abort = new AbortController();
   const started = Date.now();
   const running = build(workspace, detection({ installCommand: null }), { signal: abort.signal });
   while (!existsSync(join(workspace, 'sh.pid'))) await new Promise((r) => setTimeout(r, 20));
   await new Promise((r) => setTimeout(r, 50));
+  const alive = () => {
+    try {
+      return execFileSync('pgrep', ['-f', `^sleep ${marker}`]).toString().trim();
+    } catch {
+      return '';
+    }
+  };
+  assert.ok(alive(), 'the build\'s child runs before the cancel');
   abort.abort();
   const { error } = await running;
   assert.is(error?.code, 'build_canceled', error?.message);
   assert.ok(Date.now() - started < 10_000);
-  const pids = ['sleep.pid', 'sh.pid'].map((f) => Number(readFileSync(join(workspace, f), 'utf8')));
-  for (let i = 0; i < 100 && !pids.every(gone); i++) await new Promise((r) => setTimeout(r, 20));
-  assert.ok(pids.every(gone), `still running: ${pids.filter((p) => !gone(p))}`);
+  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.is(alive(), '', 'no process of the build is left');
 });
 
 test('a build over the time limit fails with build_timeout', async () => {

@@ -6,12 +6,14 @@ import * as assert from 'uvu/assert';
 import type { HoistConfig } from '../../../config/schema.js';
 import type { Detection } from '../../../core/ports/analyzer.js';
 import { StaticBuilder } from '../../../plugins/builder-static/index.js';
+import { testSandbox } from '../../helpers/sandbox.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hoist-static-builder-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 
-const builder = new StaticBuilder({ buildTimeoutSeconds: 60, buildMemoryMb: 256 } as HoistConfig);
+const config = { buildTimeoutSeconds: 60, buildMemoryMb: 256, buildProcesses: 64, buildDiskMb: 64, buildOutputBytes: 1_000_000 } as HoistConfig;
+const builder = new StaticBuilder(config, await testSandbox(dir));
 const detection = (outputDir: string, buildCommand: string | null = null): Detection => ({
   runtime: 'static',
   framework: null,

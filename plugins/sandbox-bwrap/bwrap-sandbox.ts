@@ -1,0 +1,273 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { lchown, lstat, mkdir, readdir, rm } from 'node:fs/promises';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { join, posix } from 'node:path';
+import type { Lifecycle } from '../../core/plugin.js';
+import {
+  HOME_DIR as HOME,
+  SANDBOX_WORKSPACE,
+  SandboxError,
+  type Sandbox,
+  type SandboxResult,
+  type SandboxRun,
+  type SandboxServe,
+  type SandboxService,
+} from '../../core/ports/sandbox.js';
+import { watchRun } from '../shared/sandbox/watch-run.js';
+import { detectCgroups, runCgroup, type CgroupMode, type RunCgroup } from './cgroup.js';
+import { INSIDE_ID, mountArgs, writeSandboxEtc } from './mounts.js';
+import { attachSlirp, deniedRanges, denyRuleset, runHelper, type SlirpNetwork } from './network.js';
+import { preflight } from './preflight.js';
+
+export interface BwrapSandboxOptions {
+  /** Hoist's data directory: the sandbox keeps its synthetic /etc and API sockets in `<dataDir>/sandbox`. */
+  dataDir: string;
+  /** First host uid of the runs when Hoist runs as root. */
+  uidBase: number;
+  /** Ranges sandboxes never reach besides the built-in ones. */
+  denyCidrs: string[];
+  /** The npm registry builds install from: reachable even on a private address. */
+  npmRegistry?: string;
+}
+
+const SIGNALS: Record<number, string> = { 9: 'SIGKILL', 25: 'SIGXFSZ' };
+
+/**
+ * Runs tenant code under bubblewrap: new user, pid, ipc, uts, cgroup, mount and network namespaces,
+ * no capabilities, `--die-with-parent` and `--new-session`. When Hoist runs as root every run gets
+ * its own host uid/gid (never 0, never Hoist's) from `uidBase` up, with rlimits on its processes,
+ * file size and core dumps, and a cgroup (v2, or v1 as root) for memory and processes where one can
+ * be made. `egress` attaches slirp4netns with the host's loopback disabled, and an nftables ruleset
+ * in the sandbox's own namespace refuses the host's addresses, link-local ranges and the configured
+ * ones; a served release's port is published on the host's loopback through slirp4netns' API.
+ */
+export class BwrapSandbox implements Sandbox, Lifecycle {
+  readonly id = 'sandbox-bwrap';
+  private cgroups: CgroupMode = null;
+  private readonly uids = new Set<number>();
+  private readonly root = process.getuid?.() === 0;
+  private readonly dir: string;
+  private registryAddresses: string[] = [];
+
+  constructor(private readonly opts: BwrapSandboxOptions) {
+    this.dir = join(opts.dataDir, 'sandbox');
+  }
+
+  async start(): Promise<void> {
+    await preflight();
+    await mkdir(this.dir, { recursive: true, mode: 0o711 });
+    writeSandboxEtc(join(this.dir, 'etc'));
+    this.cgroups = await detectCgroups();
+    this.registryAddresses = await registryAddresses(this.opts.npmRegistry);
+  }
+
+  async check(): Promise<void> {
+    await preflight();
+  }
+
+  /** How memory and processes are limited here: `cgroup v2`, `cgroup v1` or `rlimits`. */
+  get limitsBy(): string {
+    return this.cgroups ? `cgroup ${this.cgroups.kind}` : 'rlimits';
+  }
+
+  async run(spec: SandboxRun): Promise<SandboxResult> {
+    const started = await this.launch(spec, false, spec.limits.timeMs);
+    const disk = this.watchDisk(spec, started.stop);
+    try {
+      return await started.done;
+    } finally {
+      clearInterval(disk);
+    }
+  }
+
+  async serve(spec: SandboxServe): Promise<SandboxService> {
+    const started = await this.launch({ ...spec, env: { ...spec.env, PORT: String(spec.port), HOST: '0.0.0.0' } }, true, undefined, spec.port);
+    return {
+      url: `http://127.0.0.1:${started.hostPort}`,
+      exited: started.done,
+      stop: async () => {
+        started.stop('canceled');
+        await started.done;
+      },
+    };
+  }
+
+  private async launch(
+    spec: Omit<SandboxRun, 'limits'> & { limits: Omit<SandboxRun['limits'], 'timeMs'> },
+    readOnly: boolean,
+    timeMs: number | undefined,
+    publish?: number,
+  ) {
+    const cwd = posix.join(SANDBOX_WORKSPACE, spec.cwd ?? '.');
+    if (cwd !== SANDBOX_WORKSPACE && !cwd.startsWith(`${SANDBOX_WORKSPACE}/`)) throw new SandboxError(`cwd ${JSON.stringify(spec.cwd)} leaves the workspace`);
+    const name = `run-${randomBytes(6).toString('hex')}`;
+    const uid = this.root ? this.takeUid() : null;
+    const release = () => uid !== null && this.uids.delete(uid);
+    let cgroup: RunCgroup | null = null;
+    let net: SlirpNetwork | null = null;
+    const cleanup = async () => {
+      net?.close();
+      await cgroup?.remove();
+      await rm(join(this.dir, name), { recursive: true, force: true });
+      release();
+    };
+    try {
+      if (uid !== null && !readOnly) await chownTree(spec.workspace, uid);
+      if (uid !== null && spec.home) await chownTree(spec.home, uid);
+      const asUser = uid !== null ? ['/usr/bin/setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all'] : [];
+      if (publish !== undefined) {
+        await mkdir(join(this.dir, name), { mode: 0o700 });
+        if (uid !== null) await lchown(join(this.dir, name), uid, uid);
+      }
+      const disk = spec.limits.diskMb * 1024 * 1024;
+      const rlimits = ['/usr/bin/prlimit', `--nproc=${spec.limits.processes}`, `--fsize=${disk}`, '--core=0'];
+      if (!this.cgroups) rlimits.push(`--data=${spec.limits.memoryMb * 1024 * 1024}`);
+      const bwrap = [
+        '/usr/bin/bwrap',
+        '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net',
+        '--uid', String(INSIDE_ID), '--gid', String(INSIDE_ID), '--hostname', 'sandbox',
+        '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
+        '--info-fd', '3', '--block-fd', '4',
+        ...mountArgs({ workspace: spec.workspace, readOnlyWorkspace: readOnly, home: spec.home ?? null, etcDir: join(this.dir, 'etc'), network: spec.network, diskBytes: disk, cwd }),
+        '--', '/bin/sh', '-c', spec.command,
+      ];
+      const argv = [...asUser, ...rlimits, ...bwrap];
+      const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME, TMPDIR: '/tmp', ...spec.env };
+      const child = spawn(argv[0], argv.slice(1), { env, detached: true, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
+      // bubblewrap closes its info and block descriptors when done with them.
+      for (const fd of [child.stdio[3], child.stdio[4]]) fd?.on('error', () => {});
+      const kill = () => {
+        try {
+          if (child.pid) process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      };
+      const sandboxPid = await readChildPid(child);
+      try {
+        if (this.cgroups) {
+          cgroup = await runCgroup(this.cgroups, name, spec.limits.memoryMb, spec.limits.processes);
+          await cgroup.add(child.pid!);
+          await cgroup.add(sandboxPid);
+        }
+        if (spec.network === 'egress' || publish !== undefined) {
+          net = await attachSlirp(sandboxPid, asUser, publish !== undefined ? join(this.dir, name, 'slirp.sock') : null);
+          const enter = this.root ? ['/usr/bin/nsenter', '-t', String(sandboxPid), '-n'] : ['/usr/bin/nsenter', '-t', String(sandboxPid), '-U', '-n', '--preserve-credentials'];
+          await runHelper([...enter, '/usr/sbin/nft', '-f', '-'], denyRuleset(deniedRanges(this.opts.denyCidrs), this.registryAddresses));
+        }
+      } catch (err) {
+        kill();
+        throw err;
+      }
+      const hostPort = publish !== undefined ? await net!.publish(publish) : 0;
+      const watch = watchRun(child, {
+        timeMs,
+        outputBytes: spec.limits.outputBytes,
+        signal: 'signal' in spec ? (spec as SandboxRun).signal : undefined,
+        log: spec.log,
+        kill,
+        explain: (code, sig) => {
+          const signal = sig ?? (code !== null && code > 128 ? SIGNALS[code - 128] : undefined);
+          if (signal === 'SIGXFSZ') return 'disk';
+          return null;
+        },
+      });
+      (child.stdio[4] as NodeJS.WritableStream).write('go');
+      const done = watch.done.then(async (result) => {
+        const signal = result.signal ?? (result.exitCode !== null && result.exitCode > 128 ? SIGNALS[result.exitCode - 128] : null);
+        const oom = result.reason === 'exited' && signal === 'SIGKILL' && (await cgroup?.oomKilled());
+        await cleanup();
+        return oom ? { reason: 'memory' as const, exitCode: null, signal: 'SIGKILL' } : result;
+      });
+      return { done, stop: watch.stop, hostPort };
+    } catch (err) {
+      await cleanup();
+      throw err instanceof SandboxError ? err : new SandboxError(`the sandbox could not start: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  /** Stops the run when its workspace (and HOME) grow past the disk limit; checked every 2 s. */
+  private watchDisk(spec: SandboxRun, stop: (reason: 'disk') => void): NodeJS.Timeout {
+    const limit = spec.limits.diskMb * 1024 * 1024;
+    let busy = false;
+    return setInterval(() => {
+      if (busy) return;
+      busy = true;
+      Promise.all([treeBytes(spec.workspace, limit), spec.home ? treeBytes(spec.home, limit) : 0])
+        .then(([a, b]) => a + b > limit && stop('disk'))
+        .catch(() => {})
+        .finally(() => (busy = false));
+    }, 2000);
+  }
+
+  private takeUid(): number {
+    for (let i = 0; i < 65536; i++) {
+      const uid = this.opts.uidBase + i;
+      if (!this.uids.has(uid)) {
+        this.uids.add(uid);
+        return uid;
+      }
+    }
+    throw new SandboxError('no free sandbox uid: 65536 runs at once');
+  }
+}
+
+/** The addresses of the registry's host, so that a registry on a private network stays reachable. */
+async function registryAddresses(registry: string | undefined): Promise<string[]> {
+  if (!registry) return [];
+  const host = new URL(registry).hostname;
+  if (isIP(host)) return [host];
+  return lookup(host, { all: true }).then((list) => list.map((a) => a.address), () => []);
+}
+
+/** Reads bubblewrap's info document (written once the namespaces exist) and returns the sandbox's pid. */
+function readChildPid(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    let err = '';
+    const onErr = (d: Buffer) => (err += d);
+    child.stderr!.on('data', onErr);
+    const info = child.stdio[3] as NodeJS.ReadableStream;
+    const done = (fn: () => void) => {
+      child.stderr!.off('data', onErr);
+      child.off('exit', onExit);
+      fn();
+    };
+    const onExit = (code: number | null) =>
+      done(() => reject(new SandboxError(`bubblewrap exited (${code}) before the sandbox started: ${err.trim() || 'no message'}`)));
+    child.once('exit', onExit);
+    child.once('error', (e) => done(() => reject(new SandboxError(`bubblewrap could not start: ${e.message}`))));
+    info.on('data', (d: Buffer) => {
+      text += d;
+      const pid = /"child-pid":\s*(\d+)/.exec(text)?.[1];
+      if (pid) done(() => resolve(Number(pid)));
+    });
+  });
+}
+
+/** Gives a tree to the run's uid (lchown: links are not followed). */
+async function chownTree(dir: string, uid: number): Promise<void> {
+  await lchown(dir, uid, uid);
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) await chownTree(p, uid);
+    else await lchown(p, uid, uid);
+  }
+}
+
+/** Bytes under `dir`, counting stops once past `cap`. */
+async function treeBytes(dir: string, cap: number): Promise<number> {
+  let total = 0;
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
+      if (total > cap) return;
+      const p = join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else total += ((await lstat(p).catch(() => null))?.blocks ?? 0) * 512;
+    }
+  };
+  await walk(dir);
+  return total;
+}

@@ -1,0 +1,45 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { SandboxError } from '../../core/ports/sandbox.js';
+
+const TOOLS: [string, string][] = [
+  ['/usr/bin/bwrap', 'bubblewrap'],
+  ['/usr/bin/slirp4netns', 'slirp4netns'],
+  ['/usr/sbin/nft', 'nftables'],
+  ['/usr/bin/prlimit', 'util-linux'],
+  ['/usr/bin/setpriv', 'util-linux'],
+  ['/usr/bin/nsenter', 'util-linux'],
+];
+
+let proven: Promise<void> | null = null;
+
+/**
+ * Fails, naming the Debian package to install or the setting to choose, when bubblewrap cannot
+ * make a sandbox here: a tool missing, or user namespaces disabled. Proven once per process.
+ */
+export function preflight(): Promise<void> {
+  proven ??= prove().catch((err) => {
+    proven = null;
+    throw err;
+  });
+  return proven;
+}
+
+async function prove(): Promise<void> {
+  if (process.platform !== 'linux') throw new SandboxError(`sandbox bwrap needs Linux; set HOIST_SANDBOX=docker (or none, for one trusted user only)`);
+  const missing = TOOLS.filter(([path]) => !existsSync(path)).map(([, pkg]) => pkg);
+  if (missing.length) {
+    throw new SandboxError(`sandbox bwrap needs ${[...new Set(missing)].join(', ')}: apt-get install ${[...new Set(missing)].join(' ')} (or set HOIST_SANDBOX=docker)`);
+  }
+  const asNobody = process.getuid?.() === 0 ? ['/usr/bin/setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+  const argv = [...asNobody, '/usr/bin/bwrap', '--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--', '/usr/bin/true'];
+  try {
+    await promisify(execFile)(argv[0], argv.slice(1), { env: {}, timeout: 10_000 });
+  } catch (err) {
+    const why = ((err as { stderr?: string }).stderr ?? (err as Error).message).trim();
+    throw new SandboxError(
+      `sandbox bwrap cannot create namespaces here (${why}). Enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0; on Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0) or set HOIST_SANDBOX=docker.`,
+    );
+  }
+}
