@@ -12,7 +12,10 @@ const inside = (path: string, root: string) => path === root || path.startsWith(
  */
 export async function replaceSymlinks(root: string, dir: string): Promise<number> {
   const realRoot = await realpath(root);
-  let count = 0;
+  // Every link of the whole tree is checked before any is replaced: a copy of a folder follows the
+  // links inside it, wherever they are.
+  const scope = join(realRoot, relative(root, dir));
+  const links: { path: string; dir: string; target: string | null }[] = [];
   const walk = async (d: string): Promise<void> => {
     for (const entry of await readdir(d, { withFileTypes: true })) {
       const path = join(d, entry.name);
@@ -24,18 +27,20 @@ export async function replaceSymlinks(root: string, dir: string): Promise<number
         const name = relative(realRoot, path);
         throw new StageError('build_symlink_outside', `${name} is a symbolic link to ${target ?? written}, outside the project; an artifact can only hold the project's own files.`, false, { path: name });
       }
-      await rm(path);
-      count++;
-      if (!target) continue;
-      const st = await stat(target);
-      if (st.isDirectory()) await cp(target, path, { recursive: true, dereference: true });
-      else if (st.mode & 0o111) {
-        const rel = relative(d, target).replace(/["$`\\]/g, '\\$&');
-        await writeFile(path, `#!/bin/sh\nexec "$(dirname "$0")/${rel}" "$@"\n`);
-        await chmod(path, 0o755);
-      } else await cp(target, path);
+      if (inside(path, scope)) links.push({ path, dir: d, target });
     }
   };
-  await walk(join(realRoot, relative(root, dir)));
-  return count;
+  await walk(realRoot);
+  for (const { path, dir: d, target } of links) {
+    await rm(path);
+    if (!target) continue;
+    const st = await stat(target);
+    if (st.isDirectory()) await cp(target, path, { recursive: true, dereference: true });
+    else if (st.mode & 0o111) {
+      const rel = relative(d, target).replace(/["$`\\]/g, '\\$&');
+      await writeFile(path, `#!/bin/sh\nexec "$(dirname "$0")/${rel}" "$@"\n`);
+      await chmod(path, 0o755);
+    } else await cp(target, path);
+  }
+  return links.length;
 }

@@ -266,4 +266,15 @@ test('a symlink in node_modules that points outside the project fails with build
   assert.is(error!.details.path, 'node_modules/dep/leak.txt');
 });
 
+test('a folder link in node_modules to a project folder holding a link outside copies nothing from outside', async () => {
+  const workspace = project({ 'package.json': pkg({}), 'node_modules/dep/index.js': '', 'evil/readme.txt': '' });
+  writeFileSync(join(dirname(workspace), 'secret.txt'), 'host-secret-content');
+  symlinkSync(join(dirname(workspace), 'secret.txt'), join(workspace, 'evil/leak.txt'));
+  symlinkSync('../evil', join(workspace, 'node_modules/aaa'));
+  const { error } = await build(workspace, detection({ runtime: 'node', installCommand: null, buildCommand: null }));
+  assert.is(error?.code, 'build_symlink_outside', error?.message);
+  assert.is(error!.details.path, 'evil/leak.txt');
+  assert.not.ok(existsSync(join(workspace, 'node_modules/aaa/leak.txt')) && !lstatSync(join(workspace, 'node_modules/aaa')).isSymbolicLink(), 'nothing was copied');
+});
+
 test.run();
