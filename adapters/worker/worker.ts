@@ -7,12 +7,14 @@ import { QUEUE, type Job, type JobControl, type Queue } from '../../core/ports/q
 import { metricsOf } from '../observability/metrics.js';
 import { DEPLOYER, type Deployer } from '../../core/ports/deployer.js';
 import { liveReleaseSpecs } from '../../core/deployments/release-specs.js';
+import { sweepWorkspaces } from '../../core/deployments/workspace.js';
 import { ENVIRONMENT_SERVICE, type EnvironmentService } from '../../core/environment/environment-service.js';
 import type { Kernel } from '../kernel.js';
 import { startDomainChecks } from './domain-scheduler.js';
 
 /**
- * Starts the worker role: takes stage jobs from the queue. At start it brings live releases back
+ * Starts the worker role: takes stage jobs from the queue. At start it removes the workspaces a
+ * crashed process left behind, brings live releases back
  * (Deployer.restore) and re-enqueues the current stage
  * of every unfinished deployment (the queue de-duplicates), so a chain interrupted between a stage's
  * commit and the next enqueue resumes. It also checks customer domains on their schedule. Returns a function that stops taking jobs and waits for
@@ -23,6 +25,8 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
   const runner = kernel.get<StageRunner>(STAGE_RUNNER);
   const store = kernel.get<OperationStore>(OPERATION_STORE);
   const em = kernel.orm.em.fork();
+  const swept = await sweepWorkspaces(kernel.config.dataDir);
+  if (swept) kernel.log.info({ workspaces: swept }, 'removed the workspaces of a process that stopped without cleaning up');
   const specs = await liveReleaseSpecs(em, kernel.get<EnvironmentService>(ENVIRONMENT_SERVICE), (deploymentId, err) =>
     kernel.log.error({ deploymentId, reason: err.message }, 'live release not restored: its environment does not decrypt'),
   );

@@ -1,0 +1,38 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { sweepWorkspaces, withWorkspace } from '../../../core/deployments/workspace.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'hoist-sweep-'));
+test.after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+test('workspaces left by a process that is gone are removed at start; a live process keeps its own', async () => {
+  const dead = spawnSync('true').pid!;
+  const work = join(dataDir, 'work');
+  const make = (name: string) => {
+    mkdirSync(join(work, name, 'src'), { recursive: true });
+    writeFileSync(join(work, name, 'src', 'upload.txt'), 'sources');
+  };
+  make(`build-op1-p${dead}-AbC123`);
+  make(`analyze-op2-p${process.ppid}-XyZ789`);
+  make(`deploy-op3-p${process.pid}-QqQ000`);
+  const swept = await sweepWorkspaces(dataDir);
+  assert.is(swept, 2);
+  assert.not.ok(existsSync(join(work, `build-op1-p${dead}-AbC123`)), 'the dead process\' build tree is gone');
+  assert.not.ok(existsSync(join(work, `deploy-op3-p${process.pid}-QqQ000`)), 'this process made none before its start');
+  assert.ok(existsSync(join(work, `analyze-op2-p${process.ppid}-XyZ789`)), 'a live process keeps its workspace');
+});
+
+test('a workspace is tagged with its process and removed when done', async () => {
+  let seen = '';
+  await withWorkspace(dataDir, 'build-op9', async (dir) => {
+    seen = dir;
+    assert.match(dir, new RegExp(`build-op9-p${process.pid}-`));
+  });
+  assert.not.ok(existsSync(seen));
+});
+
+test.run();
