@@ -178,7 +178,8 @@ export class BwrapSandbox implements Sandbox, Lifecycle {
       const done = watch.done.then(async (result) => {
         const signal = result.signal ?? (result.exitCode !== null && result.exitCode > 128 ? SIGNALS[result.exitCode - 128] : null);
         const oom = result.reason === 'exited' && signal === 'SIGKILL' && (await cgroup?.oomKilled());
-        await cleanup();
+        // The group goes once the kernel has reaped its last process; nobody waits for that.
+        void cleanup().catch(() => {});
         return oom ? { reason: 'memory' as const, exitCode: null, signal: 'SIGKILL' } : result;
       });
       return { done, stop: watch.stop, hostPort };
