@@ -18,7 +18,7 @@ import {
 import { watchRun } from '../shared/sandbox/watch-run.js';
 import { detectCgroups, runCgroup, type CgroupMode, type RunCgroup } from './cgroup.js';
 import { INSIDE_ID, mountArgs, writeSandboxEtc } from './mounts.js';
-import { attachSlirp, deniedRanges, denyRuleset, runHelper, type SlirpNetwork } from './network.js';
+import { GUEST, attachSlirp, deniedRanges, denyRuleset, runHelper, type SlirpNetwork } from './network.js';
 import { preflight } from './preflight.js';
 
 export interface BwrapSandboxOptions {
@@ -33,6 +33,21 @@ export interface BwrapSandboxOptions {
 }
 
 const SIGNALS: Record<number, string> = { 9: 'SIGKILL', 25: 'SIGXFSZ' };
+/** Where a served release's relay listens, on the guest's address. */
+const RELAY_PORT = 49151;
+
+const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** A Node.js one-liner that relays RELAY_PORT of the guest's address to the app's port on the loopback. */
+function relayCommand(appPort: number): string {
+  const js = [
+    "const net=require('net');",
+    `net.createServer(c=>{const u=net.connect(${appPort},'127.0.0.1');const end=()=>{c.destroy();u.destroy()};`,
+    "c.on('error',end).on('close',end);u.on('error',end).on('close',end);c.pipe(u).pipe(c)})",
+    `.listen(${RELAY_PORT},'${GUEST}')`,
+  ].join('');
+  return `${process.execPath} -e ${shellQuote(js)}`;
+}
 
 /**
  * Runs tenant code under bubblewrap: new user, pid, ipc, uts, cgroup, mount and network namespaces,
@@ -83,7 +98,11 @@ export class BwrapSandbox implements Sandbox, Lifecycle {
   }
 
   async serve(spec: SandboxServe): Promise<SandboxService> {
-    const started = await this.launch({ ...spec, env: { ...spec.env, PORT: String(spec.port), HOST: '0.0.0.0' } }, true, undefined, spec.port);
+    // slirp4netns forwards to the guest's own address, not to its loopback: a relay there reaches
+    // the app wherever it listens (127.0.0.1, as many apps do, or every interface).
+    const command = `${relayCommand(spec.port)} & exec /bin/sh -c ${shellQuote(spec.command)}`;
+    const env = { ...spec.env, PORT: String(spec.port), HOST: '0.0.0.0' };
+    const started = await this.launch({ ...spec, command, env }, true, undefined, RELAY_PORT);
     return {
       url: `http://127.0.0.1:${started.hostPort}`,
       exited: started.done,

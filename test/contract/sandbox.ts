@@ -119,6 +119,19 @@ export function sandboxContract(name: string, make: () => Promise<SandboxUnderTe
     assert.ok(lines.includes('bye'));
   });
 
+  t('serve reaches an app that listens on the loopback only, as on the host', async ({ s }) => {
+    const dir = ws({ s });
+    writeFileSync(join(dir, 'app.js'), "require('http').createServer((q, r) => r.end('loopback')).listen(Number(process.env.PORT), '127.0.0.1');");
+    const service = await s.sandbox.serve({ command: 'node app.js', workspace: dir, env: {}, network: 'egress', port: 3000, limits, log: () => {} });
+    let body = '';
+    for (let i = 0; i < 100 && !body; i++) {
+      body = await fetch(service.url, { signal: AbortSignal.timeout(1000) }).then((r) => r.text(), () => '');
+      if (!body) await new Promise((r) => setTimeout(r, 100));
+    }
+    await service.stop();
+    assert.is(body, 'loopback');
+  });
+
   t('a served release cannot write its release directory', async ({ s }) => {
     const dir = ws({ s });
     const lines: string[] = [];
