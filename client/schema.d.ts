@@ -858,6 +858,15 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description The body came slower than the minimum rate (request_timeout); the connection closes. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Conflicts with the current state. */
                 409: {
                     headers: {
@@ -3846,6 +3855,15 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description The body came slower than the minimum rate (request_timeout); the connection closes. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Conflicts with the current state. */
                 409: {
                     headers: {
@@ -4624,6 +4642,15 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description The body came slower than the minimum rate (request_timeout); the connection closes. */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Conflicts with the current state. */
                 409: {
                     headers: {
@@ -4657,7 +4684,7 @@ export interface paths {
         options?: never;
         /**
          * Offset of a resumable upload (tus HEAD)
-         * @description No bearer token: upload_url is the credential (an Authorization header is ignored and never forwarded). An unknown token → 404; a used or expired one → 410 (the same answer for both). tus 1.0.0 core (https://tus.io/protocols/resumable-upload) for direct_storage_resumable sessions; the session is the tus upload, its declared size the Upload-Length (at most 100,000,000 bytes). Every answer carries Tus-Resumable: 1.0.0. HEAD upload_url → 200 with Upload-Offset (the bytes stored so far: resume from there), Upload-Length, Upload-Expires and Cache-Control: no-store. PATCH upload_url with Content-Type: application/offset+octet-stream (else 415), Upload-Offset: <the current offset> (missing → 400; not the current offset → 409 conflict with the right one in details.offset and the Upload-Offset header), Tus-Resumable: 1.0.0 (another version → 412) and the next bytes as the body, all of the rest or any part of it. A body that would pass Upload-Length → 413 (before it is read when Content-Length says so); the piece is then not stored. Bytes that arrive before a connection drops are kept: HEAD gives the offset to go on from. A PATCH that leaves the upload unfinished → 204 with the new Upload-Offset; the PATCH that completes it starts the deployment and → 202 with the operation (as Local-to-Live), after which the URL is spent (410), also when the deployment is refused then (403, 409: the upload is discarded).
+         * @description No bearer token: upload_url is the credential (an Authorization header is ignored and never forwarded). An unknown token → 404; a used or expired one → 410 (the same answer for both). tus 1.0.0 core (https://tus.io/protocols/resumable-upload) for direct_storage_resumable sessions; the session is the tus upload, its declared size the Upload-Length (at most 100,000,000 bytes). Every answer carries Tus-Resumable: 1.0.0. HEAD upload_url → 200 with Upload-Offset (the bytes stored so far: resume from there), Upload-Length, Upload-Expires and Cache-Control: no-store. PATCH upload_url with Content-Type: application/offset+octet-stream (else 415), Upload-Offset: <the current offset> (missing → 400; not the current offset → 409 conflict with the right one in details.offset and the Upload-Offset header), Tus-Resumable: 1.0.0 (another version → 412) and the next bytes as the body, all of the rest or any part of it. A body that would pass Upload-Length → 413 (before it is read when Content-Length says so); the piece is then not stored. Bytes that arrive before a connection drops are kept: HEAD gives the offset to go on from; so are those of a body cut for coming slower than the minimum rate (408 request_timeout, with their Upload-Offset). A PATCH that leaves the upload unfinished → 204 with the new Upload-Offset; the PATCH that completes it starts the deployment and → 202 with the operation (as Local-to-Live), after which the URL is spent (410), also when the deployment is refused then (403, 409: the upload is discarded).
          */
         head: {
             parameters: {
@@ -4709,7 +4736,7 @@ export interface paths {
         };
         /**
          * Send bytes of a resumable upload (tus PATCH)
-         * @description No bearer token: upload_url is the credential (an Authorization header is ignored and never forwarded). An unknown token → 404; a used or expired one → 410 (the same answer for both). tus 1.0.0 core (https://tus.io/protocols/resumable-upload) for direct_storage_resumable sessions; the session is the tus upload, its declared size the Upload-Length (at most 100,000,000 bytes). Every answer carries Tus-Resumable: 1.0.0. HEAD upload_url → 200 with Upload-Offset (the bytes stored so far: resume from there), Upload-Length, Upload-Expires and Cache-Control: no-store. PATCH upload_url with Content-Type: application/offset+octet-stream (else 415), Upload-Offset: <the current offset> (missing → 400; not the current offset → 409 conflict with the right one in details.offset and the Upload-Offset header), Tus-Resumable: 1.0.0 (another version → 412) and the next bytes as the body, all of the rest or any part of it. A body that would pass Upload-Length → 413 (before it is read when Content-Length says so); the piece is then not stored. Bytes that arrive before a connection drops are kept: HEAD gives the offset to go on from. A PATCH that leaves the upload unfinished → 204 with the new Upload-Offset; the PATCH that completes it starts the deployment and → 202 with the operation (as Local-to-Live), after which the URL is spent (410), also when the deployment is refused then (403, 409: the upload is discarded).
+         * @description No bearer token: upload_url is the credential (an Authorization header is ignored and never forwarded). An unknown token → 404; a used or expired one → 410 (the same answer for both). tus 1.0.0 core (https://tus.io/protocols/resumable-upload) for direct_storage_resumable sessions; the session is the tus upload, its declared size the Upload-Length (at most 100,000,000 bytes). Every answer carries Tus-Resumable: 1.0.0. HEAD upload_url → 200 with Upload-Offset (the bytes stored so far: resume from there), Upload-Length, Upload-Expires and Cache-Control: no-store. PATCH upload_url with Content-Type: application/offset+octet-stream (else 415), Upload-Offset: <the current offset> (missing → 400; not the current offset → 409 conflict with the right one in details.offset and the Upload-Offset header), Tus-Resumable: 1.0.0 (another version → 412) and the next bytes as the body, all of the rest or any part of it. A body that would pass Upload-Length → 413 (before it is read when Content-Length says so); the piece is then not stored. Bytes that arrive before a connection drops are kept: HEAD gives the offset to go on from; so are those of a body cut for coming slower than the minimum rate (408 request_timeout, with their Upload-Offset). A PATCH that leaves the upload unfinished → 204 with the new Upload-Offset; the PATCH that completes it starts the deployment and → 202 with the operation (as Local-to-Live), after which the URL is spent (410), also when the deployment is refused then (403, 409: the upload is discarded).
          */
         patch: {
             parameters: {
@@ -4787,6 +4814,15 @@ export interface paths {
                 };
                 /** @description Missing, or belongs to another account (not_found). */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description The body came slower than the minimum rate (request_timeout); the connection closes. */
+                408: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'not_found'
   | 'conflict'
   | 'rate_limited'
+  | 'request_timeout'
   | 'payload_too_large'
   | 'gone'
   | 'precondition_failed'

@@ -11,6 +11,7 @@ import { notFoundPage } from './pages.js';
 import { createAccessGate } from './access-gate.js';
 import { createReleaseProxy } from './proxy.js';
 import { instrument } from '../observability/health-routes.js';
+import { clientErrorHandler, guardSlowClients, serverTimeouts } from '../http/slow-clients.js';
 
 /**
  * Builds the edge (not listening): serves each project's live release on `<slug>.<appsDomain>` and its active customer domains,
@@ -20,7 +21,16 @@ import { instrument } from '../observability/health-routes.js';
  */
 export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   const { config } = kernel;
-  const app = Fastify({ loggerInstance: kernel.log.child({ role: 'edge' }) as FastifyBaseLogger, trustProxy: config.trustProxy });
+  const app = Fastify({
+    loggerInstance: kernel.log.child({ role: 'edge' }) as FastifyBaseLogger,
+    trustProxy: config.trustProxy,
+    // Slow clients: headers, keep-alive and whole-request timeouts, a minimum body rate and a cap per address.
+    ...serverTimeouts(config),
+    clientErrorHandler: clientErrorHandler(config, 'text'),
+  });
+  guardSlowClients(app, config, 'text', (_req, res, err) => {
+    if (!res.headersSent) res.writeHead(408, { 'content-type': 'text/plain; charset=utf-8', connection: 'close', 'cache-control': 'no-store' }).end(`${err.message}\n`);
+  });
   await app.register(compress, { global: true, threshold: 1024, encodings: ['br', 'gzip'] });
   // ETag, If-None-Match and Cache-Control are ours (serveStatic); send keeps Last-Modified, If-Modified-Since and ranges.
   await app.register(fastifyStatic, { serve: false, root: config.dataDir, etag: false, lastModified: true, cacheControl: false, dotfiles: 'allow' });

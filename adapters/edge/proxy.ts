@@ -1,7 +1,8 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { createProxyServer } from 'http-proxy-3';
+import { HoistError } from '../../core/errors.js';
 import { badGatewayPage } from './pages.js';
 
 /** How the edge tells a release who asked: the client's scheme when the edge cannot see it itself. */
@@ -48,18 +49,26 @@ const portOf = (host: string | undefined, proto: string) => /:(\d+)$/.exec(host 
 export function createReleaseProxy(options: ForwardingOptions) {
   // xfwd off: http-proxy would keep a client's X-Forwarded-Host and append to its other claims.
   const proxy = createProxyServer({ xfwd: false, ws: true, proxyTimeout: 120_000 });
-  const fail = (res: ServerResponse | Duplex) => {
-    if ('writeHead' in res) {
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-      res.end(badGatewayPage());
-    } else res.destroy();
+  // The request to the release, so a request cut on the edge's side is ended there too.
+  const outgoing = new WeakMap<IncomingMessage, ClientRequest>();
+  proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => outgoing.set(req, proxyReq));
+  const fail = (res: ServerResponse | Duplex, req: IncomingMessage, err?: unknown) => {
+    if (!('writeHead' in res)) return res.destroy();
+    // A body that came too slowly (slow-clients.ts): 408, and the release's request is dropped.
+    if (err instanceof HoistError && err.code === 'request_timeout') {
+      outgoing.get(req)?.destroy();
+      if (!res.headersSent) res.writeHead(408, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', connection: 'close' });
+      return res.end(`${err.message}\n`);
+    }
+    if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+    res.end(badGatewayPage());
   };
   return {
     /** Forwards one HTTP request to `target` (a base URL such as http://127.0.0.1:4123). */
     web(req: IncomingMessage, res: ServerResponse, target: string, headers: Record<string, string>) {
       for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
       setForwardedHeaders(req, options);
-      proxy.web(req, res, { target }, () => fail(res));
+      proxy.web(req, res, { target }, (err) => fail(res, req, err));
     },
     /** Forwards a WebSocket upgrade to `target`. */
     ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: string) {

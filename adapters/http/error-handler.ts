@@ -9,6 +9,7 @@ export const statusOf: Record<ErrorCode, number> = {
   registration_disabled: 403,
   plan_restricted: 403,
   not_found: 404,
+  request_timeout: 408,
   conflict: 409,
   not_cancelable: 409,
   not_retryable: 409,
@@ -24,7 +25,7 @@ export const statusOf: Record<ErrorCode, number> = {
 };
 
 const codeOfStatus = (status: number): ErrorCode =>
-  status === 401 ? 'unauthorized' : status === 404 ? 'not_found' : status === 413 ? 'payload_too_large' : status === 429 ? 'rate_limited' : 'invalid_request';
+  status === 401 ? 'unauthorized' : status === 404 ? 'not_found' : status === 408 ? 'request_timeout' : status === 413 ? 'payload_too_large' : status === 429 ? 'rate_limited' : 'invalid_request';
 
 /** The spec's error body. */
 export function errorBody(req: FastifyRequest, code: ErrorCode, message: string, details: Record<string, unknown> = {}) {
@@ -40,6 +41,8 @@ export function errorHandler(err: FastifyError | HoistError | Error, req: Fastif
     const status = statusOf[err.code];
     if (status >= 500) req.log.error({ err }, err.message);
     if (err.code === 'rate_limited' && typeof err.details.retry_after === 'number') reply.header('retry-after', String(err.details.retry_after));
+    // The rest of a body that came too slowly is not read: the connection ends with the answer.
+    if (err.code === 'request_timeout') reply.header('connection', 'close');
     return reply.status(status).send(errorBody(req, err.code, err.message, err.details));
   }
   const fe = err as FastifyError;

@@ -27,6 +27,7 @@ const meanings: Record<number, string> = {
   401: 'Missing, invalid or expired bearer token (unauthorized).',
   403: 'Registration, plan or entitlement restriction.',
   404: 'Missing, or belongs to another account (not_found).',
+  408: 'The body came slower than the minimum rate (request_timeout); the connection closes.',
   409: 'Conflicts with the current state.',
   410: 'Used or expired.',
   412: 'A precondition header does not match (precondition_failed).',

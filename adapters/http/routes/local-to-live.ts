@@ -79,7 +79,7 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
     consumes: ['multipart/form-data'],
     headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', maxLength: 255 } } },
     ...(params ? { params } : {}),
-    response: { 202: Queued, ...errorResponses(400, 401, 403, 404, 409, 413, 422) },
+    response: { 202: Queued, ...errorResponses(400, 401, 403, 404, 408, 409, 413, 422) },
   });
 
   app.post('/local-to-live', { schema: schema('Upload a ZIP and deploy it (creates or selects the project by name)', 'Account-level.') }, async (req, reply) => {

@@ -8,6 +8,7 @@ import { STORAGE, type Storage } from '../../../core/ports/storage.js';
 import { PROJECT_SERVICE, type ProjectService } from '../../../core/projects/project-service.js';
 import { modeOf, UPLOAD_SESSION_SERVICE, type UploadMode, type UploadSessionService } from '../../../core/uploads/upload-session-service.js';
 import { errorResponses } from '../schemas.js';
+import { slowBodyError } from '../slow-clients.js';
 import { closeUnread, Queued, UploadIngest } from '../upload-ingest.js';
 import type { RouteOptions } from './index.js';
 
@@ -52,7 +53,8 @@ const tusDescription =
   'PATCH upload_url with Content-Type: application/offset+octet-stream (else 415), Upload-Offset: <the current offset> (missing → 400; ' +
   'not the current offset → 409 conflict with the right one in details.offset and the Upload-Offset header), Tus-Resumable: 1.0.0 (another version → 412) ' +
   'and the next bytes as the body, all of the rest or any part of it. A body that would pass Upload-Length → 413 (before it is read when Content-Length says so); ' +
-  'the piece is then not stored. Bytes that arrive before a connection drops are kept: HEAD gives the offset to go on from. ' +
+  'the piece is then not stored. Bytes that arrive before a connection drops are kept: HEAD gives the offset to go on from; so are those of a body cut for ' +
+  'coming slower than the minimum rate (408 request_timeout, with their Upload-Offset). ' +
   'A PATCH that leaves the upload unfinished → 204 with the new Upload-Offset; the PATCH that completes it starts the deployment and → 202 with the ' +
   'operation (as Local-to-Live), after which the URL is spent (410), also when the deployment is refused then (403, 409: the upload is discarded).';
 
@@ -111,7 +113,7 @@ const uploadSessionUploads: FastifyPluginAsync<RouteOptions> = async (app, { ker
           consumes: ['multipart/form-data', 'application/json'],
           body: { content: { 'application/json': { schema: Complete } } },
           params: Params,
-          response: { 202: Queued, ...errorResponses(400, 403, 404, 409, 410, 413) },
+          response: { 202: Queued, ...errorResponses(400, 403, 404, 408, 409, 410, 413) },
         },
       },
       async (req, reply) => {
@@ -196,7 +198,7 @@ const uploadSessionUploads: FastifyPluginAsync<RouteOptions> = async (app, { ker
           response: {
             202: Queued,
             204: { description: 'Stored; the upload is not complete yet. Upload-Offset holds the new offset.', type: 'null' },
-            ...errorResponses(400, 403, 404, 409, 410, 412, 413, 415),
+            ...errorResponses(400, 403, 404, 408, 409, 410, 412, 413, 415),
           },
         },
       },
@@ -208,6 +210,9 @@ const uploadSessionUploads: FastifyPluginAsync<RouteOptions> = async (app, { ker
           throw err;
         });
         reply.header('upload-offset', String(session.offset));
+        // A body cut for coming too slowly: its bytes are kept (Upload-Offset says where to go on), but the answer is 408.
+        const slow = slowBodyError(req.raw);
+        if (slow && !complete) throw slow;
         if (!complete) return reply.status(204).send();
         const stored = await sessions.assemble(session);
         return deploy(session, { ...stored, filename: session.filename }, reply);
