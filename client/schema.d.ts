@@ -3111,10 +3111,10 @@ export interface paths {
                                     value: string;
                                 }[];
                                 /**
-                                 * @description One of pending (waiting for the TXT record), verified (TXT record found, CNAME not yet), active (both records right: served), misconfigured (was verified, a later check found a record gone or wrong: not served until the records are right again).
+                                 * @description One of pending (waiting for the TXT record), verified (TXT record found, CNAME not yet), active (both records right: served), misconfigured (was verified, a later check found a record gone or wrong: not served until the records are right again), failed (another project holds the hostname; message says why: not served, not checked on its own, verify checks again).
                                  * @enum {string}
                                  */
-                                status: "pending" | "verified" | "active" | "misconfigured";
+                                status: "pending" | "verified" | "active" | "misconfigured" | "failed";
                                 /** Format: date-time */
                                 updated_at: string;
                                 /** @description Where the project is served on this domain once it is active. */
@@ -3147,7 +3147,7 @@ export interface paths {
         put?: never;
         /**
          * Add a custom domain
-         * @description Adds a subdomain you own (e.g. app.example.com) as pending and answers 201 with the two DNS records to create. Once the TXT record holds the token the domain is verified; once the CNAME also points at the project host it is active and served. Records are checked on a schedule, or at once with POST …/verify. 400 invalid_request (details.field hostname) for an apex domain (by the Public Suffix List: example.com, example.co.uk), an IP address, a wildcard, the service's apps domain or a name under it, or a name that is not a valid hostname or is longer than 236 characters. 403 plan_restricted (feature customer_subdomains, with plan, required_plan, limit, usage) beyond the plan's domains per account. 409 conflict when the hostname is already added to any project.
+         * @description Adds a subdomain you own (e.g. app.example.com) as pending and answers 201 with the two DNS records to create. Once the TXT record holds the token the domain is verified; once the CNAME also points at the project host it is active and served. Records are checked on a schedule, or at once with POST …/verify. Other projects (of any account) may claim the same hostname at the same time: a pending claim blocks no one. The first claim whose token the TXT record holds gets the hostname (verified, then active), and the other projects' pending claims of it become failed, with the reason in message. A claim whose token the record holds while the holder's is gone takes the name over (the holder becomes failed): control of the DNS decides, so adding succeeds even while another project holds the name (message says so). A claim still pending after domainPendingTtlSeconds (7 days) is removed by the scheduled checks. 400 invalid_request (details.field hostname) for an apex domain (by the Public Suffix List: example.com, example.co.uk), an IP address, a wildcard, the service's apps domain or a name under it, or a name that is not a valid hostname or is longer than 236 characters. 403 plan_restricted (feature customer_subdomains, with plan, required_plan, limit, usage) beyond the plan's domains per account. 409 conflict (details.domain_id) when this project has the hostname already.
          */
         post: {
             parameters: {
@@ -3200,10 +3200,10 @@ export interface paths {
                                 value: string;
                             }[];
                             /**
-                             * @description One of pending (waiting for the TXT record), verified (TXT record found, CNAME not yet), active (both records right: served), misconfigured (was verified, a later check found a record gone or wrong: not served until the records are right again).
+                             * @description One of pending (waiting for the TXT record), verified (TXT record found, CNAME not yet), active (both records right: served), misconfigured (was verified, a later check found a record gone or wrong: not served until the records are right again), failed (another project holds the hostname; message says why: not served, not checked on its own, verify checks again).
                              * @enum {string}
                              */
-                            status: "pending" | "verified" | "active" | "misconfigured";
+                            status: "pending" | "verified" | "active" | "misconfigured" | "failed";
                             /** Format: date-time */
                             updated_at: string;
                             /** @description Where the project is served on this domain once it is active. */
@@ -3322,10 +3322,10 @@ export interface paths {
                                 value: string;
                             }[];
                             /**
-                             * @description One of pending (waiting for the TXT record), verified (TXT record found, CNAME not yet), active (both records right: served), misconfigured (was verified, a later check found a record gone or wrong: not served until the records are right again).
+                             * @description One of pending (waiting for the TXT record), verified (TXT record found, CNAME not yet), active (both records right: served), misconfigured (was verified, a later check found a record gone or wrong: not served until the records are right again), failed (another project holds the hostname; message says why: not served, not checked on its own, verify checks again).
                              * @enum {string}
                              */
-                            status: "pending" | "verified" | "active" | "misconfigured";
+                            status: "pending" | "verified" | "active" | "misconfigured" | "failed";
                             /** Format: date-time */
                             updated_at: string;
                             /** @description Where the project is served on this domain once it is active. */
@@ -3417,7 +3417,7 @@ export interface paths {
         put?: never;
         /**
          * Check a custom domain now
-         * @description Looks the TXT and CNAME records up now and answers the domain in its new state (200). A failed lookup (timeout, server failure) keeps the state and says so in message.
+         * @description Looks the TXT and CNAME records up now and answers the domain in its new state (200). A failed lookup (timeout, server failure) keeps the state and says so in message. This is also how a failed domain (one another project holds) is checked again: when the TXT record holds its token and not the holder's, it takes the hostname over; while the record holds both, the holder keeps it and this domain stays failed.
          */
         post: {
             parameters: {
@@ -3465,10 +3465,10 @@ export interface paths {
                                 value: string;
                             }[];
                             /**
-                             * @description One of pending (waiting for the TXT record), verified (TXT record found, CNAME not yet), active (both records right: served), misconfigured (was verified, a later check found a record gone or wrong: not served until the records are right again).
+                             * @description One of pending (waiting for the TXT record), verified (TXT record found, CNAME not yet), active (both records right: served), misconfigured (was verified, a later check found a record gone or wrong: not served until the records are right again), failed (another project holds the hostname; message says why: not served, not checked on its own, verify checks again).
                              * @enum {string}
                              */
-                            status: "pending" | "verified" | "active" | "misconfigured";
+                            status: "pending" | "verified" | "active" | "misconfigured" | "failed";
                             /** Format: date-time */
                             updated_at: string;
                             /** @description Where the project is served on this domain once it is active. */

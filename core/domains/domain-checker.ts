@@ -1,21 +1,29 @@
 import { randomUUID } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/core';
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import type { HoistConfig } from '../../config/schema.js';
 import { Domain } from '../entities/domain.js';
 import { Project } from '../entities/project.js';
 import type { Clock } from '../ports/clock.js';
 import { DnsLookupError, type DnsResolver } from '../ports/dns-resolver.js';
-import { afterCheck, challengeName, type Findings } from './domain-states.js';
+import { afterCheck, challengeName, displacedMessage, HOLDING_STATES, lostMessage, type CheckOutcome, type Findings } from './domain-states.js';
 
 export const DOMAIN_CHECKER = Symbol.for('hoist.DomainChecker');
 
-type Settings = Pick<HoistConfig, 'appsDomain' | 'dnsTimeoutMs' | 'dnsTries' | 'domainCheckSeconds' | 'domainCheckMaxSeconds' | 'domainActiveCheckSeconds'>;
+type Settings = Pick<
+  HoistConfig,
+  'appsDomain' | 'dnsTimeoutMs' | 'dnsTries' | 'domainCheckSeconds' | 'domainCheckMaxSeconds' | 'domainActiveCheckSeconds' | 'domainPendingTtlSeconds'
+>;
 
 /**
  * Checks customer domains' DNS records and moves them through their states (domain-states.ts).
  * A check first claims the row with a conditional update (claimedBy, claimedUntil), so two checkers
  * (workers, or a worker and a verify call) never check one domain at once; the result is written
  * only while the claim still holds.
+ *
+ * One domain at a time holds a hostname (its `ownedHostname`, unique): the first check that finds
+ * a claim's token in the TXT record gets it, and the other projects' pending claims of it fail at
+ * once with the reason. A check that finds this domain's token and not the holder's takes the name
+ * over (the holder fails). Scheduled checks remove claims still pending after domainPendingTtlSeconds.
  */
 export class DomainChecker {
   constructor(
@@ -38,7 +46,7 @@ export class DomainChecker {
     const now = this.clock.now();
     const due = await this.em.fork().find(
       Domain,
-      { nextCheckAt: { $lte: now }, $or: [{ claimedUntil: null }, { claimedUntil: { $lt: now } }] },
+      { nextCheckAt: { $lte: now }, status: { $ne: 'failed' }, $or: [{ claimedUntil: null }, { claimedUntil: { $lt: now } }] },
       { fields: ['id'], orderBy: { nextCheckAt: 'asc' }, limit },
     );
     let n = 0;
@@ -47,8 +55,9 @@ export class DomainChecker {
   }
 
   /**
-   * Claims and checks one domain now. Returns the domain as written, or null when it is gone or
-   * another checker holds it (or, with onlyDue, when it is no longer due).
+   * Claims and checks one domain now. Returns the domain as written, or null when it is gone (a
+   * scheduled check removes an expired pending claim) or another checker holds it (or, with
+   * onlyDue, when it is no longer due).
    */
   async check(id: string, opts: { onlyDue?: boolean } = {}): Promise<Domain | null> {
     const em = this.em.fork();
@@ -65,17 +74,44 @@ export class DomainChecker {
       const project = await em.findOne(Project, { id: domain.projectId }, { fields: ['slug'] });
       const target = `${project?.slug ?? '-'}.${this.config.appsDomain}`.toLowerCase();
       const findings = await this.lookup(domain.hostname);
-      const outcome = afterCheck({ ...domain, target }, findings, this.clock.now(), {
-        checkSeconds: this.config.domainCheckSeconds,
-        maxSeconds: this.config.domainCheckMaxSeconds,
-        activeSeconds: this.config.domainActiveCheckSeconds,
-      });
-      const written = await em.nativeUpdate(Domain, { id, claimedBy: claim }, { ...outcome, claimedBy: null, claimedUntil: null, updatedAt: this.clock.now() });
-      return written === 1 ? Object.assign(domain, outcome, { claimedBy: null, claimedUntil: null }) : null;
+      const holder = await em.findOne(Domain, { ownedHostname: domain.hostname, id: { $ne: id } }, { fields: ['id', 'token'], disableIdentityMap: true });
+      const checkedAt = this.clock.now();
+      const schedule = { checkSeconds: this.config.domainCheckSeconds, maxSeconds: this.config.domainCheckMaxSeconds, activeSeconds: this.config.domainActiveCheckSeconds };
+      let outcome = afterCheck({ ...domain, target }, findings, checkedAt, schedule, holder?.token ?? null);
+      const expired = domain.createdAt.getTime() + this.config.domainPendingTtlSeconds * 1000 <= checkedAt.getTime();
+      if (opts.onlyDue && outcome.status === 'pending' && expired) {
+        await em.nativeDelete(Domain, { id, claimedBy: claim });
+        return null;
+      }
+      const holds = HOLDING_STATES.includes(outcome.status);
+      // This domain proved control while another held the name without its token in the record: it takes the name over.
+      if (holds && holder) await em.nativeUpdate(Domain, { id: holder.id, ownedHostname: domain.hostname }, this.failed(displacedMessage(domain.hostname)));
+      const write = (o: CheckOutcome) =>
+        em.nativeUpdate(Domain, { id, claimedBy: claim }, { ...o, ownedHostname: HOLDING_STATES.includes(o.status) ? domain.hostname : null, claimedBy: null, claimedUntil: null, updatedAt: this.clock.now() });
+      let written: number;
+      try {
+        written = await write(outcome);
+      } catch (err) {
+        if (!(err instanceof UniqueConstraintViolationException)) throw err;
+        // Another project's check got the name between our look and our write: it was first.
+        outcome = { ...outcome, status: 'failed', message: lostMessage(domain.hostname), verifiedAt: domain.verifiedAt };
+        written = await write(outcome);
+      }
+      if (written !== 1) return null;
+      if (holds && !domain.ownedHostname) {
+        // The name is this project's now: every other claim of it fails, with the reason.
+        await em.nativeUpdate(Domain, { hostname: domain.hostname, id: { $ne: id }, status: { $nin: ['failed', ...HOLDING_STATES] } }, this.failed(lostMessage(domain.hostname)));
+      }
+      return Object.assign(domain, outcome, { ownedHostname: holds ? domain.hostname : null, claimedBy: null, claimedUntil: null });
     } catch (err) {
       await em.nativeUpdate(Domain, { id, claimedBy: claim }, { claimedBy: null, claimedUntil: null });
       throw err;
     }
+  }
+
+  /** What a domain that lost its hostname (or never got it) is written with. */
+  private failed(message: string) {
+    return { status: 'failed', message, ownedHostname: null, failures: 0, claimedBy: null, claimedUntil: null, updatedAt: this.clock.now() };
   }
 
   private async lookup(hostname: string): Promise<Findings> {

@@ -38,9 +38,10 @@ export class DomainService {
 
   /**
    * Adds a subdomain as `pending` with a fresh challenge token; the first check is due after
-   * domainCheckSeconds (or at once with `verify`). Throws not_found, invalid_request (see
-   * checkHostname), plan_restricted (customer_subdomains, counted account-wide) or conflict (the
-   * hostname is already added, here or by anyone else).
+   * domainCheckSeconds (or at once with `verify`). Other projects' claims of the hostname do not
+   * stand in the way, nor does a project holding it: whoever proves control of the DNS gets it
+   * (domain-states.ts). Throws not_found, invalid_request (see checkHostname), plan_restricted
+   * (customer_subdomains, counted account-wide) or conflict (this project has the hostname already).
    */
   async add(accountId: string, projectId: string, hostname: unknown): Promise<DomainView> {
     const project = await this.projects.get(accountId, projectId);
@@ -48,15 +49,18 @@ export class DomainService {
     // Under the account's lock: concurrent adds cannot pass the plan's count together.
     const domain = await underOwnerLock(this.em, Account, accountId, async (tx) => {
       await this.entitlements.assertWithin(accountId, 'customer_subdomains', await tx.count(Domain, { accountId }));
-      const taken = await tx.findOne(Domain, { hostname: name }, { fields: ['id', 'projectId'] });
-      if (taken) throw this.taken(name, taken.projectId === project.id ? taken.id : null);
+      const mine = await tx.findOne(Domain, { hostname: name, projectId: project.id }, { fields: ['id'] });
+      if (mine) throw this.taken(name, mine.id);
+      const held = (await tx.count(Domain, { ownedHostname: name })) > 0;
       const now = this.clock.now();
       const row = Object.assign(new Domain(), {
         accountId,
         projectId: project.id,
         hostname: name,
         token: `hoist-${randomBytes(20).toString('hex')}`,
-        message: 'Waiting for the DNS records: add both, then call verify or wait for the next check.',
+        message: held
+          ? `${name} is in use by another project: it becomes this project's once the TXT record holds this domain's token and no longer the other's. Add both records, then call verify or wait for the next check.`
+          : 'Waiting for the DNS records: add both, then call verify or wait for the next check.',
         nextCheckAt: new Date(now.getTime() + this.config.domainCheckSeconds * 1000),
         createdAt: now,
         updatedAt: now,
@@ -64,7 +68,7 @@ export class DomainService {
       try {
         await tx.insert(row);
       } catch (err) {
-        // Another account added the hostname meanwhile.
+        // The account's lock serializes its adds, so this is a safety net: the first one stands.
         if (err instanceof UniqueConstraintViolationException) throw this.taken(name, null);
         throw err;
       }
@@ -109,9 +113,7 @@ export class DomainService {
     return domain;
   }
 
-  private taken(hostname: string, sameProjectDomainId: string | null) {
-    return sameProjectDomainId
-      ? conflict(`${hostname} is already a domain of this project`, { field: 'hostname', hostname, domain_id: sameProjectDomainId })
-      : conflict(`${hostname} is already in use by another project`, { field: 'hostname', hostname });
+  private taken(hostname: string, domainId: string | null) {
+    return conflict(`${hostname} is already a domain of this project`, { field: 'hostname', hostname, ...(domainId && { domain_id: domainId }) });
   }
 }

@@ -6,9 +6,14 @@ export class Domain {
   id: string = randomUUID();
   accountId!: string;
   projectId!: string;
-  /** Lowercased, no trailing dot; unique across the service. */
+  /** Lowercased, no trailing dot; once per project, while other projects may claim it too. */
   hostname!: string;
-  /** `pending`, `verified`, `active` or `misconfigured`. */
+  /**
+   * The hostname while this domain holds it (verified, active, misconfigured), else null: unique,
+   * so one project at a time holds a name, however many claim it.
+   */
+  ownedHostname: string | null = null;
+  /** `pending`, `verified`, `active`, `misconfigured` or `failed`. */
   status: string = 'pending';
   /** The value the `_hoist-challenge.<hostname>` TXT record must hold. */
   token!: string;
@@ -32,12 +37,14 @@ export class Domain {
 export const DomainSchema = new EntitySchema<Domain>({
   class: Domain,
   tableName: 'domains',
-  indexes: [{ properties: ['projectId'] }, { properties: ['accountId'] }, { properties: ['nextCheckAt'] }],
+  indexes: [{ properties: ['hostname'] }, { properties: ['accountId'] }, { properties: ['nextCheckAt'] }],
+  uniques: [{ properties: ['projectId', 'hostname'] }],
   properties: {
     id: { type: 'uuid', primary: true },
     accountId: { type: 'uuid' },
     projectId: { type: 'uuid' },
-    hostname: { type: 'string', length: 253, unique: true },
+    hostname: { type: 'string', length: 253 },
+    ownedHostname: { type: 'string', length: 253, nullable: true, unique: true },
     status: { type: 'string', length: 16 },
     token: { type: 'string', length: 64 },
     message: { type: 'text', nullable: true },

@@ -148,6 +148,33 @@ test('a private project behind a customer subdomain is gated there too: sign-in 
   assert.is((await edgeRequest(h.edge, hostOf(body.project.url), 'GET', '/')).status, 401, 'the project host stays gated without a cookie');
 });
 
+test("another account's earlier, never-verified claim does not block the owner: the worker gives the name to the claim the DNS proves", async () => {
+  const squatter = (await h.login('pro')).token;
+  const asSquatter = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${h.api}/api/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${squatter}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  const theirs = await asSquatter('POST', '/projects', { name: 'squatted' });
+  assert.is(theirs.status, 201, JSON.stringify(theirs.body));
+  const claim = await asSquatter('POST', `/projects/${theirs.body.id}/domains`, { hostname: 'shop.customer.test' });
+  assert.is(claim.status, 201, JSON.stringify(claim.body));
+  const mine = await call('POST', `/projects/${projectId}/domains`, { hostname: 'shop.customer.test' });
+  assert.is(mine.status, 201, 'a pending claim of another account does not block: ' + JSON.stringify(mine.body));
+  for (const r of mine.body.records) dns.set(r.name, r.type, [r.value]);
+  await waitForDomain(mine.body.id, (x) => x.status === 'active', 'active');
+  assert.ok(await served('shop.customer.test'));
+  const lost = await asSquatter('GET', `/projects/${theirs.body.id}/domains/${claim.body.id}`);
+  assert.is(lost.body.status, 'failed');
+  assert.match(lost.body.message, /was verified by another project first/);
+  assert.is((await call('DELETE', `/projects/${projectId}/domains/${mine.body.id}`)).status, 204);
+  dns.remove('shop.customer.test');
+  dns.remove('_hoist-challenge.shop.customer.test');
+});
+
 test('deleting the project removes its domains and the edge stops serving them', async () => {
   const added = await call('POST', `/projects/${projectId}/domains`, { hostname: 'www.customer.test' });
   for (const r of added.body.records) dns.set(r.name, r.type, [r.value]);

@@ -77,10 +77,15 @@ const domains: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
           'Adds a subdomain you own (e.g. app.example.com) as pending and answers 201 with the two DNS records to create. ' +
           'Once the TXT record holds the token the domain is verified; once the CNAME also points at the project host it is active and served. ' +
           'Records are checked on a schedule, or at once with POST …/verify. ' +
+          'Other projects (of any account) may claim the same hostname at the same time: a pending claim blocks no one. The first claim whose token ' +
+          'the TXT record holds gets the hostname (verified, then active), and the other projects\' pending claims of it become failed, with the reason in message. ' +
+          'A claim whose token the record holds while the holder\'s is gone takes the name over (the holder becomes failed): control of the DNS decides, ' +
+          'so adding succeeds even while another project holds the name (message says so). A claim still pending after domainPendingTtlSeconds ' +
+          '(7 days) is removed by the scheduled checks. ' +
           `400 invalid_request (details.field hostname) for an apex domain (by the Public Suffix List: example.com, example.co.uk), an IP address, a wildcard, ` +
           `the service's apps domain or a name under it, or a name that is not a valid hostname or is longer than ${HOSTNAME_MAX} characters. ` +
           '403 plan_restricted (feature customer_subdomains, with plan, required_plan, limit, usage) beyond the plan\'s domains per account. ' +
-          '409 conflict when the hostname is already added to any project.',
+          '409 conflict (details.domain_id) when this project has the hostname already.',
         security: bearer,
         params: params(false),
         body: {
@@ -117,7 +122,9 @@ const domains: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         tags: ['Domains'],
         summary: 'Check a custom domain now',
         description:
-          'Looks the TXT and CNAME records up now and answers the domain in its new state (200). A failed lookup (timeout, server failure) keeps the state and says so in message.',
+          'Looks the TXT and CNAME records up now and answers the domain in its new state (200). A failed lookup (timeout, server failure) keeps the state and says so in message. ' +
+          'This is also how a failed domain (one another project holds) is checked again: when the TXT record holds its token and not the holder\'s, it takes the hostname over; ' +
+          'while the record holds both, the holder keeps it and this domain stays failed.',
         security: bearer,
         params: params(true),
         response: { 200: Domain, ...errorResponses(401, 404) },

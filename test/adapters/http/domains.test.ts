@@ -4,6 +4,7 @@ import * as assert from 'uvu/assert';
 import { DOMAIN_CHECKER, type DomainChecker } from '../../../core/domains/domain-checker.js';
 import { Domain } from '../../../core/entities/domain.js';
 import { PROJECT_DELETER, type ProjectDeleter } from '../../../core/projects/project-deleter.js';
+import { projectSlugOfHost } from '../../../adapters/edge/host-slug.js';
 import { testApi, type TestAccount, type TestApi } from '../../helpers/api.js';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.js';
 
@@ -213,28 +214,124 @@ test('every hostname that is not a customer subdomain is refused with 400 and th
   assert.equal(await rows(), before);
 });
 
-test('a hostname held by another account or another project is a 409; the holder keeps it', async () => {
-  const { body: held } = await add(pro, projectId, 'held.customer.test');
+test('a pending claim blocks no one: another account and another project add the hostname too; only this project again is a 409', async () => {
+  const { body: first } = await add(pro, projectId, 'held.customer.test');
   const theirs = await newProject(rival, 'rival-site');
-  const before = await rows();
-  for (const [who, project, hostname] of [
-    [rival, theirs.projectId, 'held.customer.test'],
-    [rival, theirs.projectId, 'HELD.customer.test.'],
-  ] as const) {
-    const res = await add(who, project, hostname);
-    assert.is(res.status, 409, JSON.stringify(res.body));
-    assert.is(res.body.error.code, 'conflict');
-    assert.is(res.body.error.details.domain_id, undefined, 'another account learns nothing of the holder');
-  }
+  const rivalClaim = await add(rival, theirs.projectId, 'HELD.customer.test.');
+  assert.is(rivalClaim.status, 201, JSON.stringify(rivalClaim.body));
+  assert.is(rivalClaim.body.status, 'pending');
+  assert.is.not(rivalClaim.body.records[0].value, first.records[0].value, 'each claim proves control with its own token');
   const mine = await newProject(pro, 'second-site');
   const sameAccount = await add(pro, mine.projectId, 'held.customer.test');
-  assert.is(sameAccount.status, 409);
+  assert.is(sameAccount.status, 201);
+  const before = await rows();
   const again = await add(pro, projectId, 'held.customer.test');
   assert.is(again.status, 409);
-  assert.is(again.body.error.details.domain_id, held.id);
-  assert.equal(await rows(), before);
-  await call(pro, 'DELETE', `/projects/${projectId}/domains/${held.id}`);
-  assert.is((await add(rival, theirs.projectId, 'held.customer.test')).status, 201, 'a removed hostname is free again');
+  assert.is(again.body.error.code, 'conflict');
+  assert.is(again.body.error.details.domain_id, first.id);
+  assert.equal(await rows(), before, 'the refused add stores nothing');
+  for (const [who, project, id] of [[pro, projectId, first.id], [rival, theirs.projectId, rivalClaim.body.id], [pro, mine.projectId, sameAccount.body.id]] as const) {
+    assert.is((await call(who, 'DELETE', `/projects/${project}/domains/${id}`)).status, 204);
+  }
+});
+
+test('the first claim whose TXT record holds its token gets the hostname; the other claims fail with the reason; the DNS owner can take it over', async () => {
+  const squatter = await t.account({ plan: 'pro' });
+  const owner = await t.account({ plan: 'pro' });
+  const s = await newProject(squatter, 'squat');
+  const o = await newProject(owner, 'owned');
+  const host = 'race.customer.test';
+  const early = (await add(squatter, s.projectId, host)).body;
+  const late = (await add(owner, o.projectId, host)).body;
+  const verify = async (who: TestAccount, project: string, id: string) => {
+    const r = await call(who, 'POST', `/projects/${project}/domains/${id}/verify`);
+    assert.is(r.status, 200, JSON.stringify(r.body));
+    return r.body;
+  };
+  const servedSlug = () => t.inContext(() => projectSlugOfHost(t.kernel.orm.em.fork(), host, 'apps.hoist.test'));
+
+  // The owner of the DNS publishes their records: their later claim wins, the squatter's fails.
+  publish(late);
+  assert.is((await verify(owner, o.projectId, late.id)).status, 'active');
+  assert.is(await servedSlug(), o.slug);
+  const lost = (await call(squatter, 'GET', `/projects/${s.projectId}/domains/${early.id}`)).body;
+  assert.is(lost.status, 'failed');
+  assert.match(lost.message, /was verified by another project first/);
+  const rechecked = await verify(squatter, s.projectId, early.id);
+  assert.is(rechecked.status, 'failed', 'verifying again without the token changes nothing');
+  assert.match(rechecked.message, /lost race\.customer\.test to another project/);
+  assert.is(await servedSlug(), o.slug);
+  // A failed domain is not checked on its own.
+  await t.kernel.orm.em.fork().nativeUpdate(Domain, { id: early.id }, { nextCheckAt: new Date(Date.now() - 1000) });
+  await t.kernel.get<DomainChecker>(DOMAIN_CHECKER).checkDue();
+  assert.is((await t.kernel.orm.em.fork().findOneOrFail(Domain, { id: early.id })).lastCheckedAt?.toISOString(), rechecked.last_checked_at);
+  // Adding the name again elsewhere works, and says the name is in use.
+  const third = await newProject(squatter, 'squat-two');
+  const again = await add(squatter, third.projectId, host);
+  assert.is(again.status, 201);
+  assert.match(again.body.message, /is in use by another project/);
+
+  // Both tokens in the record: the holder keeps the name.
+  dns.set(`_hoist-challenge.${host}`, 'TXT', [late.records[0].value, early.records[0].value]);
+  const held = await verify(squatter, s.projectId, early.id);
+  assert.is(held.status, 'failed');
+  assert.match(held.message, /held by another project whose token is in the TXT record/);
+  assert.is(await servedSlug(), o.slug);
+
+  // The record now holds the squatter's token alone (the name changed hands): it takes the name over.
+  dns.set(`_hoist-challenge.${host}`, 'TXT', [early.records[0].value]);
+  dns.set(host, 'CNAME', [early.records[1].value]);
+  assert.is((await verify(squatter, s.projectId, early.id)).status, 'active');
+  assert.is(await servedSlug(), s.slug);
+  const displaced = (await call(owner, 'GET', `/projects/${o.projectId}/domains/${late.id}`)).body;
+  assert.is(displaced.status, 'failed');
+  assert.match(displaced.message, /Another project proved control of race\.customer\.test/);
+  const holders = await t.kernel.orm.em.fork().find(Domain, { hostname: host, ownedHostname: host });
+  assert.equal(holders.map((d) => d.id), [early.id], 'one holder at a time');
+  dns.remove(host);
+  dns.remove(`_hoist-challenge.${host}`);
+});
+
+test('two claims proving control at the same moment: exactly one gets the hostname', async () => {
+  const a = await t.account({ plan: 'pro' });
+  const b = await t.account({ plan: 'pro' });
+  const pa = await newProject(a, 'tie-a');
+  const pb = await newProject(b, 'tie-b');
+  const host = 'tie.customer.test';
+  const da = (await add(a, pa.projectId, host)).body;
+  const db = (await add(b, pb.projectId, host)).body;
+  dns.set(`_hoist-challenge.${host}`, 'TXT', [da.records[0].value, db.records[0].value]);
+  const [va, vb] = await Promise.all([
+    call(a, 'POST', `/projects/${pa.projectId}/domains/${da.id}/verify`),
+    call(b, 'POST', `/projects/${pb.projectId}/domains/${db.id}/verify`),
+  ]);
+  const states = [va.body.status, vb.body.status].sort();
+  assert.equal(states, ['failed', 'verified'], JSON.stringify([va.body, vb.body]));
+  assert.is(await t.kernel.orm.em.fork().count(Domain, { ownedHostname: host }), 1);
+  dns.remove(`_hoist-challenge.${host}`);
+});
+
+test('scheduled checks remove claims still pending after domainPendingTtlSeconds; verify and younger claims keep theirs', async () => {
+  const who = await t.account({ plan: 'pro' });
+  const p = await newProject(who, 'ttl');
+  const old = (await add(who, p.projectId, 'old.customer.test')).body;
+  const young = (await add(who, p.projectId, 'young.customer.test')).body;
+  const verifiedOld = (await add(who, p.projectId, 'kept.customer.test')).body;
+  const em = t.kernel.orm.em.fork();
+  const ttl = t.kernel.config.domainPendingTtlSeconds * 1000;
+  await em.nativeUpdate(Domain, { id: { $in: [old.id, verifiedOld.id] } }, { createdAt: new Date(Date.now() - ttl - 1000) });
+  // Verify checks now and never removes: an expired claim whose record is right is verified.
+  dns.set('_hoist-challenge.kept.customer.test', 'TXT', [verifiedOld.records[0].value]);
+  assert.is((await call(who, 'POST', `/projects/${p.projectId}/domains/${old.id}/verify`)).body.status, 'pending');
+  assert.is((await call(who, 'POST', `/projects/${p.projectId}/domains/${verifiedOld.id}/verify`)).body.status, 'verified');
+  await em.nativeUpdate(Domain, { id: { $in: [old.id, young.id, verifiedOld.id] } }, { nextCheckAt: new Date(Date.now() - 1000) });
+  await t.kernel.get<DomainChecker>(DOMAIN_CHECKER).checkDue();
+  assert.equal((await em.fork().find(Domain, { projectId: p.projectId }, { orderBy: { hostname: 'asc' } })).map((d) => [d.hostname, d.status]), [
+    ['kept.customer.test', 'verified'],
+    ['young.customer.test', 'pending'],
+  ]);
+  assert.is((await call(who, 'GET', `/projects/${p.projectId}/domains/${old.id}`)).status, 404);
+  dns.remove('_hoist-challenge.kept.customer.test');
 });
 
 test('concurrent adds never pass the account\'s limit: exactly 5 are created, the rest 403', async () => {
