@@ -94,7 +94,7 @@ export class DomainChecker {
       } catch (err) {
         if (!(err instanceof UniqueConstraintViolationException)) throw err;
         // Another project's check got the name between our look and our write: it was first.
-        outcome = { ...outcome, status: 'failed', message: lostMessage(domain.hostname), verifiedAt: domain.verifiedAt };
+        outcome = { ...outcome, status: 'failed', message: lostMessage(domain.hostname), verifiedAt: domain.verifiedAt, activatedAt: domain.activatedAt };
         written = await write(outcome);
       }
       if (written !== 1) return null;

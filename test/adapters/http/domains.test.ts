@@ -1,7 +1,9 @@
 // legs: db
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DOMAIN_CHECKER, type DomainChecker } from '../../../core/domains/domain-checker.js';
+import { DOMAIN_CHECKER, DomainChecker } from '../../../core/domains/domain-checker.js';
+import { systemClock } from '../../../core/ports/clock.js';
+import { DNS_RESOLVER, type DnsResolver } from '../../../core/ports/dns-resolver.js';
 import { Domain } from '../../../core/entities/domain.js';
 import { PROJECT_DELETER, type ProjectDeleter } from '../../../core/projects/project-deleter.js';
 import { projectSlugOfHost } from '../../../adapters/edge/host-slug.js';
@@ -308,6 +310,39 @@ test('two claims proving control at the same moment: exactly one gets the hostna
   const states = [va.body.status, vb.body.status].sort();
   assert.equal(states, ['failed', 'verified'], JSON.stringify([va.body, vb.body]));
   assert.is(await t.kernel.orm.em.fork().count(Domain, { ownedHostname: host }), 1);
+  dns.remove(`_hoist-challenge.${host}`);
+});
+
+test('a check that read no holder but finds the name taken when it writes fails with the reason; the holder keeps the name', async () => {
+  const a = await t.account({ plan: 'pro' });
+  const b = await t.account({ plan: 'pro' });
+  const pa = await newProject(a, 'first-writer');
+  const pb = await newProject(b, 'late-writer');
+  const host = 'stale.customer.test';
+  const da = (await add(a, pa.projectId, host)).body;
+  const db = (await add(b, pb.projectId, host)).body;
+  dns.set(`_hoist-challenge.${host}`, 'TXT', [db.records[0].value]);
+  dns.set(host, 'CNAME', [db.records[1].value]);
+  // b's checker reads before a's write lands: it sees no holder, as a concurrent check would.
+  const blind = <T extends object>(em: T): T =>
+    new Proxy(em, {
+      get(target, prop) {
+        if (prop === 'fork') return () => blind((target as any).fork());
+        if (prop === 'findOne') return (entity: unknown, where: any, opts: unknown) => (where && 'ownedHostname' in where ? Promise.resolve(null) : (target as any).findOne(entity, where, opts));
+        const v = Reflect.get(target, prop);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+  const em = t.kernel.orm.em.fork();
+  await em.nativeUpdate(Domain, { id: da.id }, { status: 'active', ownedHostname: host, verifiedAt: new Date(), activatedAt: new Date() });
+  const checker = new DomainChecker(blind(t.kernel.orm.em), t.kernel.get<DnsResolver>(DNS_RESOLVER), systemClock, t.kernel.config);
+  const lost = await checker.check(db.id);
+  assert.is(lost?.status, 'failed');
+  assert.match(lost!.message!, /was verified by another project first/);
+  const [ra, rb] = await Promise.all([em.fork().findOneOrFail(Domain, { id: da.id }), em.fork().findOneOrFail(Domain, { id: db.id })]);
+  assert.equal([ra.status, ra.ownedHostname], ['active', host]);
+  assert.equal([rb.status, rb.ownedHostname, rb.verifiedAt, rb.activatedAt], ['failed', null, null, null]);
+  dns.remove(host);
   dns.remove(`_hoist-challenge.${host}`);
 });
 
