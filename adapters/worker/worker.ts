@@ -8,6 +8,7 @@ import { metricsOf } from '../observability/metrics.js';
 import { DEPLOYER, type Deployer } from '../../core/ports/deployer.js';
 import { liveReleaseSpecs } from '../../core/deployments/release-specs.js';
 import { sweepWorkspaces } from '../../core/deployments/workspace.js';
+import { SANDBOX, type Sandbox } from '../../core/ports/sandbox.js';
 import { ENVIRONMENT_SERVICE, type EnvironmentService } from '../../core/environment/environment-service.js';
 import type { Kernel } from '../kernel.js';
 import { startDomainChecks } from './domain-scheduler.js';
@@ -24,6 +25,8 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
   const queue = kernel.get<Queue>(QUEUE);
   const runner = kernel.get<StageRunner>(STAGE_RUNNER);
   const store = kernel.get<OperationStore>(OPERATION_STORE);
+  // Tenant code runs only here: a sandbox that cannot run stops the worker before it takes work.
+  await kernel.get<Sandbox>(SANDBOX).prepare();
   const em = kernel.orm.em.fork();
   const swept = await sweepWorkspaces(kernel.config.dataDir);
   if (swept) kernel.log.info({ workspaces: swept }, 'removed the workspaces of a process that stopped without cleaning up');

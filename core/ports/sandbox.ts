@@ -18,6 +18,14 @@ export interface Sandbox {
   readonly id: string;
 
   /**
+   * Proves the sandbox can run here and gets it ready; idempotent. The roles that run tenant code
+   * (the worker, and so `hoist start`) call it before they take any work, so a missing tool or a
+   * disabled kernel feature stops them at start. Throws a SandboxError naming the package to
+   * install or the setting to choose. `run` and `serve` call it too.
+   */
+  prepare(): Promise<void>;
+
+  /**
    * Runs `command` with `/bin/sh -c` in the workspace and resolves when it has ended, for any
    * reason: a non-zero exit, a limit or a cancel resolve too, with `reason` saying which. Each
    * output line (stdout and stderr) goes to `log` as it is written. Every process the command

@@ -4,7 +4,6 @@ import { lchown, lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { join, posix } from 'node:path';
-import type { Lifecycle } from '../../core/plugin.js';
 import {
   HOME_DIR as HOME,
   SANDBOX_WORKSPACE,
@@ -20,6 +19,7 @@ import { detectCgroups, runCgroup, type CgroupMode, type RunCgroup } from './cgr
 import { INSIDE_ID, mountArgs, writeSandboxEtc } from './mounts.js';
 import { GUEST, attachSlirp, deniedRanges, denyRuleset, runHelper, type SlirpNetwork } from './network.js';
 import { preflight } from './preflight.js';
+import { releaseUid, takeUid } from './uids.js';
 
 export interface BwrapSandboxOptions {
   /** Hoist's data directory: the sandbox keeps its synthetic /etc and API sockets in `<dataDir>/sandbox`. */
@@ -58,28 +58,30 @@ function relayCommand(appPort: number): string {
  * in the sandbox's own namespace refuses the host's addresses, link-local ranges and the configured
  * ones; a served release's port is published on the host's loopback through slirp4netns' API.
  */
-export class BwrapSandbox implements Sandbox, Lifecycle {
+export class BwrapSandbox implements Sandbox {
   readonly id = 'sandbox-bwrap';
   private cgroups: CgroupMode = null;
-  private readonly uids = new Set<number>();
   private readonly root = process.getuid?.() === 0;
   private readonly dir: string;
   private registryAddresses: string[] = [];
+  private prepared: Promise<void> | null = null;
 
   constructor(private readonly opts: BwrapSandboxOptions) {
     this.dir = join(opts.dataDir, 'sandbox');
   }
 
-  async start(): Promise<void> {
-    await preflight();
-    await mkdir(this.dir, { recursive: true, mode: 0o711 });
-    writeSandboxEtc(join(this.dir, 'etc'));
-    this.cgroups = await detectCgroups();
-    this.registryAddresses = await registryAddresses(this.opts.npmRegistry);
-  }
-
-  async check(): Promise<void> {
-    await preflight();
+  prepare(): Promise<void> {
+    this.prepared ??= (async () => {
+      await preflight();
+      await mkdir(this.dir, { recursive: true, mode: 0o711 });
+      writeSandboxEtc(join(this.dir, 'etc'));
+      this.cgroups = await detectCgroups();
+      this.registryAddresses = await registryAddresses(this.opts.npmRegistry);
+    })().catch((err) => {
+      this.prepared = null;
+      throw err;
+    });
+    return this.prepared;
   }
 
   /** How memory and processes are limited here: `cgroup v2`, `cgroup v1` or `rlimits`. */
@@ -119,11 +121,12 @@ export class BwrapSandbox implements Sandbox, Lifecycle {
     timeMs: number | undefined,
     publish?: number,
   ) {
+    await this.prepare();
     const cwd = posix.join(SANDBOX_WORKSPACE, spec.cwd ?? '.');
     if (cwd !== SANDBOX_WORKSPACE && !cwd.startsWith(`${SANDBOX_WORKSPACE}/`)) throw new SandboxError(`cwd ${JSON.stringify(spec.cwd)} leaves the workspace`);
     const name = `run-${randomBytes(6).toString('hex')}`;
-    const uid = this.root ? this.takeUid() : null;
-    const release = () => uid !== null && this.uids.delete(uid);
+    const uid = this.root ? takeUid(this.opts.uidBase) : null;
+    const release = () => uid !== null && releaseUid(uid);
     let cgroup: RunCgroup | null = null;
     let net: SlirpNetwork | null = null;
     const cleanup = async () => {
@@ -222,16 +225,6 @@ export class BwrapSandbox implements Sandbox, Lifecycle {
     }, 2000);
   }
 
-  private takeUid(): number {
-    for (let i = 0; i < 65536; i++) {
-      const uid = this.opts.uidBase + i;
-      if (!this.uids.has(uid)) {
-        this.uids.add(uid);
-        return uid;
-      }
-    }
-    throw new SandboxError('no free sandbox uid: 65536 runs at once');
-  }
 }
 
 /** The addresses of the registry's host, so that a registry on a private network stays reachable. */

@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { SandboxError } from '../../core/ports/sandbox.js';
 
-const TOOLS: [string, string][] = [
+/** The tools bubblewrap sandboxes need, with the Debian package of each. */
+export const TOOLS: [string, string][] = [
   ['/usr/bin/bwrap', 'bubblewrap'],
   ['/usr/bin/slirp4netns', 'slirp4netns'],
   ['/usr/sbin/nft', 'nftables'],
@@ -18,17 +19,18 @@ let proven: Promise<void> | null = null;
  * Fails, naming the Debian package to install or the setting to choose, when bubblewrap cannot
  * make a sandbox here: a tool missing, or user namespaces disabled. Proven once per process.
  */
-export function preflight(): Promise<void> {
-  proven ??= prove().catch((err) => {
+export function preflight(tools = TOOLS): Promise<void> {
+  if (tools !== TOOLS) return prove(tools);
+  proven ??= prove(tools).catch((err) => {
     proven = null;
     throw err;
   });
   return proven;
 }
 
-async function prove(): Promise<void> {
+async function prove(tools: [string, string][]): Promise<void> {
   if (process.platform !== 'linux') throw new SandboxError(`sandbox bwrap needs Linux; set HOIST_SANDBOX=docker (or none, for one trusted user only)`);
-  const missing = TOOLS.filter(([path]) => !existsSync(path)).map(([, pkg]) => pkg);
+  const missing = tools.filter(([path]) => !existsSync(path)).map(([, pkg]) => pkg);
   if (missing.length) {
     throw new SandboxError(`sandbox bwrap needs ${[...new Set(missing)].join(', ')}: apt-get install ${[...new Set(missing)].join(' ')} (or set HOIST_SANDBOX=docker)`);
   }

@@ -3,7 +3,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix, resolve } from 'node:path';
 import net from 'node:net';
-import type { Lifecycle } from '../../core/plugin.js';
 import { SandboxError, type Sandbox, type SandboxResult, type SandboxRun, type SandboxServe, type SandboxService } from '../../core/ports/sandbox.js';
 import { watchRun } from '../shared/sandbox/watch-run.js';
 
@@ -13,12 +12,16 @@ import { watchRun } from '../shared/sandbox/watch-run.js';
  * holds and reach every service it can, so this is for a machine with one trusted user; every start
  * warns, and it refuses to run anything while Hoist runs as root.
  */
-export class NoneSandbox implements Sandbox, Lifecycle {
+export class NoneSandbox implements Sandbox {
   readonly id = 'sandbox-none';
 
   constructor(private readonly warn: (message: string) => void) {}
 
-  async start(): Promise<void> {
+  private warned = false;
+
+  async prepare(): Promise<void> {
+    if (this.warned) return;
+    this.warned = true;
     this.warn(
       'HOIST_SANDBOX=none: tenant code (installs, builds, Node.js releases) runs with Hoist\'s own privileges. Any account can read every secret (jwt.key, master-keys.json, the database) and reach every service Hoist reaches. Use it only on a machine with one trusted user.',
     );
@@ -44,6 +47,7 @@ export class NoneSandbox implements Sandbox, Lifecycle {
   }
 
   private async launch(spec: Omit<SandboxRun, 'limits' | 'signal'> & { limits: { outputBytes: number } }, timeMs: number | undefined, signal: AbortSignal | undefined) {
+    await this.prepare();
     if (process.getuid?.() === 0) throw new SandboxError('HOIST_SANDBOX=none refuses to run tenant code as root: choose HOIST_SANDBOX=bwrap or docker, or run Hoist as an unprivileged user');
     const cwd = resolve(spec.workspace, spec.cwd ?? '.');
     if (posix.relative(spec.workspace, cwd).startsWith('..')) throw new SandboxError(`cwd ${JSON.stringify(spec.cwd)} leaves the workspace`);

@@ -113,7 +113,7 @@ export function sandboxEscapes(name: string, make: () => Promise<EscapeTarget>):
       runIn(e.sandbox, dir(3), 'i=0; while :; do i=$((i+1)); cat /dev/zero > "f$i"; done 2>/dev/null', { limits: { ...limits, diskMb: 16 } }),
       runIn(e.sandbox, dir(4), 'while :; do :; done', { limits: { ...limits, timeMs: 1_000 } }),
     ]);
-    assert.is(results[0].reason, 'timeout');
+    assert.ok(['timeout', 'exited'].includes(results[0].reason), `the fork bomb ended: ${JSON.stringify(results[0])}`);
     assert.ok(['memory', 'exited'].includes(results[1].reason) && results[1].exitCode !== 0, JSON.stringify(results[1]));
     assert.is(results[2].reason, 'disk');
     assert.is(results[3].reason, 'timeout');

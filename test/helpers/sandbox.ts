@@ -13,7 +13,7 @@ export const testLimits: SandboxLimits = { timeMs: 30_000, memoryMb: 256, proces
 export async function testSandbox(dataDir: string): Promise<Sandbox> {
   chmodSync(dataDir, 0o711);
   const sandbox = new BwrapSandbox({ dataDir, uidBase: 1_900_000_000, denyCidrs: [] });
-  await sandbox.start();
+  await sandbox.prepare();
   return sandbox;
 }
 
