@@ -8,8 +8,11 @@ import { join } from 'node:path';
  * `<dataDir>/releases/...`; the execute bit lets it through without letting it list anything.
  */
 export const DATA_DIR_MODE = 0o711;
-/** Entries the sandbox's uid passes through on its way to its own directory (see DATA_DIR_MODE). */
-export const SANDBOX_PATHS: Record<string, number> = { work: 0o711, releases: 0o711 };
+/**
+ * Entries the sandbox's uid passes through on its way to its own directory (see DATA_DIR_MODE), and
+ * `sandbox/`, where sandbox-bwrap keeps the synthetic /etc files every run reads.
+ */
+export const SANDBOX_PATHS: Record<string, number> = { work: 0o711, releases: 0o711, sandbox: 0o711 };
 /** Every other directory in the data directory (storage, cache, pulumi, ...): Hoist's alone. */
 export const PRIVATE_DIR_MODE = 0o700;
 /** Every file in the data directory: the SQLite database, jwt.key, master-keys.json hold secrets. */
@@ -17,7 +20,7 @@ export const SECRET_FILE_MODE = 0o600;
 
 /**
  * Creates the data directory, or corrects an existing one, at every start: the directory 0711,
- * `work/` and `releases/` 0711 (made when missing), every other directory in it 0700 and every file in it 0600 (files
+ * `work/`, `releases/` and `sandbox/` 0711 (made when missing), every other directory in it 0700 and every file in it 0600 (files
  * deeper down are private through their directory). A symlink is left as it is. Throws naming the
  * path when a mode cannot be set (the directory belongs to another user).
  */

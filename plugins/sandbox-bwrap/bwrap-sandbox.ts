@@ -168,6 +168,10 @@ export class BwrapSandbox implements Sandbox {
         }
       };
       const sandboxPid = await readChildPid(child);
+      // What bubblewrap says while the run is set up, for the error when the setup fails.
+      let setupErr = '';
+      const onSetupErr = (d: Buffer) => (setupErr += d);
+      child.stderr!.on('data', onSetupErr);
       try {
         if (this.cgroups) {
           cgroup = await runCgroup(this.cgroups, name, spec.limits.memoryMb, spec.limits.processes);
@@ -181,7 +185,10 @@ export class BwrapSandbox implements Sandbox {
         }
       } catch (err) {
         kill();
-        throw err;
+        const said = setupErr.trim();
+        throw said ? new SandboxError(`${(err as Error).message} (bubblewrap: ${said})`, { cause: err }) : err;
+      } finally {
+        child.stderr!.off('data', onSetupErr);
       }
       const hostPort = publish !== undefined ? await net!.publish(publish) : 0;
       const watch = watchRun(child, {
