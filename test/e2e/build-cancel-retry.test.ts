@@ -1,23 +1,17 @@
 // legs: db
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { GATE_FILE, processesRunning, waitForGate, workspaceGate } from '../helpers/gated-build.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 
 let h: LiveHoist;
 let token: string;
-let scratch: string;
 test.before(async () => {
   h = await liveHoist();
   ({ token } = await h.login());
-  scratch = mkdtempSync(join(tmpdir(), 'hoist-build-'));
 });
-test.after(async () => {
-  await h?.close();
-  rmSync(scratch, { recursive: true, force: true });
-});
+test.after(async () => h?.close());
 
 const alive = (pid: number) => {
   try {
@@ -53,11 +47,12 @@ async function deploy(projectId: string, files: Record<string, string>) {
   return body.operation.id as string;
 }
 
-// A build script: writes dist/index.html with `marker`; waits for `gate` first when given, writing its pid.
-const buildJs = (marker: string, gate?: string, pidFile?: string) => `
+// A build script: writes dist/index.html with `marker`; when `gated`, waits for the gate file in
+// its workspace first (the sandbox shows it no other host path). `id` (a gate's) goes in a comment.
+const buildJs = (marker: string, gated = false, id = '') => `// ${id}
 const fs = require('fs');
 const finish = () => { fs.mkdirSync('dist', { recursive: true }); fs.writeFileSync('dist/index.html', ${JSON.stringify(marker)}); console.log('built ${marker}'); };
-${gate ? `fs.writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(gate)})) { clearInterval(t); finish(); } }, 50);` : 'console.warn("warning: demo"); finish();'}
+${gated ? `const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(GATE_FILE)})) { clearInterval(t); finish(); } }, 50);` : 'console.warn("warning: demo"); finish();'}
 `;
 
 test('a site with a build command is built in a workspace and its output served', async () => {
@@ -72,19 +67,21 @@ test('a site with a build command is built in a workspace and its output served'
 });
 
 test('cancel during a build stops its process; the previous release keeps serving', async () => {
-  const p = await project('cancel-me', { build_command: 'node build.js', output_directory: 'dist' });
+  // A command line of its own, to find the build's process on the host (pids inside the sandbox are not the host's).
+  const command = `node build.js cancel-${randomUUID()}`;
+  const p = await project('cancel-me', { build_command: command, output_directory: 'dist' });
   assert.is((await h.waitFor(token, await deploy(p.id, { 'build.js': buildJs('release one') }))).status, 'succeeded');
-  const pidFile = join(scratch, 'cancel.pid');
-  const opId = await deploy(p.id, { 'build.js': buildJs('release two', join(scratch, 'never'), pidFile) });
+  const opId = await deploy(p.id, { 'build.js': buildJs('release two', true) });
   await h.waitFor(token, opId, (o) => o.stages.build.status === 'running');
-  await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').length > 0);
-  const pid = Number(readFileSync(pidFile, 'utf8'));
+  await until(() => processesRunning(command).length > 0);
+  const [pid] = processesRunning(command);
   assert.ok(alive(pid));
 
   const canceled = await h.post(token, `/api/v1/operations/${opId}/cancel`);
   assert.is(canceled.status, 202, JSON.stringify(canceled.body));
   assert.is(canceled.body.status, 'canceled');
   await until(() => !alive(pid));
+  assert.equal(processesRunning(command), [], 'no process of the build is left');
   const op = await h.waitFor(token, opId);
   assert.is(op.status, 'canceled');
   assert.is(op.stages.build.status, 'canceled');
@@ -102,9 +99,10 @@ test('cancel during a build stops its process; the previous release keeps servin
 });
 
 test('retry after a failed build resumes at the build and reuses the analysis', async () => {
-  const flag = join(scratch, 'flag');
-  const p = await project('retry-me', { build_command: `test -f ${flag} && node build.js`, output_directory: 'dist' });
-  const opId = await deploy(p.id, { 'build.js': buildJs('after retry') });
+  // The fix is the gate file, which the gate writes into the workspaces of builds started after it opens.
+  const fix = workspaceGate(h.dataDir, 'build.js');
+  const p = await project('retry-me', { build_command: `${waitForGate()} test -f ${GATE_FILE} && node build.js`, output_directory: 'dist' });
+  const opId = await deploy(p.id, { 'build.js': buildJs('after retry', false, fix.id) });
   const failed = await h.waitFor(token, opId);
   assert.is(failed.status, 'failed');
   assert.is(failed.stages.build.error.code, 'build_failed');
@@ -112,12 +110,13 @@ test('retry after a failed build resumes at the build and reuses the analysis', 
   const notCancelable = await h.post(token, `/api/v1/operations/${opId}/cancel`);
   assert.is(notCancelable.body.error.code, 'not_cancelable');
 
-  writeFileSync(flag, 'ok');
+  fix.open();
   const retried = await h.post(token, `/api/v1/operations/${opId}/retry`);
   assert.is(retried.status, 202, JSON.stringify(retried.body));
   assert.is(retried.body.status, 'running');
   assert.is(retried.body.attempt, 2);
   const done = await h.waitFor(token, opId);
+  fix.close();
   assert.is(done.status, 'succeeded', JSON.stringify(done));
   assert.is(done.stages.analyze.started_at, failed.stages.analyze.started_at, 'analyze was not run again');
   assert.is((await h.site(hostOf(p.url))).body, 'after retry');

@@ -210,7 +210,12 @@ test('a secret reaches the build and the release only; moved ciphertexts fail; r
     for (const s of secrets) assert.not.ok(rows.includes(s), `table ${t} holds a secret`);
   }
   // Every file Hoist keeps (database, storage, build logs, keys, releases) but what the app itself writes.
-  const files = (dir: string): string[] => readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? files(join(dir, n)) : [join(dir, n)]));
+  // Sockets (the sandbox's API sockets of running releases) hold no bytes and cannot be read.
+  const files = (dir: string): string[] =>
+    readdirSync(dir).flatMap((n) => {
+      const s = statSync(join(dir, n));
+      return s.isDirectory() ? files(join(dir, n)) : s.isFile() ? [join(dir, n)] : [];
+    });
   const all = files(cli.dataDir);
   assert.ok(all.some((f) => f.endsWith('build-saw.json')));
   for (const f of all) {

@@ -4,7 +4,6 @@ import http from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gatedProject } from '../helpers/gated-build.js';
-import type { LiveHoist } from '../helpers/live.js';
 import { ownNatsServer, type OwnNats } from '../helpers/nats.js';
 import { cluster, processesOf, type Cluster, type RoleProcess } from '../helpers/roles.js';
 
@@ -36,7 +35,7 @@ test('a NATS restart mid-build: the build finishes, the operation succeeds, late
   const token = await c.login(api.url);
   const auth = { authorization: `Bearer ${token}` };
   const op = async (id: string) => (await fetch(`${api.url}/api/v1/operations/${id}`, { headers: auth })).json();
-  const p = await gatedProject({ api: api.url } as LiveHoist, token, 'through-restart');
+  const p = await gatedProject({ api: api.url, dataDir: c.dataDir }, token, 'through-restart');
   const deploy = async (marker: string) => {
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(await p.zip(marker))]), 'site.zip');
@@ -55,7 +54,7 @@ test('a NATS restart mid-build: the build finishes, the operation succeeds, late
     });
 
   const first = await deploy('first');
-  await until(() => processesOf('gate.js', c.dataDir, [worker.child.pid!]).length === 1, 'the build running');
+  await until(() => processesOf(p.command, [worker.child.pid!]).length === 1, 'the build running');
   await nats.stop();
   // Down for longer than the ack wait (2 s): heartbeats to the queue fail meanwhile.
   await new Promise((r) => setTimeout(r, 3000));

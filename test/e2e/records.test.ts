@@ -1,27 +1,20 @@
 // legs: db
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Operation } from '../../core/entities/operation.js';
+import { GATE_FILE, waitForGate, workspaceGate, type WorkspaceGate } from '../helpers/gated-build.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 
 let h: LiveHoist;
 let token: string;
 let other: { token: string; accountId: string };
-let scratch: string;
 test.before(async () => {
   h = await liveHoist();
   ({ token } = await h.login());
   other = await h.login('free');
-  scratch = mkdtempSync(join(tmpdir(), 'hoist-records-'));
 });
-test.after(async () => {
-  await h?.close();
-  rmSync(scratch, { recursive: true, force: true });
-});
+test.after(async () => h?.close());
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -61,11 +54,12 @@ async function upload(tok: string, projectId: string, zip: Buffer) {
 /** The operation count of a project, straight from the database (to prove a refusal wrote nothing). */
 const operationCount = (projectId: string) => h.running.kernel.orm.em.fork().count(Operation, { projectId });
 
-// A build script: writes dist/index.html with `marker` and logs a warning; waits for `gate` first when given.
-const buildJs = (marker: string, gate?: string) => `
+// A build script: writes dist/index.html with `marker` and logs a warning. With a `gate` it carries
+// the gate's id and (unless `wait` is false) waits for the gate's file in its workspace first.
+const buildJs = (marker: string, gate?: WorkspaceGate, wait = !!gate) => `${gate ? `// ${gate.id}` : ''}
 const fs = require('fs');
 const finish = () => { fs.mkdirSync('dist', { recursive: true }); fs.writeFileSync('dist/index.html', ${JSON.stringify(marker)}); console.warn('warning: demo'); console.log('built ${marker}'); };
-${gate ? `const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(gate)})) { clearInterval(t); finish(); } }, 50);` : 'finish();'}
+${wait ? `const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(GATE_FILE)})) { clearInterval(t); finish(); } }, 50);` : 'finish();'}
 `;
 
 // Shared through the tests below, which run in order: one project with two versions and several releases.
@@ -146,7 +140,7 @@ test('after a real deploy, the version, build, deployment and release records sh
   assert.equal([r.id, r.project_id, r.operation_id], [d1.id, p.id, op.id]);
   assert.equal({ ...r.version, analysis: undefined }, { id: v1.id, filename: 'site.zip', size: v.size, sha256: v.sha256, created_at: v.created_at, analysis: undefined });
   assert.equal(r.version.analysis, { runtime: 'static', framework: null, output_dir: 'dist', file_count: 2, total_size: v.analysis.total_size, warnings: v.analysis.warnings });
-  assert.equal(r.build, { id: b1.id, status: 'succeeded', artifact: b1.artifact, log: b1.log, log_url: b1.log_url });
+  assert.equal(r.build, { id: b1.id, status: 'succeeded', skipped: false, artifact: b1.artifact, log: b1.log, log_url: b1.log_url });
   assert.equal(r.deployment, { id: d1.id, status: 'live', url: p.url, live: true, live_at: d1.live_at, ended_at: null });
   const t = r.timings;
   assert.equal([t.uploaded_at, t.started_at, t.live_at], [v.created_at, op.created_at, d1.live_at]);
@@ -279,7 +273,7 @@ test('a bad cursor or limit is invalid_request', async () => {
 });
 
 test('retries are refused with 409 deployment_in_progress while another chain of the project runs; nothing is written', async () => {
-  const gate = join(scratch, 'gate');
+  const gate = workspaceGate(h.dataDir, 'build.js');
   const held = await upload(token, p.id, await zipOf({ 'build.js': buildJs('three', gate) }));
   await h.waitFor(token, held.operation.id, (o) => o.stages.build.status === 'running');
   const running = (await h.get(token, `${base()}/builds`)).body.builds[0];
@@ -297,17 +291,19 @@ test('retries are refused with 409 deployment_in_progress while another chain of
   }
   assert.is(await operationCount(p.id), ops, 'no operation was written');
 
-  writeFileSync(gate, 'go');
+  gate.open();
   assert.is((await h.waitFor(token, held.operation.id)).status, 'succeeded');
+  gate.close();
   const log = await fetch(`${h.api}${base()}/builds/${running.id}/log`, { headers: { authorization: `Bearer ${token}` } });
   assert.is(log.status, 200);
   assert.match(await log.text(), /built three/);
 });
 
 test('a failed build is retried by a new operation once its cause is fixed', async () => {
-  const flag = join(scratch, 'flag');
-  const q = await project(token, 'fix-me', { build_command: `test -f ${flag} && node build.js`, output_directory: 'dist' });
-  const queued = await upload(token, q.id, await zipOf({ 'build.js': buildJs('fixed') }));
+  // The fix is the gate's file, which the gate writes into the workspaces of builds started after it opens.
+  const fix = workspaceGate(h.dataDir, 'build.js');
+  const q = await project(token, 'fix-me', { build_command: `${waitForGate()} test -f ${GATE_FILE} && node build.js`, output_directory: 'dist' });
+  const queued = await upload(token, q.id, await zipOf({ 'build.js': buildJs('fixed', fix, false) }));
   const failed = await h.waitFor(token, queued.operation.id);
   assert.is(failed.status, 'failed');
   const [build] = (await h.get(token, `/api/v1/projects/${q.id}/builds`)).body.builds;
@@ -319,10 +315,11 @@ test('a failed build is retried by a new operation once its cause is fixed', asy
   assert.equal((await h.get(token, `/api/v1/projects/${q.id}/deployments`)).body, { deployments: [], next_cursor: null });
   assert.equal((await h.get(token, `/api/v1/projects/${q.id}/releases`)).body, { releases: [], next_cursor: null });
 
-  writeFileSync(flag, 'ok');
+  fix.open();
   const retried = await post(token, `/api/v1/projects/${q.id}/builds/${build.id}/retry`);
   assert.is(retried.status, 202, JSON.stringify(retried.body));
   const op = await h.waitFor(token, retried.body.operation.id);
+  fix.close();
   assert.is(op.status, 'succeeded', JSON.stringify(op));
   assert.is((await h.get(token, `/api/v1/operations/${failed.id}`)).body.status, 'failed', 'the failed operation stays failed');
   const builds = (await h.get(token, `/api/v1/projects/${q.id}/builds`)).body.builds;

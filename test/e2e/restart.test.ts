@@ -4,7 +4,8 @@
 // half-written object is left in Storage.
 import { RequestContext } from '@mikro-orm/core';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -12,11 +13,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ACCOUNT_SERVICE, type AccountService } from '../../core/accounts/account-service.js';
 import { testCli, type TestCli } from '../helpers/cli.js';
+import { GATE_FILE, processesRunning, workspaceGate } from '../helpers/gated-build.js';
 import { zipOf } from '../helpers/live.js';
 
 let cli: TestCli;
 let server: ChildProcess | undefined;
-const orphans: number[] = [];
+/** Ends the build's command line: unique to this run, to find its processes on the host. */
+const tag = `restart-${randomUUID()}`;
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -52,11 +55,13 @@ test.before(async () => {
 });
 test.after(async () => {
   server?.kill('SIGKILL');
-  for (const pid of orphans) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone
+  for (const version of ['v1', 'v2']) {
+    for (const pid of processesRunning(`node build.js ${version} ${tag}`)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
     }
   }
   await cli?.close();
@@ -82,10 +87,11 @@ test('a SIGKILL during a build resumes after restart; the live release keeps ser
         .on('error', () => resolve(null));
     });
 
-  const gate = join(cli.dataDir, 'gate');
-  const pidFile = join(cli.dataDir, 'build.pid');
-  const buildJs = `const fs=require('fs');const done=()=>{fs.mkdirSync('dist',{recursive:true});fs.writeFileSync('dist/index.html',process.argv[2]);};
-if(process.argv[2]==='v1'||fs.existsSync(${JSON.stringify(gate)}))done();else{fs.writeFileSync(${JSON.stringify(pidFile)},String(process.pid));const t=setInterval(()=>{if(fs.existsSync(${JSON.stringify(gate)})){clearInterval(t);done();}},50);}`;
+  // The build waits for the gate's file in its own workspace: the sandbox shows it no other host path.
+  const gate = workspaceGate(cli.dataDir, 'build.js');
+  const buildJs = `// ${gate.id}
+const fs=require('fs');const done=()=>{fs.mkdirSync('dist',{recursive:true});fs.writeFileSync('dist/index.html',process.argv[2]);};
+if(process.argv[2]==='v1'||fs.existsSync(${JSON.stringify(GATE_FILE)}))done();else{const t=setInterval(()=>{if(fs.existsSync(${JSON.stringify(GATE_FILE)})){clearInterval(t);done();}},50);}`;
   const created = await fetch(`${api}/api/v1/projects/`, {
     method: 'POST',
     headers: { ...auth, 'content-type': 'application/json' },
@@ -96,7 +102,7 @@ if(process.argv[2]==='v1'||fs.existsSync(${JSON.stringify(gate)}))done();else{fs
     await fetch(`${api}/api/v1/projects/${project.id}/`, {
       method: 'PATCH',
       headers: { ...auth, 'content-type': 'application/json' },
-      body: JSON.stringify({ settings: { build_command: `node build.js ${version}` } }),
+      body: JSON.stringify({ settings: { build_command: `node build.js ${version} ${tag}` } }),
     });
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(await zipOf({ 'build.js': buildJs }))]), 'site.zip');
@@ -109,8 +115,7 @@ if(process.argv[2]==='v1'||fs.existsSync(${JSON.stringify(gate)}))done();else{fs
   assert.is(await site(), 'v1');
 
   const second = await deploy('v2');
-  await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').length > 0);
-  orphans.push(Number(readFileSync(pidFile, 'utf8')));
+  await until(() => processesRunning(`node build.js v2 ${tag}`).length > 0);
   server.kill('SIGKILL');
   await new Promise((r) => server!.once('exit', r));
 
@@ -118,8 +123,9 @@ if(process.argv[2]==='v1'||fs.existsSync(${JSON.stringify(gate)}))done();else{fs
   assert.is(await site(), 'v1', 'the live release serves right after the restart');
   const during = await op(second);
   assert.is(during.status, 'running');
-  writeFileSync(gate, 'open');
+  gate.open();
   await until(async () => ['succeeded', 'failed', 'canceled'].includes((await op(second)).status));
+  gate.close();
   const after = await op(second);
   assert.is(after.status, 'succeeded', JSON.stringify(after));
   assert.is(after.attempt, 1);

@@ -11,7 +11,6 @@ import { STAGE_TOPIC, type StageJob } from '../../core/deployments/operation-sto
 import type { OperationState } from '../../core/operations/state-machine.js';
 import { QUEUE, type Queue } from '../../core/ports/queue.js';
 import { gatedProject, type GatedProject } from '../helpers/gated-build.js';
-import type { LiveHoist } from '../helpers/live.js';
 import { cluster, killQuietly, processesOf, type Cluster, type RoleProcess } from '../helpers/roles.js';
 
 let c: Cluster;
@@ -38,7 +37,7 @@ const until = async (cond: () => boolean | Promise<boolean>, what: string, ms = 
 const op = async (id: string) => (await fetch(`${api.url}/api/v1/operations/${id}`, { headers: { authorization: `Bearer ${token}` } })).json();
 const finished = async (id: string) => ['succeeded', 'failed', 'canceled'].includes((await op(id)).status);
 const workerPids = () => workers.map((w) => w.child.pid!);
-const gated = (name: string) => gatedProject({ api: api.url } as LiveHoist, token, name);
+const gated = (name: string) => gatedProject({ api: api.url, dataDir: c.dataDir }, token, name);
 const deploy = async (p: GatedProject, marker: string): Promise<string> => {
   const form = new FormData();
   form.append('file', new Blob([new Uint8Array(await p.zip(marker))]), 'site.zip');
@@ -69,8 +68,9 @@ test('two workers on one stream take stages from each other; no stage runs twice
   const projects = await Promise.all(['share-a', 'share-b', 'share-c', 'share-d'].map(gated));
   const ops = await Promise.all(projects.map((p) => deploy(p, `hello ${p.name}`)));
   // Four builds wait at once: with two slots per worker, each worker runs two of them.
-  await until(() => processesOf('gate.js', c.dataDir, workerPids()).length === 4, 'four builds running');
-  const holders = processesOf('gate.js', c.dataDir, workerPids()).map((p) => p.ancestor);
+  const building = () => projects.flatMap((p) => processesOf(p.command, workerPids()));
+  await until(() => building().length === 4, 'four builds running');
+  const holders = building().map((p) => p.ancestor);
   assert.equal(holders.filter((h) => h === workerPids()[0]).length, 2, 'the first worker runs two builds');
   assert.equal(holders.filter((h) => h === workerPids()[1]).length, 2, 'the second worker runs two builds');
   for (const p of projects) p.open();
@@ -110,8 +110,8 @@ test('a redelivered job of a finished stage is acknowledged and changes nothing'
 test('kill -9 of a worker mid-build: the other worker takes the stage over and the operation succeeds', async () => {
   const p = await gated('killed');
   const id = await deploy(p, 'survived');
-  await until(() => processesOf('gate.js', c.dataDir, workerPids()).length === 1, 'the build running');
-  const [{ pid: build, ancestor }] = processesOf('gate.js', c.dataDir, workerPids());
+  await until(() => processesOf(p.command, workerPids()).length === 1, 'the build running');
+  const [{ pid: build, ancestor }] = processesOf(p.command, workerPids());
   const victim = workers.find((w) => w.child.pid === ancestor)!;
   const survivor = workers.find((w) => w !== victim)!;
   victim.child.kill('SIGKILL');
@@ -119,7 +119,7 @@ test('kill -9 of a worker mid-build: the other worker takes the stage over and t
   killQuietly(build); // the dead worker's build process would otherwise wait for the gate forever
   orphans.push(build);
   await until(async () => (await stateOf(id)).stages.build.token === 2, 'the build claimed again after the ack wait');
-  await until(() => processesOf('gate.js', c.dataDir, [survivor.child.pid!]).some((x) => x.ancestor === survivor.child.pid), 'the survivor building');
+  await until(() => processesOf(p.command, [survivor.child.pid!]).some((x) => x.ancestor === survivor.child.pid), 'the survivor building');
   p.open();
   await until(() => finished(id), 'deployment finished');
   const view = await op(id);

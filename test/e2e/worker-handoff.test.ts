@@ -7,7 +7,6 @@ import { Build } from '../../core/entities/build.js';
 import { Operation } from '../../core/entities/operation.js';
 import type { OperationState } from '../../core/operations/state-machine.js';
 import { gatedProject } from '../helpers/gated-build.js';
-import type { LiveHoist } from '../helpers/live.js';
 import { cluster, processesOf, type Cluster, type RoleProcess } from '../helpers/roles.js';
 
 let c: Cluster;
@@ -32,24 +31,24 @@ const until = async (cond: () => boolean | Promise<boolean>, what: string, ms = 
 const stateOf = async (id: string) => (await c.kernel.orm.em.fork().findOneOrFail(Operation, { id })).state as unknown as OperationState;
 
 test('SIGTERM of a worker mid-build: it exits cleanly and the other worker takes the build over at once', async () => {
-  const p = await gatedProject({ api: api.url } as LiveHoist, token, 'handed-over');
+  const p = await gatedProject({ api: api.url, dataDir: c.dataDir }, token, 'handed-over');
   const form = new FormData();
   form.append('file', new Blob([new Uint8Array(await p.zip('handed over'))]), 'site.zip');
   const res = await fetch(`${api.url}/api/v1/projects/${p.id}/local-to-live`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
   const { operation } = await res.json();
   const pids = () => workers.map((w) => w.child.pid!);
-  await until(() => processesOf('gate.js', c.dataDir, pids()).length === 1, 'the build running');
-  const [{ ancestor }] = processesOf('gate.js', c.dataDir, pids());
+  await until(() => processesOf(p.command, pids()).length === 1, 'the build running');
+  const [{ ancestor }] = processesOf(p.command, pids());
   const leaving = workers.find((w) => w.child.pid === ancestor)!;
   const staying = workers.find((w) => w !== leaving)!;
 
   leaving.child.kill('SIGTERM');
   const code = await new Promise((r) => leaving.child.once('exit', r));
   assert.is(code, 0, leaving.output());
-  assert.is(processesOf('gate.js', c.dataDir, [leaving.child.pid!]).length, 0, 'its build process ended with it');
+  assert.is(processesOf(p.command, [leaving.child.pid!]).length, 0, 'its build process ended with it');
   // Well within the two-minute visibility timeout: only the hand-back lets the other worker in.
   await until(async () => (await stateOf(operation.id)).stages.build.token === 2, 'the build claimed again');
-  await until(() => processesOf('gate.js', c.dataDir, [staying.child.pid!]).length === 1, 'the other worker building');
+  await until(() => processesOf(p.command, [staying.child.pid!]).length === 1, 'the other worker building');
   p.open();
   await until(async () => (await stateOf(operation.id)).status !== 'running', 'the deployment finished', 60_000);
   const state = await stateOf(operation.id);

@@ -20,6 +20,8 @@ export function zipOf(files: Record<string, string | Buffer>): Promise<Buffer> {
 /** Hoist running all three roles over real sockets, with helpers that speak HTTP to it. */
 export interface LiveHoist {
   running: Running;
+  /** Hoist's data directory (builds' workspaces are under its `work/`). */
+  dataDir: string;
   api: string;
   edge: string;
   /** Creates an account (plan pro unless given) and returns its bearer token. */
@@ -48,6 +50,7 @@ export async function liveHoist(overrides: Partial<HoistConfig> = {}): Promise<L
   const json = async (res: Response) => ({ status: res.status, body: res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text() });
   const self: LiveHoist = {
     running,
+    dataDir: kernel.config.dataDir,
     api,
     edge,
     async login(plan = 'pro') {

@@ -1,6 +1,6 @@
 import { RequestContext } from '@mikro-orm/core';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { boot, type Kernel } from '../../adapters/kernel.js';
@@ -8,6 +8,7 @@ import { createLogger } from '../../adapters/logger.js';
 import { loadConfig } from '../../config/load.js';
 import { ACCOUNT_SERVICE, type AccountService } from '../../core/accounts/account-service.js';
 import { hoistBin, root } from './cli.js';
+import { processesRunning } from './gated-build.js';
 import { freshPgDatabase } from './kernel.js';
 import { dropStream, natsUrl, uniqueStream } from './nats.js';
 
@@ -107,18 +108,13 @@ const parentOf = (pid: number): number => {
 };
 
 /**
- * The processes with `needle` among their arguments with a working directory under `dir`, each
- * with the first of `among` it descends from (null when none).
+ * The processes whose command line starts with `command` (a build's, e.g. `node gate.js <gate id>`;
+ * unique to its project), each with the first of `among` it descends from (null when none).
  */
-export function processesOf(needle: string, dir: string, among: number[]): { pid: number; ancestor: number | null }[] {
+export function processesOf(command: string, among: number[]): { pid: number; ancestor: number | null }[] {
   const found: { pid: number; ancestor: number | null }[] = [];
-  for (const entry of readdirSync('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
+  for (const pid of processesRunning(command)) {
     try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      // The shell that started the command (if it did not exec it) is not counted.
-      if (args[0] === 'sh' || !args.includes(needle) || !readlinkSync(`/proc/${pid}/cwd`).startsWith(dir)) continue;
       let p = pid;
       while (p > 1 && !among.includes(p)) p = parentOf(p);
       found.push({ pid, ancestor: among.includes(p) ? p : null });
