@@ -757,9 +757,9 @@ export interface paths {
         put?: never;
         /**
          * Upload a ZIP and deploy it (creates or selects the project by name)
-         * @description Account-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node) and `framework`. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id).
+         * @description Account-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework` and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
          *
-         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is `skipped` (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued, and a stage may also be skipped.
+         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
          *     | Operation status | cancel | retry |
          *     | --- | --- | --- |
@@ -1049,7 +1049,7 @@ export interface paths {
          * Poll a parent operation: progress, child state, build-log context, queue information, guidance
          * @description Poll with bounded backoff (2-10 s) until status is succeeded, failed or canceled.
          *
-         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is `skipped` (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued, and a stage may also be skipped.
+         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
          *     | Operation status | cancel | retry |
          *     | --- | --- | --- |
@@ -1148,9 +1148,15 @@ export interface paths {
                                     result?: {
                                         [key: string]: unknown;
                                     };
+                                    skip_reason?: string | null;
+                                    /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                    skipped?: boolean;
                                     started_at?: string | null;
-                                    /** @enum {string} */
-                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "skipped";
+                                    /**
+                                     * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                     * @enum {string}
+                                     */
+                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
                                 };
                                 build?: {
                                     error?: {
@@ -1164,9 +1170,15 @@ export interface paths {
                                     result?: {
                                         [key: string]: unknown;
                                     };
+                                    skip_reason?: string | null;
+                                    /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                    skipped?: boolean;
                                     started_at?: string | null;
-                                    /** @enum {string} */
-                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "skipped";
+                                    /**
+                                     * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                     * @enum {string}
+                                     */
+                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
                                 };
                                 deploy?: {
                                     error?: {
@@ -1180,9 +1192,15 @@ export interface paths {
                                     result?: {
                                         [key: string]: unknown;
                                     };
+                                    skip_reason?: string | null;
+                                    /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                    skipped?: boolean;
                                     started_at?: string | null;
-                                    /** @enum {string} */
-                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "skipped";
+                                    /**
+                                     * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                     * @enum {string}
+                                     */
+                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
                                 };
                             };
                             /** @enum {string} */
@@ -1234,7 +1252,7 @@ export interface paths {
          * Cancel queued or running work
          * @description queued or running → canceled: the running stage's process is stopped and a half-made release never goes live (the previous one keeps serving). Otherwise 409 not_cancelable.
          *
-         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is `skipped` (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued, and a stage may also be skipped.
+         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
          *     | Operation status | cancel | retry |
          *     | --- | --- | --- |
@@ -1333,9 +1351,15 @@ export interface paths {
                                     result?: {
                                         [key: string]: unknown;
                                     };
+                                    skip_reason?: string | null;
+                                    /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                    skipped?: boolean;
                                     started_at?: string | null;
-                                    /** @enum {string} */
-                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "skipped";
+                                    /**
+                                     * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                     * @enum {string}
+                                     */
+                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
                                 };
                                 build?: {
                                     error?: {
@@ -1349,9 +1373,15 @@ export interface paths {
                                     result?: {
                                         [key: string]: unknown;
                                     };
+                                    skip_reason?: string | null;
+                                    /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                    skipped?: boolean;
                                     started_at?: string | null;
-                                    /** @enum {string} */
-                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "skipped";
+                                    /**
+                                     * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                     * @enum {string}
+                                     */
+                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
                                 };
                                 deploy?: {
                                     error?: {
@@ -1365,9 +1395,15 @@ export interface paths {
                                     result?: {
                                         [key: string]: unknown;
                                     };
+                                    skip_reason?: string | null;
+                                    /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                    skipped?: boolean;
                                     started_at?: string | null;
-                                    /** @enum {string} */
-                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "skipped";
+                                    /**
+                                     * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                     * @enum {string}
+                                     */
+                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
                                 };
                             };
                             /** @enum {string} */
@@ -1426,7 +1462,7 @@ export interface paths {
          * Retry a failed or canceled deployment
          * @description failed or canceled → running (a new attempt) that resumes from the stage that did not finish, reusing finished stages' outputs. Otherwise 409 not_retryable; 409 deployment_in_progress while another deployment of the project runs.
          *
-         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is `skipped` (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued, and a stage may also be skipped.
+         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
          *     | Operation status | cancel | retry |
          *     | --- | --- | --- |
@@ -1525,9 +1561,15 @@ export interface paths {
                                     result?: {
                                         [key: string]: unknown;
                                     };
+                                    skip_reason?: string | null;
+                                    /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                    skipped?: boolean;
                                     started_at?: string | null;
-                                    /** @enum {string} */
-                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "skipped";
+                                    /**
+                                     * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                     * @enum {string}
+                                     */
+                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
                                 };
                                 build?: {
                                     error?: {
@@ -1541,9 +1583,15 @@ export interface paths {
                                     result?: {
                                         [key: string]: unknown;
                                     };
+                                    skip_reason?: string | null;
+                                    /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                    skipped?: boolean;
                                     started_at?: string | null;
-                                    /** @enum {string} */
-                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "skipped";
+                                    /**
+                                     * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                     * @enum {string}
+                                     */
+                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
                                 };
                                 deploy?: {
                                     error?: {
@@ -1557,9 +1605,15 @@ export interface paths {
                                     result?: {
                                         [key: string]: unknown;
                                     };
+                                    skip_reason?: string | null;
+                                    /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                    skipped?: boolean;
                                     started_at?: string | null;
-                                    /** @enum {string} */
-                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled" | "skipped";
+                                    /**
+                                     * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                     * @enum {string}
+                                     */
+                                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
                                 };
                             };
                             /** @enum {string} */
@@ -1756,7 +1810,7 @@ export interface paths {
                         /** @description Command that starts a node project; overrides what Analyze detects. null clears it. */
                         start_command?: string | null;
                         /**
-                         * @description draft (default, not served), public, or private (granted e-mail addresses only). The plan says which are allowed.
+                         * @description draft (the default: served at its URL, unlisted — every answer carries X-Robots-Tag: noindex), public (served and indexable), or private (served only to granted e-mail addresses or the access password; noindex too). The plan says which are allowed.
                          * @enum {string}
                          */
                         visibility?: "draft" | "public" | "private";
@@ -2041,7 +2095,7 @@ export interface paths {
                         /** @description Command that starts a node project; overrides what Analyze detects. null clears it. */
                         start_command?: string | null;
                         /**
-                         * @description draft (default, not served), public, or private (granted e-mail addresses only). The plan says which are allowed.
+                         * @description draft (the default: served at its URL, unlisted — every answer carries X-Robots-Tag: noindex), public (served and indexable), or private (served only to granted e-mail addresses or the access password; noindex too). The plan says which are allowed.
                          * @enum {string}
                          */
                         visibility?: "draft" | "public" | "private";
@@ -2134,7 +2188,7 @@ export interface paths {
         };
         /**
          * List access grants
-         * @description The e-mail addresses that may sign in to the private project's site, oldest first. Grants exist only while the project is private: on a draft or public project every access-grants call answers 409 conflict, saying to make it private. Making a private project draft or public keeps its grants, unused, until it is private again. A project of another account answers 404 like a missing one.
+         * @description The e-mail addresses granted access to the project's site, oldest first, on any project: in_effect says whether they let anyone in now (true while the project is private; on a draft or public project they are kept, unused). Grants are added only while the project is private. Making a private project draft or public keeps its grants, unused, until it is private again; they are listed and can be removed whatever the visibility. A project of another account answers 404 like a missing one.
          */
         get: {
             parameters: {
@@ -2163,6 +2217,8 @@ export interface paths {
                                 /** Format: uuid */
                                 id: string;
                             }[];
+                            /** @description true while the project is private: the grants let their addresses sign in. false: kept, unused. */
+                            in_effect: boolean;
                         };
                     };
                 };
@@ -2184,21 +2240,12 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
             };
         };
         put?: never;
         /**
          * Grant an e-mail address access
-         * @description Grants the address (trimmed, lower-cased) access to the site: on the sign-in page it asks for a one-time code, mailed to it. Answers 201 with the new grant, or 200 with the existing one when the address is already granted (adding is idempotent). An implausible address → 400 invalid_request (field email); beyond the plan's access_grants_per_project → 403 plan_restricted with feature, plan, required_plan, limit and usage. Grants exist only while the project is private: on a draft or public project every access-grants call answers 409 conflict, saying to make it private. Making a private project draft or public keeps its grants, unused, until it is private again. A project of another account answers 404 like a missing one.
+         * @description Grants the address (trimmed, lower-cased) access to the site: on the sign-in page it asks for a one-time code, mailed to it. Answers 201 with the new grant, or 200 with the existing one when the address is already granted (adding is idempotent). An implausible address → 400 invalid_request (field email); beyond the plan's access_grants_per_project → 403 plan_restricted with feature, plan, required_plan, limit and usage. On a draft or public project → 409 conflict, saying to make it private first. Grants are added only while the project is private. Making a private project draft or public keeps its grants, unused, until it is private again; they are listed and can be removed whatever the visibility. A project of another account answers 404 like a missing one.
          */
         post: {
             parameters: {
@@ -2316,7 +2363,7 @@ export interface paths {
         post?: never;
         /**
          * Remove an access grant
-         * @description Answers 204. The address's visitors lose access at their next request, and codes mailed to it stop working. 404 when the project has no such grant. Grants exist only while the project is private: on a draft or public project every access-grants call answers 409 conflict, saying to make it private. Making a private project draft or public keeps its grants, unused, until it is private again. A project of another account answers 404 like a missing one.
+         * @description Answers 204. The address's visitors lose access at their next request, and codes mailed to it stop working. 404 when the project has no such grant. Grants are added only while the project is private. Making a private project draft or public keeps its grants, unused, until it is private again; they are listed and can be removed whatever the visibility. A project of another account answers 404 like a missing one.
          */
         delete: {
             parameters: {
@@ -2350,15 +2397,6 @@ export interface paths {
                 };
                 /** @description Missing, or belongs to another account (not_found). */
                 404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2436,11 +2474,13 @@ export interface paths {
                                 operation_id: string;
                                 /** Format: uuid */
                                 project_id: string;
+                                /** @description true: the archive was packed as it is, without running build commands (skip_build). */
+                                skipped: boolean;
                                 /**
-                                 * @description skipped: packed without running build commands (skip_build).
+                                 * @description A build packed without running build commands (skip_build) is succeeded with skipped true.
                                  * @enum {string}
                                  */
-                                status: "running" | "succeeded" | "skipped" | "failed" | "canceled";
+                                status: "running" | "succeeded" | "failed" | "canceled";
                                 /** Format: uuid */
                                 version_id: string;
                             }[];
@@ -2545,11 +2585,13 @@ export interface paths {
                             operation_id: string;
                             /** Format: uuid */
                             project_id: string;
+                            /** @description true: the archive was packed as it is, without running build commands (skip_build). */
+                            skipped: boolean;
                             /**
-                             * @description skipped: packed without running build commands (skip_build).
+                             * @description A build packed without running build commands (skip_build) is succeeded with skipped true.
                              * @enum {string}
                              */
-                            status: "running" | "succeeded" | "skipped" | "failed" | "canceled";
+                            status: "running" | "succeeded" | "failed" | "canceled";
                             /** Format: uuid */
                             version_id: string;
                         };
@@ -3752,9 +3794,9 @@ export interface paths {
         put?: never;
         /**
          * Upload a ZIP and deploy it to an existing project
-         * @description Project-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node) and `framework`. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id).
+         * @description Project-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework` and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
          *
-         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is `skipped` (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued, and a stage may also be skipped.
+         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
          *     | Operation status | cancel | retry |
          *     | --- | --- | --- |
@@ -4052,11 +4094,13 @@ export interface paths {
                                     warnings: number;
                                 };
                                 log_url: string;
+                                /** @description true: the archive was packed as it is, without running build commands (skip_build). */
+                                skipped: boolean;
                                 /**
-                                 * @description skipped: packed without running build commands (skip_build).
+                                 * @description A build packed without running build commands (skip_build) is succeeded with skipped true.
                                  * @enum {string}
                                  */
-                                status: "running" | "succeeded" | "skipped" | "failed" | "canceled";
+                                status: "running" | "succeeded" | "failed" | "canceled";
                             } | null;
                             deployment: {
                                 ended_at: string | null;
@@ -4557,7 +4601,7 @@ export interface paths {
         put?: never;
         /**
          * Send the ZIP to an upload session (proxied_multipart), or complete one whose parts went to storage (direct_storage_resumable on S3)
-         * @description No bearer token: upload_url is the credential (an Authorization header is ignored and never forwarded). An unknown token → 404; a used or expired one → 410 (the same answer for both). proxied_multipart: multipart form data with the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000) and no other part: the project and the upload options are the session's. A request refused before its body is read (404, 410, 400 for a body that is not multipart/form-data, 413 for a Content-Length over the envelope) leaves the URL as it was; any other spends it, whatever its outcome. Answers as Local-to-Live: 202 with the project and the parent operation (running, progress 5). direct_storage_resumable on S3 storage (the session answer has parts): after PUTting every part to its URL in parts.urls, POST here application/json {"parts": [{"part_number": 1, "etag": "<the ETag header of its PUT>"}, ...], "sha256": "<optional>"}. Each part must have reached storage with that ETag and together they must hold the declared size: else 400 (details.part_number names the part missing or whose ETag differs) or 413 past the declared size, and the session stays as it was, to be fixed and completed again. Then the URL is spent, the parts are joined in storage (no byte passes through Hoist), the server reads the ZIP once for its SHA-256 (a sha256 given that differs → 400, the ZIP discarded) and answers 202 as above. For a direct_storage_resumable session on local storage → 400 (use tus: HEAD and PATCH).
+         * @description No bearer token: upload_url is the credential (an Authorization header is ignored and never forwarded). An unknown token → 404; a used or expired one → 410 (the same answer for both). proxied_multipart: multipart form data with the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000) and no other part: the project and the upload options are the session's. A request refused before its body is read (404, 410, 400 for a body that is not multipart/form-data, 413 for a Content-Length over the envelope, 409 deployment_in_progress while a deployment of the project runs) leaves the URL as it was; any other spends it, whatever its outcome. Answers as Local-to-Live: 202 with the project and the parent operation (running, progress 5). direct_storage_resumable on S3 storage (the session answer has parts): after PUTting every part to its URL in parts.urls, POST here application/json {"parts": [{"part_number": 1, "etag": "<the ETag header of its PUT>"}, ...], "sha256": "<optional>"}. Each part must have reached storage with that ETag and together they must hold the declared size: else 400 (details.part_number names the part missing or whose ETag differs) or 413 past the declared size, and the session stays as it was, to be fixed and completed again. Then the URL is spent, the parts are joined in storage (no byte passes through Hoist), the server reads the ZIP once for its SHA-256 (a sha256 given that differs → 400, the ZIP discarded) and answers 202 as above. For a direct_storage_resumable session on local storage → 400 (use tus: HEAD and PATCH).
          */
         post: {
             parameters: {

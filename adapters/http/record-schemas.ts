@@ -95,18 +95,20 @@ export const LogSummary = {
   },
 } as const;
 
-const buildStatus = { type: 'string', enum: ['running', 'succeeded', 'skipped', 'failed', 'canceled'], description: 'skipped: packed without running build commands (skip_build).' };
+const buildStatus = { type: 'string', enum: ['running', 'succeeded', 'failed', 'canceled'], description: 'A build packed without running build commands (skip_build) is succeeded with skipped true.' };
+const buildSkipped = { type: 'boolean', description: 'true: the archive was packed as it is, without running build commands (skip_build).' };
 
 /** A build record. */
 export const BuildRecord = {
   type: 'object',
-  required: ['id', 'project_id', 'version_id', 'operation_id', 'status', 'artifact', 'log', 'log_url', 'error', 'created_at', 'finished_at'],
+  required: ['id', 'project_id', 'version_id', 'operation_id', 'status', 'skipped', 'artifact', 'log', 'log_url', 'error', 'created_at', 'finished_at'],
   properties: {
     id: Uuid,
     project_id: Uuid,
     version_id: Uuid,
     operation_id: Uuid,
     status: buildStatus,
+    skipped: buildSkipped,
     artifact: Artifact,
     log: LogSummary,
     log_url: { type: 'string', description: 'Path of the full log (text/plain).' },
@@ -172,8 +174,8 @@ export const ReleaseDetail = {
     },
     build: nullable({
       type: 'object',
-      required: ['id', 'status', 'artifact', 'log', 'log_url'],
-      properties: { id: Uuid, status: buildStatus, artifact: Artifact, log: LogSummary, log_url: { type: 'string' } },
+      required: ['id', 'status', 'skipped', 'artifact', 'log', 'log_url'],
+      properties: { id: Uuid, status: buildStatus, skipped: buildSkipped, artifact: Artifact, log: LogSummary, log_url: { type: 'string' } },
     }),
     deployment: {
       type: 'object',

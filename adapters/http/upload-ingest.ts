@@ -6,6 +6,7 @@ import { DEPLOYMENT_SERVICE, type DeploymentService, type UploadedArchive } from
 import { Project } from '../../core/entities/project.js';
 import type { UploadOptions } from '../../core/entities/version.js';
 import { HoistError, invalid } from '../../core/errors.js';
+import { IDEMPOTENCY_SERVICE, type IdempotencyService } from '../../core/idempotency/idempotency-service.js';
 import { STORAGE, type Storage } from '../../core/ports/storage.js';
 import { PROJECT_SERVICE, type ProjectService } from '../../core/projects/project-service.js';
 import { projectUrl } from '../../core/projects/project-url.js';
@@ -61,12 +62,14 @@ export class UploadIngest {
   private readonly storage: Storage;
   private readonly deployments: DeploymentService;
   private readonly projects: ProjectService;
+  private readonly idempotency: IdempotencyService;
 
   constructor(private readonly kernel: Kernel) {
     this.config = kernel.config as HoistConfig;
     this.storage = kernel.get<Storage>(STORAGE);
     this.deployments = kernel.get<DeploymentService>(DEPLOYMENT_SERVICE);
     this.projects = kernel.get<ProjectService>(PROJECT_SERVICE);
+    this.idempotency = kernel.get<IdempotencyService>(IDEMPOTENCY_SERVICE);
   }
 
   /**
@@ -91,9 +94,11 @@ export class UploadIngest {
 
   /**
    * Streams the parts of a multipart upload: the one file part `file` into Storage at `key`, the
-   * text parts (only those `allowed`) into `fields`. Throws 400/413 errors and then leaves nothing stored.
+   * text parts (only those `allowed`) into `fields`. `early` sees each text part that comes before
+   * the file part, as it comes, and may refuse the upload there, before the ZIP is read. Throws
+   * 400/413 errors (or what `early` throws) and then leaves nothing stored.
    */
-  async parse(req: FastifyRequest, allowed: string[], key = `uploads/${randomUUID()}.zip`): Promise<ParsedUpload> {
+  async parse(req: FastifyRequest, allowed: string[], key = `uploads/${randomUUID()}.zip`, early?: (name: string, value: string) => Promise<void>): Promise<ParsedUpload> {
     const limit = this.config.maxArchiveBytes;
     let upload: UploadedArchive | null = null;
     const fields: Record<string, string> = {};
@@ -128,6 +133,7 @@ export class UploadIngest {
           if (typeof part.value !== 'string') throw invalid(`Part "${part.fieldname}" must be plain text`, { field: part.fieldname });
           refuseNulIn(part.value, part.fieldname, 'part');
           fields[part.fieldname] = part.value;
+          if (!upload) await early?.(part.fieldname, part.value);
         }
       }
       if (!upload) throw invalid('The ZIP file part "file" is missing', { field: 'file' });
@@ -138,6 +144,22 @@ export class UploadIngest {
     } finally {
       req.raw.off('data', count);
     }
+  }
+
+  /**
+   * Refuses an upload to a project whose deployment chain still runs (409 deployment_in_progress),
+   * before its body is read. A request repeating an Idempotency-Key the account used is let
+   * through: its first answer is replayed once the body is read.
+   */
+  async assertIdle(req: FastifyRequest, accountId: string, projectId: string): Promise<void> {
+    const key = req.headers['idempotency-key'];
+    if (typeof key === 'string' && (await this.idempotency.remembers(accountId, key))) return;
+    await this.deployments.assertNoChainRunning(projectId);
+  }
+
+  /** The account's active project called `name` (the oldest), or null. */
+  async existing(accountId: string, name: string): Promise<Project | null> {
+    return this.kernel.orm.em.fork().findOne(Project, { accountId, name, status: 'active' }, { orderBy: { createdAt: 'asc' } });
   }
 
   /** The account's active project called `name` (the oldest), or a new one of that name and `visibility`. */
@@ -198,4 +220,20 @@ function translate(err: unknown, limit: number): unknown {
   }
   if (e.code === 'ECONNRESET' || e.code === 'ERR_STREAM_PREMATURE_CLOSE') return invalid('The upload was interrupted', { field: 'file' });
   return err;
+}
+
+/**
+ * The spec's transport choice, as a Local-to-Live text part: `proxied_multipart` (this request, the
+ * default) is accepted; `direct_storage_resumable` is a choice an upload session makes.
+ */
+export function checkTransport(value: string): void {
+  if (value === 'proxied_multipart') return;
+  if (value === 'direct_storage_resumable') {
+    throw invalid(
+      'transport direct_storage_resumable is not a Local-to-Live upload: create an upload session with POST /api/v1/upload-sessions ' +
+        '{"transport": "direct_storage_resumable", "size": <bytes>, ...} and send the ZIP to its upload_url',
+      { field: 'transport', see: '/api/v1/upload-sessions' },
+    );
+  }
+  throw invalid('transport must be proxied_multipart (this request) or direct_storage_resumable (an upload session)', { field: 'transport' });
 }

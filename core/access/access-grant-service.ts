@@ -19,9 +19,9 @@ export interface AddedGrant {
 }
 
 /**
- * The e-mail addresses granted access to a private project's site. Grants are managed only while
- * the project is private; a project made draft or public keeps its grants, unused, until it is
- * private again.
+ * The e-mail addresses granted access to a private project's site. Grants are added only while the
+ * project is private; a project made draft or public keeps its grants, unused, until it is private
+ * again, and they can be listed and removed whatever the visibility.
  */
 export class AccessGrantService {
   constructor(
@@ -30,10 +30,11 @@ export class AccessGrantService {
     private readonly entitlements: EntitlementService,
   ) {}
 
-  /** The grants of the account's private project, oldest first. */
-  async list(accountId: string, projectId: string): Promise<AccessGrant[]> {
-    const project = await this.privateProject(accountId, projectId);
-    return this.em.find(AccessGrant, { projectId: project.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  /** The grants of the account's project, oldest first, whatever its visibility; `inEffect` while it is private. */
+  async list(accountId: string, projectId: string): Promise<{ grants: AccessGrant[]; inEffect: boolean }> {
+    const project = await this.projects.get(accountId, projectId);
+    const grants = await this.em.find(AccessGrant, { projectId: project.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    return { grants, inEffect: project.visibility === 'private' };
   }
 
   /**
@@ -55,9 +56,12 @@ export class AccessGrantService {
     });
   }
 
-  /** Removes a grant, named by id or by e-mail address, with its pending codes; its visitors are out at their next request. */
+  /**
+   * Removes a grant, named by id or by e-mail address, with its pending codes; its visitors are out
+   * at their next request. Whatever the visibility: a kept grant can go before the project is private again.
+   */
   async remove(accountId: string, projectId: string, grantIdOrEmail: string): Promise<void> {
-    const project = await this.privateProject(accountId, projectId);
+    const project = await this.projects.get(accountId, projectId);
     const where = isUuid(grantIdOrEmail) ? { id: grantIdOrEmail } : { email: normalizeEmail(grantIdOrEmail) };
     const grant = await this.em.findOne(AccessGrant, { projectId: project.id, ...where });
     if (!grant) throw notFound('Access grant');

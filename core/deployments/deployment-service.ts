@@ -33,10 +33,12 @@ export class DeploymentService {
 
   /**
    * Records the version and starts its chain: the operation is `running` with progress 5 and Analyze
-   * is enqueued. Throws plan_restricted (archive size, deployments per day) or
-   * deployment_in_progress (details.operation_id) and writes nothing then.
+   * is enqueued. Throws deployment_in_progress (details.operation_id; checked first, as the spec's
+   * one chain per project comes before plan quotas) or plan_restricted (archive size, deployments
+   * per day, concurrent builds) and writes nothing then.
    */
   async start(accountId: string, project: Project, upload: UploadedArchive, options: UploadOptions): Promise<{ operation: Operation; version: Version }> {
+    await this.assertNoChainRunning(project.id);
     await this.entitlements.assertWithin(accountId, 'archive_bytes', upload.size, 0);
     await this.assertPlanRoom(accountId);
 
@@ -65,6 +67,7 @@ export class DeploymentService {
   async rebuild(accountId: string, versionId: string): Promise<Operation> {
     const version = isUuid(versionId) ? await this.em.findOne(Version, { id: versionId, accountId }) : null;
     if (!version) throw notFound('Version');
+    await this.assertNoChainRunning(version.projectId);
     await this.assertPlanRoom(accountId);
     const created = createOperation(this.clock.now(), { skipBuild: version.options.skip_build === true });
     const operation = Object.assign(this.newOperation(accountId, version.projectId, created), { versionId: version.id });
@@ -82,6 +85,7 @@ export class DeploymentService {
     const build = isUuid(buildId) ? await this.em.findOne(Build, { id: buildId, accountId }) : null;
     if (!build) throw notFound('Build');
     if (!build.artifactKey) throw new HoistError('not_retryable', `Build ${build.id} has no artifact to deploy (it is ${build.status}); retry the build instead`, { build_id: build.id, status: build.status });
+    await this.assertNoChainRunning(build.projectId);
     await this.assertPlanRoom(accountId);
     const created = createOperation(this.clock.now(), { reuse: ['analyze', 'build'] });
     created.state.buildId = build.id;
@@ -102,8 +106,22 @@ export class DeploymentService {
    */
   async retry(accountId: string, operationId: string): Promise<Operation> {
     const op = await this.owned(accountId, operationId);
+    if (op.projectId) await this.assertNoChainRunning(op.projectId, op.id);
     await this.assertConcurrentRoom(accountId);
     return (await this.store.apply(operationId, { type: 'retry_requested' }, (tx) => this.takeChain(tx, op.projectId!, op.id))).op;
+  }
+
+  /**
+   * Throws deployment_in_progress (details.operation_id) while another deployment chain of the
+   * project (not `except`) runs. Only a read: starting a chain still takes it by compare-and-set;
+   * this lets a caller refuse before plan quotas, or before it reads an upload's body.
+   */
+  async assertNoChainRunning(projectId: string, except?: string): Promise<void> {
+    const em = this.em.fork();
+    const holder = (await em.findOne(Project, { id: projectId }, { fields: ['activeOperationId'] }))?.activeOperationId;
+    if (!holder || holder === except) return;
+    const running = await em.findOne(Operation, { id: holder });
+    if (running && !isTerminal(OperationStore.stateOf(running))) throw inProgress(holder);
   }
 
   /** The deployment operation with `id` of the account, or not_found. */
@@ -157,11 +175,7 @@ export class DeploymentService {
     const holder = project.activeOperationId;
     if (holder && holder !== operationId) {
       const running = await tx.findOne(Operation, { id: holder });
-      if (running && !isTerminal(OperationStore.stateOf(running))) {
-        throw new HoistError('deployment_in_progress', 'A deployment of this project is still running; wait for it to finish or cancel it', {
-          operation_id: holder,
-        });
-      }
+      if (running && !isTerminal(OperationStore.stateOf(running))) throw inProgress(holder);
     }
     const n = await tx.nativeUpdate(Project, { id: projectId, activeOperationId: holder }, { activeOperationId: operationId });
     if (n !== 1) {
@@ -170,3 +184,8 @@ export class DeploymentService {
     }
   }
 }
+
+const inProgress = (operationId: string) =>
+  new HoistError('deployment_in_progress', `A deployment of this project is still running (operation ${operationId}); wait for it to finish or cancel it`, {
+    operation_id: operationId,
+  });

@@ -7,7 +7,7 @@ import { Project } from '../entities/project.js';
 import { Version } from '../entities/version.js';
 import { notFound } from '../errors.js';
 import { isMaybeStuck, recommendedNextStep, type NextStep } from '../operations/guidance.js';
-import { STAGES, type OperationState } from '../operations/state-machine.js';
+import { STAGES, type OperationState, type Stage } from '../operations/state-machine.js';
 import type { Clock } from '../ports/clock.js';
 import type { Queue } from '../ports/queue.js';
 import { analysisView } from './analysis-view.js';
@@ -16,6 +16,14 @@ import { STAGE_TOPIC, stageJobKey } from './operation-store.js';
 export const OPERATION_VIEWS = Symbol.for('hoist.OperationViews');
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
+
+/** Why a stage was done without running: reused by a redeploy (the build it ships), or Build left out by skip_build. */
+const skipReason = (stage: Stage, state: OperationState) =>
+  state.buildId
+    ? `reused: this deployment ships the existing build ${state.buildId}`
+    : stage === 'build'
+      ? 'skip_build: the archive is deployed as it is, without a build'
+      : 'not run for this deployment';
 
 /** The operation as the API shows it (GET /operations/{id}). */
 export interface OperationView {
@@ -94,9 +102,13 @@ export class OperationViews {
     const stages: Record<string, unknown> = {};
     for (const name of STAGES) {
       const s = state.stages[name];
+      // The state machine's `skipped` (done without running) is shown as the spec's `succeeded`, flagged and explained.
+      const skipped = s.status === 'skipped';
       stages[name] = {
-        status: s.status,
-        progress: s.progress,
+        status: skipped ? 'succeeded' : s.status,
+        skipped,
+        skip_reason: skipped ? skipReason(name, state) : null,
+        progress: skipped ? 100 : s.progress,
         started_at: s.startedAt,
         finished_at: s.finishedAt,
         heartbeat_at: s.heartbeatAt,

@@ -22,14 +22,18 @@ export function versionView(v: Version) {
   };
 }
 
-/** A build record as the API shows it. */
+/**
+ * A build record as the API shows it. A build packed without running build commands (skip_build,
+ * stored as `skipped`) is shown `succeeded` with `skipped: true`: the spec knows five statuses.
+ */
 export function buildView(b: Build) {
   return {
     id: b.id,
     project_id: b.projectId,
     version_id: b.versionId,
     operation_id: b.operationId,
-    status: b.status,
+    status: b.status === 'skipped' ? 'succeeded' : b.status,
+    skipped: b.status === 'skipped',
     artifact: b.artifactKey ? { key: b.artifactKey, sha256: b.artifactSha256, size: b.artifactSize } : null,
     log: { last_lines: b.log.lastLines, warnings: b.log.warnings, errors: b.log.errors, bytes: b.log.bytes },
     log_url: `/api/v1/projects/${b.projectId}/builds/${b.id}/log`,

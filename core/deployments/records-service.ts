@@ -35,7 +35,7 @@ export interface ReleaseView {
   project_id: string;
   operation_id: string;
   version: { id: string; filename: string | null; size: number; sha256: string; created_at: string; analysis: Record<string, unknown> | null };
-  build: Pick<BuildView, 'id' | 'status' | 'artifact' | 'log' | 'log_url'> | null;
+  build: Pick<BuildView, 'id' | 'status' | 'skipped' | 'artifact' | 'log' | 'log_url'> | null;
   deployment: Pick<DeploymentView, 'id' | 'status' | 'url' | 'live' | 'live_at' | 'ended_at'>;
   timings: {
     uploaded_at: string;
@@ -142,7 +142,7 @@ export class RecordsService {
         created_at: iso(version.createdAt)!,
         analysis: version.analysis ? summary(analysisView(version.analysis)) : null,
       },
-      build: b && { id: b.id, status: b.status, artifact: b.artifact, log: b.log, log_url: b.log_url },
+      build: b && { id: b.id, status: b.status, skipped: b.skipped, artifact: b.artifact, log: b.log, log_url: b.log_url },
       deployment: { id: dv.id, status: dv.status, url: dv.url, live: dv.live, live_at: dv.live_at, ended_at: dv.ended_at },
       timings: {
         uploaded_at: iso(version.createdAt)!,

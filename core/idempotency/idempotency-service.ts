@@ -35,6 +35,12 @@ export class IdempotencyService {
     private readonly clock: Clock,
   ) {}
 
+  /** Whether the account used `key` within the last 24 h (its answer is remembered, or its request still runs). */
+  async remembers(accountId: string, key: string): Promise<boolean> {
+    const since = new Date(this.clock.now().getTime() - IDEMPOTENCY_TTL_MS);
+    return (await this.em.fork().count(IdempotencyRecord, { id: `${accountId}:${key}`, createdAt: { $gte: since } })) > 0;
+  }
+
   /**
    * Runs `work` under the key and remembers its answer; `replayed` is true when the answer is a
    * remembered one and `work` did not run. The key is claimed (a row insert) before `work` runs, so

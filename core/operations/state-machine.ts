@@ -328,9 +328,10 @@ export function describeTransitions(): string {
     done: 'succeeded, skipped, failed or canceled',
   };
   return [
-    'A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is `skipped` (done without running). ' +
+    'A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). ' +
       `A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are \`skipped\` from the start, Deploy is enqueued, and progress starts at ${STAGE_PROGRESS.deploy[0]}. ` +
-      'Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued, and a stage may also be skipped.',
+      'Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. ' +
+      'A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.',
     '',
     row(['Operation status', 'cancel', 'retry']),
     row(['---', '---', '---']),

@@ -204,7 +204,10 @@ test('a deployment retry deploys the same build again without building: an earli
 
   const op = await h.waitFor(token, res.body.operation.id);
   assert.is(op.status, 'succeeded', JSON.stringify(op));
-  assert.equal([op.version_id, op.stages.analyze.status, op.stages.build.status, op.stages.deploy.status], [v1.id, 'skipped', 'skipped', 'succeeded']);
+  // The spec has five statuses: stages a redeploy reuses are succeeded, flagged skipped.
+  assert.equal([op.version_id, op.stages.analyze.status, op.stages.build.status, op.stages.deploy.status], [v1.id, 'succeeded', 'succeeded', 'succeeded']);
+  assert.equal([op.stages.analyze.skipped, op.stages.build.skipped, op.stages.deploy.skipped], [true, true, false]);
+  assert.match(op.stages.build.skip_reason, /^reused/);
   assert.equal([op.stages.analyze.started_at, op.stages.build.started_at], [null, null], 'neither Analyze nor Build ran');
   assert.is(op.build_log.build_id, b1.id, 'the operation shows the build it shipped');
   assert.is(op.result.build_id, b1.id);

@@ -107,6 +107,8 @@ export class DeployView {
       const s = op.stages?.[name];
       const status = s?.status ?? 'queued';
       const progress = status === 'running' ? `  ${bar((s?.progress ?? 0) / 100, 16)} ${String(s?.progress ?? 0).padStart(3)}%` : '';
+      // A skipped stage is succeeded with skipped: true (the spec's five statuses); say so.
+      if (s?.skipped) return `  ${dim('–')} ${name.padEnd(8)} ${status.padEnd(9)}${dim(' (skipped)')}`;
       return `  ${this.icon(status)} ${name.padEnd(8)} ${status.padEnd(9)}${progress}`;
     });
     for (const l of op.build_log?.last_lines?.slice(-LOG_LINES) ?? []) lines.push(dim(`  │ ${l}`));
@@ -124,8 +126,6 @@ export class DeployView {
         return red('✖');
       case 'canceled':
         return yellow('⊘');
-      case 'skipped':
-        return dim('–');
       case 'running':
         return SPINNER[this.frame % SPINNER.length];
       default:
@@ -137,7 +137,7 @@ export class DeployView {
     for (const name of STAGES) {
       const s: Stage | undefined = op.stages?.[name];
       const status = s?.status ?? 'queued';
-      if (this.printed.get(name) !== status && status !== 'queued') this.info(`${name}: ${status}${s?.error?.message ? ` (${s.error.code}: ${s.error.message})` : ''}`);
+      if (this.printed.get(name) !== status && status !== 'queued') this.info(`${name}: ${status}${s?.skipped ? ' (skipped)' : ''}${s?.error?.message ? ` (${s.error.code}: ${s.error.message})` : ''}`);
       this.printed.set(name, status);
     }
     const log = op.build_log?.last_lines ?? [];

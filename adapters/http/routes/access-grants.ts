@@ -5,9 +5,9 @@ import { bearer, principalOf } from '../auth.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
 import type { RouteOptions } from './index.js';
 
-const PRIVATE_ONLY =
-  'Grants exist only while the project is private: on a draft or public project every access-grants call answers 409 conflict, saying to make it private. ' +
-  'Making a private project draft or public keeps its grants, unused, until it is private again. A project of another account answers 404 like a missing one.';
+const KEPT =
+  'Grants are added only while the project is private. Making a private project draft or public keeps its grants, unused, until it is private again; ' +
+  'they are listed and can be removed whatever the visibility. A project of another account answers 404 like a missing one.';
 
 const Grant = {
   type: 'object',
@@ -37,16 +37,28 @@ const accessGrants: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =
       schema: {
         tags: ['Access'],
         summary: 'List access grants',
-        description: `The e-mail addresses that may sign in to the private project's site, oldest first. ${PRIVATE_ONLY}`,
+        description:
+          'The e-mail addresses granted access to the project\'s site, oldest first, on any project: in_effect says whether they let anyone in now ' +
+          `(true while the project is private; on a draft or public project they are kept, unused). ${KEPT}`,
         security: bearer,
         params: params(false),
         response: {
-          200: { type: 'object', required: ['access_grants'], properties: { access_grants: { type: 'array', items: Grant } } },
-          ...errorResponses(401, 404, 409),
+          200: {
+            type: 'object',
+            required: ['access_grants', 'in_effect'],
+            properties: {
+              access_grants: { type: 'array', items: Grant },
+              in_effect: { type: 'boolean', description: 'true while the project is private: the grants let their addresses sign in. false: kept, unused.' },
+            },
+          },
+          ...errorResponses(401, 404),
         },
       },
     },
-    async (req) => ({ access_grants: (await service.list(principalOf(req).accountId, req.params.projectID)).map(view) }),
+    async (req) => {
+      const { grants, inEffect } = await service.list(principalOf(req).accountId, req.params.projectID);
+      return { access_grants: grants.map(view), in_effect: inEffect };
+    },
   );
 
   app.post<{ Params: { projectID: string }; Body: { email: string } }>(
@@ -59,7 +71,8 @@ const accessGrants: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =
           'Grants the address (trimmed, lower-cased) access to the site: on the sign-in page it asks for a one-time code, mailed to it. ' +
           'Answers 201 with the new grant, or 200 with the existing one when the address is already granted (adding is idempotent). ' +
           'An implausible address → 400 invalid_request (field email); beyond the plan\'s access_grants_per_project → 403 plan_restricted ' +
-          `with feature, plan, required_plan, limit and usage. ${PRIVATE_ONLY}`,
+          'with feature, plan, required_plan, limit and usage. On a draft or public project → 409 conflict, saying to make it private first. ' +
+          KEPT,
         security: bearer,
         params: params(false),
         body: {
@@ -85,10 +98,10 @@ const accessGrants: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =
         summary: 'Remove an access grant',
         description:
           'Answers 204. The address\'s visitors lose access at their next request, and codes mailed to it stop working. ' +
-          `404 when the project has no such grant. ${PRIVATE_ONLY}`,
+          `404 when the project has no such grant. ${KEPT}`,
         security: bearer,
         params: params(true),
-        response: { 204: { type: 'null', description: 'Removed.' }, ...errorResponses(401, 404, 409) },
+        response: { 204: { type: 'null', description: 'Removed.' }, ...errorResponses(401, 404) },
       },
     },
     async (req, reply) => {

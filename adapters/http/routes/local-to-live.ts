@@ -10,14 +10,16 @@ import { ENVIRONMENT_SERVICE, type EnvironmentService } from '../../../core/envi
 import { PROJECT_SERVICE, type ProjectService } from '../../../core/projects/project-service.js';
 import { bearer, principalOf } from '../auth.js';
 import { errorResponses } from '../schemas.js';
-import { Queued, UploadIngest, type ParsedUpload, type Target } from '../upload-ingest.js';
+import { checkTransport, Queued, UploadIngest, type ParsedUpload, type Target } from '../upload-ingest.js';
 import { uploadOptions } from '../upload-options.js';
 import type { RouteOptions } from './index.js';
 
 const description = (scope: string) =>
   `${scope} Multipart form data: the ZIP in the file part \`file\` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts ` +
   '`name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), ' +
-  '`root_directory`, `skip_build` (true|false), `runtime` (static|node) and `framework`. ' +
+  '`root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework` and `transport`, the spec\'s transport choice: ' +
+  '`proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) ' +
+  'pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. ' +
   'Account-level, only when the call creates the project: `environment`, a JSON object of environment variables ' +
   '`{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), ' +
   'validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; ' +
@@ -27,12 +29,14 @@ const description = (scope: string) =>
   'Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. ' +
   'An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; ' +
   'the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress ' +
-  '(details.operation_id).\n\n' +
+  '(details.operation_id), checked before the plan\'s quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: ' +
+  'project-level at once; account-level when the `name` part (of an existing project) comes before the file part. ' +
+  'Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.\n\n' +
   describeTransitions();
 
 const ALLOWED = {
-  account: ['name', 'visibility', 'root_directory', 'skip_build', 'runtime', 'framework', 'environment', 'access_password'],
-  project: ['root_directory', 'skip_build', 'runtime', 'framework'],
+  account: ['name', 'visibility', 'root_directory', 'skip_build', 'runtime', 'framework', 'transport', 'environment', 'access_password'],
+  project: ['root_directory', 'skip_build', 'runtime', 'framework', 'transport'],
 };
 
 /** Local-to-Live: upload a ZIP and queue Analyze, Build, Deploy (account-level and project-level). */
@@ -56,10 +60,12 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
     const { upload } = parsed;
     try {
       const options = uploadOptions(parsed.fields);
+      if (parsed.fields.transport !== undefined) checkTransport(parsed.fields.transport);
       const key = req.headers['idempotency-key'];
-      // Secrets enter the request hash only as a keyed fingerprint.
+      // Secrets enter the request hash only as a keyed fingerprint; the transport, which can only be this one, not at all.
       const hashed = (k: string, v: string) => (k === 'environment' || k === 'access_password' ? `fingerprint:${cipher.fingerprint(v)}` : v);
-      const fields = Object.fromEntries(Object.entries(parsed.fields).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, hashed(k, v)]));
+      const given = Object.entries(parsed.fields).filter(([k]) => k !== 'transport');
+      const fields = Object.fromEntries(given.sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, hashed(k, v)]));
       const hash = requestHash({ scope, fields, sha256: upload.sha256, size: upload.size });
       const result = await idempotency.run(accountId, typeof key === 'string' ? key : undefined, hash, () => ingest.start(accountId, upload, options, resolve));
       if (result.replayed) await storage.delete(upload.key).catch(() => {});
@@ -83,8 +89,15 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
   });
 
   app.post('/local-to-live', { schema: schema('Upload a ZIP and deploy it (creates or selects the project by name)', 'Account-level.') }, async (req, reply) => {
-    const parsed = await ingest.parse(req, ALLOWED.account);
     const { accountId } = principalOf(req);
+    // Parts before the file: a bad transport, or the name of a project whose chain still runs, is refused before the ZIP is read.
+    const parsed = await ingest.parse(req, ALLOWED.account, undefined, async (name, value) => {
+      if (name === 'transport') checkTransport(value);
+      if (name === 'name' && value.trim()) {
+        const project = await ingest.existing(accountId, value.trim());
+        if (project) await ingest.assertIdle(req, accountId, project.id);
+      }
+    });
     let created: string | null = null;
     try {
       return await answer(req, reply, parsed, async () => {
@@ -124,7 +137,11 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
     async (req, reply) => {
       const { accountId } = principalOf(req);
       const project = await projects.get(accountId, req.params.projectID);
-      const parsed = await ingest.parse(req, ALLOWED.project);
+      // One chain per project, decided before the ZIP is read.
+      await ingest.assertIdle(req, accountId, project.id);
+      const parsed = await ingest.parse(req, ALLOWED.project, undefined, async (name, value) => {
+        if (name === 'transport') checkTransport(value);
+      });
       return answer(req, reply, parsed, async () => ({ project }), `project:${project.id}`);
     },
   );

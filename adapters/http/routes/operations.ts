@@ -11,7 +11,9 @@ const StageErr = nullable({ type: 'object', properties: { code: { type: 'string'
 const Stage = {
   type: 'object',
   properties: {
-    status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'canceled', 'skipped'] },
+    status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'canceled'], description: 'The spec\'s five statuses. A stage done without running is succeeded with skipped true.' },
+    skipped: { type: 'boolean', description: 'true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build).' },
+    skip_reason: nullable({ type: 'string', description: 'Why the stage was skipped; null when it was not.' }),
     progress: { type: 'integer' },
     started_at: nullable(Timestamp),
     finished_at: nullable(Timestamp),

@@ -88,7 +88,9 @@ const name = { type: 'string', minLength: 1, maxLength: NAME_MAX, description: `
 const visibility = {
   type: 'string',
   enum: VISIBILITIES,
-  description: 'draft (default, not served), public, or private (granted e-mail addresses only). The plan says which are allowed.',
+  description:
+    'draft (the default: served at its URL, unlisted — every answer carries X-Robots-Tag: noindex), public (served and indexable), ' +
+    'or private (served only to granted e-mail addresses or the access password; noindex too). The plan says which are allowed.',
 } as const;
 
 const accessPassword = {

@@ -101,7 +101,8 @@ const uploadSessionUploads: FastifyPluginAsync<RouteOptions> = async (app, { ker
           description:
             `${common} proxied_multipart: multipart form data with the ZIP in the file part \`file\` (at most 95,000,000 bytes; the whole request at most 100,000,000) and no other part: ` +
             'the project and the upload options are the session\'s. A request refused before its body is read (404, 410, 400 for a body that is not ' +
-            'multipart/form-data, 413 for a Content-Length over the envelope) leaves the URL as it was; any other spends it, whatever its outcome. ' +
+            'multipart/form-data, 413 for a Content-Length over the envelope, 409 deployment_in_progress while a deployment of the project runs) ' +
+            'leaves the URL as it was; any other spends it, whatever its outcome. ' +
             'Answers as Local-to-Live: 202 with the project and the parent operation (running, progress 5). ' +
             'direct_storage_resumable on S3 storage (the session answer has parts): after PUTting every part to its URL in parts.urls, POST here ' +
             'application/json {"parts": [{"part_number": 1, "etag": "<the ETag header of its PUT>"}, ...], "sha256": "<optional>"}. ' +
@@ -127,6 +128,9 @@ const uploadSessionUploads: FastifyPluginAsync<RouteOptions> = async (app, { ker
           const stored = await sessions.completeParts(session, parts, body.sha256);
           return deploy(session, { ...stored, filename: session.filename }, reply);
         }
+        // One chain per project: refused before the URL is spent or the ZIP read, so it can be used once the running one ends.
+        const projectId = session.projectId ?? (await ingest.existing(session.accountId, session.name!))?.id;
+        if (projectId) await ingest.assertIdle(req, session.accountId, projectId);
         await sessions.claim(session);
         const { upload } = await ingest.parse(req, [], session.storageKey);
         return deploy(session, { ...upload, filename: session.filename ?? upload.filename }, reply);

@@ -24,19 +24,17 @@ const newProject = async (who: TestAccount, body: object) => (await call(who, 'P
 const grants = (projectId: string) => t.inContext(() => t.kernel.orm.em.find(AccessGrant, { projectId }));
 const projectRow = (id: string) => t.inContext(() => t.kernel.orm.em.findOne(Project, { id }, { disableIdentityMap: true }));
 
-test('grants exist only for private projects: 409 saying to make it private, nothing written', async () => {
+test('grants are added only to private projects: 409 saying to make it private, nothing written; a draft project lists none', async () => {
   const p = await newProject(pro, { name: 'draft-site' });
-  for (const [method, url, body] of [
-    ['GET', `/projects/${p.id}/access-grants`],
-    ['POST', `/projects/${p.id}/access-grants`, { email: 'a@example.com' }],
-    ['DELETE', `/projects/${p.id}/access-grants/a@example.com`],
-  ] as const) {
-    const res = await call(pro, method, url, body);
-    assert.is(res.status, 409, `${method} ${url}`);
-    assert.is(res.body.error.code, 'conflict');
-    assert.match(res.body.error.message, /make it private/i);
-  }
+  const res = await call(pro, 'POST', `/projects/${p.id}/access-grants`, { email: 'a@example.com' });
+  assert.is(res.status, 409);
+  assert.is(res.body.error.code, 'conflict');
+  assert.match(res.body.error.message, /make it private/i);
   assert.is((await grants(p.id)).length, 0);
+  assert.equal((await call(pro, 'GET', `/projects/${p.id}/access-grants`)).body, { access_grants: [], in_effect: false });
+  const none = await call(pro, 'DELETE', `/projects/${p.id}/access-grants/a@example.com`);
+  assert.is(none.status, 404);
+  assert.is(none.body.error.code, 'not_found');
 });
 
 test('add (normalised, idempotent), list and remove by id or by e-mail', async () => {
@@ -52,6 +50,7 @@ test('add (normalised, idempotent), list and remove by id or by e-mail', async (
   const list = await call(pro, 'GET', `/projects/${p.id}/access-grants`);
   assert.is(list.status, 200);
   assert.equal(list.body.access_grants.map((g: { email: string }) => g.email), ['alice@example.com', 'bob@example.com']);
+  assert.is(list.body.in_effect, true);
 
   assert.is((await call(pro, 'DELETE', `/projects/${p.id}/access-grants/${added.body.id}`)).status, 204);
   assert.is((await call(pro, 'DELETE', `/projects/${p.id}/access-grants/BOB@example.com`)).status, 204);
@@ -114,14 +113,25 @@ test('concurrent adds never pass the plan limit: exactly 25 are created, the res
   assert.is((await grants(p.id)).length, 25);
 });
 
-test('grants stay dormant while the project is not private, and come back with it', async () => {
+test('grants stay dormant while the project is not private: listed (in_effect false) and removable, and back in effect with it', async () => {
   const p = await newProject(pro, { name: 'flip', visibility: 'private' });
-  await call(pro, 'POST', `/projects/${p.id}/access-grants`, { email: 'stay@example.com' });
-  assert.is((await call(pro, 'PATCH', `/projects/${p.id}/`, { visibility: 'public' })).status, 200);
-  assert.is((await call(pro, 'GET', `/projects/${p.id}/access-grants`)).status, 409);
-  assert.is((await grants(p.id)).length, 1);
+  const stay = (await call(pro, 'POST', `/projects/${p.id}/access-grants`, { email: 'stay@example.com' })).body;
+  const go = (await call(pro, 'POST', `/projects/${p.id}/access-grants`, { email: 'go@example.com' })).body;
+  for (const visibility of ['public', 'draft']) {
+    assert.is((await call(pro, 'PATCH', `/projects/${p.id}/`, { visibility })).status, 200);
+    const kept = await call(pro, 'GET', `/projects/${p.id}/access-grants`);
+    assert.is(kept.status, 200, JSON.stringify(kept.body));
+    assert.equal(kept.body, { access_grants: [stay, go], in_effect: false }, visibility);
+    // Adding still needs a private project; nothing is written.
+    assert.is((await call(pro, 'POST', `/projects/${p.id}/access-grants`, { email: 'new@example.com' })).status, 409);
+    assert.is((await grants(p.id)).length, 2);
+  }
+  // A kept grant can go before the project is private again.
+  assert.is((await call(pro, 'DELETE', `/projects/${p.id}/access-grants/go@example.com`)).status, 204);
   assert.is((await call(pro, 'PATCH', `/projects/${p.id}/`, { visibility: 'private' })).status, 200);
-  assert.equal((await call(pro, 'GET', `/projects/${p.id}/access-grants`)).body.access_grants.map((g: { email: string }) => g.email), ['stay@example.com']);
+  assert.equal((await call(pro, 'GET', `/projects/${p.id}/access-grants`)).body, { access_grants: [stay], in_effect: true });
+  // Another account's project is still a 404, whatever its visibility.
+  assert.is((await call(other, 'GET', `/projects/${p.id}/access-grants`)).status, 404);
 });
 
 test('the access password: set at creation, stored as argon2id, never returned; cleared with null', async () => {
