@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Redactor } from '../../core/deployments/redaction.js';
 import { download, withWorkspace } from '../../core/deployments/workspace.js';
 import { Deployment, type ReleaseTarget } from '../../core/entities/deployment.js';
 import { StageError } from '../../core/operations/stage-error.js';
@@ -112,7 +113,9 @@ export class LocalDeployer implements Deployer, Lifecycle {
       {
         crashLoop: (lines) => {
           this.running.delete(spec.deploymentId);
-          void this.markFailed(spec.deploymentId, 'deploy_crash_loop', `The app crashed 5 times within a minute and was stopped. Last lines:\n${lines.slice(-20).join('\n')}`);
+          // Stored masked: the lines may print the release's environment (the API masks on the way out too).
+          const tail = new Redactor(null, Object.values(spec.env)).text(lines.slice(-20).join('\n'));
+          void this.markFailed(spec.deploymentId, 'deploy_crash_loop', `The app crashed 5 times within a minute and was stopped. Last lines:\n${tail}`);
         },
         restarted: (url) => {
           void this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target: { kind: 'http', url } });
