@@ -20,7 +20,7 @@ const modeOf = (path: string) => (statSync(path).mode & 0o7777).toString(8);
 // The embedded defaults whatever the environment names: the SQLite file and local storage are what is checked.
 const start = (dataDir: string) => boot(loadConfig({}, { dataDir, db: 'sqlite', storage: 'local', queue: 'local', deployer: 'local', logLevel: 'silent' }), { log: createLogger('silent') });
 
-test('a fresh data directory is 0711, its directories 0700 (work/ and releases/ 0711) and every secret file 0600', async () => {
+test('a fresh data directory is 0711, its directories 0700 (work/, releases/ and sandbox/ 0711) and every secret file 0600', async () => {
   const dataDir = join(root, 'fresh', 'hoist');
   const k = await start(dataDir);
   try {
@@ -45,7 +45,7 @@ test('a fresh data directory is 0711, its directories 0700 (work/ and releases/ 
   const k2 = await start(dataDir);
   await k2.stop();
   for (const name of readdirSync(dataDir)) {
-    const want = statSync(join(dataDir, name)).isDirectory() ? (['work', 'releases'].includes(name) ? '711' : '700') : '600';
+    const want = statSync(join(dataDir, name)).isDirectory() ? (['work', 'releases', 'sandbox'].includes(name) ? '711' : '700') : '600';
     assert.is(modeOf(join(dataDir, name)), want, name);
   }
 });
