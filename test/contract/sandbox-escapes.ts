@@ -36,8 +36,9 @@ export function escapeScript(dataDir: string, otherWorkspace: string, ports: num
     `cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -q ${SECRET} && echo "ESCAPED read Hoist's environment"`,
     `for f in /usr/escape /etc/escape ${dataDir}/escape /escape; do (echo x > "$f") 2>/dev/null && echo "ESCAPED wrote $f"; done`,
     ...hostAddresses.flatMap((h) => ports.map((p) => connect(h, p))),
-    `kill -9 -1 2>/dev/null; true`,
+    // Last, and after the report: it ends every process of the run, this shell's parents included.
     'echo attempts-done',
+    `kill -9 -1 2>/dev/null; true`,
   ].join('\n');
 }
 
