@@ -13,6 +13,7 @@ import mailerOutbox from '../plugins/mailer-outbox/index.js';
 import mailerSmtp from '../plugins/mailer-smtp/index.js';
 import resolverSystem from '../plugins/resolver-system/index.js';
 import sandboxBwrap from '../plugins/sandbox-bwrap/index.js';
+import sandboxDocker from '../plugins/sandbox-docker/index.js';
 import sandboxNone from '../plugins/sandbox-none/index.js';
 import queueLocal from '../plugins/queue-local/index.js';
 import queueNats from '../plugins/queue-nats/index.js';
@@ -21,4 +22,4 @@ import storageMinio from '../plugins/storage-minio/index.js';
 import tokensJose from '../plugins/tokens-jose/index.js';
 
 /** Every plugin shipped with Hoist; the kernel picks from these by configuration. */
-export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, cipherAesGcm, queueLocal, queueNats, storageLocal, storageMinio, archiveZip, sandboxBwrap, sandboxNone, deployerLocal, deployerDocker, deployerPulumi, analyzerNode, analyzerStatic, builderNode, builderStatic, resolverSystem];
+export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, cipherAesGcm, queueLocal, queueNats, storageLocal, storageMinio, archiveZip, sandboxBwrap, sandboxDocker, sandboxNone, deployerLocal, deployerDocker, deployerPulumi, analyzerNode, analyzerStatic, builderNode, builderStatic, resolverSystem];

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Builds the base image of Docker releases (deployer-docker, deployer-pulumi) from this machine's own
-# Node.js, since no image registry may be reachable: a minimal root filesystem with node, npm, sh,
-# env, the shared libraries they need, CA certificates, /tmp and a non-root user `hoist` (10001),
-# imported with `docker import`. Idempotent: does nothing when the image exists.
+# Builds the base image of Docker releases and sandboxes (deployer-docker, deployer-pulumi,
+# sandbox-docker) from this machine's own Node.js, since no image registry may be reachable: a
+# minimal root filesystem with node, npm, sh, the everyday commands build scripts call (coreutils,
+# grep, sed, find, tar ...), the shared libraries they need, CA certificates, /tmp and a non-root
+# user `hoist` (10001), imported with `docker import`. Idempotent: does nothing when the image exists
+# and is of this script's version (its `hoist.base` label); an older one is replaced.
 # Usage: scripts/docker-base-image.sh [tag]   (default: hoist-node-base:local, the default of HOIST_DOCKER_BASE_IMAGE)
 set -euo pipefail
 tag="${1:-hoist-node-base:local}"
-if docker image inspect "$tag" >/dev/null 2>&1; then
+version=2
+if [ "$(docker image inspect -f '{{index .Config.Labels "hoist.base"}}' "$tag" 2>/dev/null)" = "$version" ]; then
   echo "docker-base-image: $tag exists"
   exit 0
 fi
@@ -23,11 +26,18 @@ chmod 1777 "$root/tmp"
 cp "$node" "$root/usr/bin/node"
 cp "$sh_bin" "$root/bin/sh"
 cp "$env_bin" "$root/usr/bin/env"
+tools=""
+for t in cat ls id pwd grep sed tr wc head tail sleep yes cp mv rm mkdir rmdir ln chmod touch date dirname basename \
+  sort uniq cut find xargs true false printf echo test readlink realpath stat du df mktemp tee expr seq uname which tar gzip; do
+  p="$(command -v "$t" || true)"
+  case "$p" in /*) [ -e "$root/usr/bin/$t" ] || { cp "$(readlink -f "$p")" "$root/usr/bin/$t"; tools="$tools $root/usr/bin/$t"; } ;; esac
+done
 cp -a "$npm_dir" "$root/usr/lib/node_modules/npm"
 ln -s ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/bin/npm"
 ln -s ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/bin/npx"
 # Every shared library the binaries load, at the path the loader looks for it.
-for lib in $(ldd "$node" "$sh_bin" "$env_bin" | grep -v ":$" | grep -o "/[^ ]*" | sort -u); do
+# shellcheck disable=SC2086
+for lib in $( (ldd "$node" "$sh_bin" "$env_bin" $tools 2>/dev/null || true) | grep -v ":$" | grep -o "/[^ ]*" | sort -u); do
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"
 done
@@ -37,6 +47,7 @@ printf 'root:x:0:\nhoist:x:10001:\n' >"$root/etc/group"
 printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
 
 tar -C "$root" -c . | docker import \
+  --change "LABEL hoist.base=$version" \
   --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
   --change 'ENV NODE_ENV=production' \
   --change 'USER 10001:10001' \

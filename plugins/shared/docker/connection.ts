@@ -1,0 +1,16 @@
+import type Docker from 'dockerode';
+
+/** Connection options of the Docker Engine API at `endpoint`: a unix socket (`unix:///path` or a path) or `tcp://host:port`. */
+export function dockerConnection(endpoint: string): Docker.DockerOptions {
+  if (endpoint.startsWith('/')) return { socketPath: endpoint };
+  const url = new URL(endpoint);
+  if (url.protocol === 'unix:') return { socketPath: url.pathname };
+  if (url.protocol === 'tcp:' || url.protocol === 'http:') return { host: url.hostname, port: Number(url.port || 2375), protocol: 'http' };
+  throw new Error(`dockerHost ${JSON.stringify(endpoint)} is neither unix:///path nor tcp://host:port`);
+}
+
+/** True when `endpoint` is a unix socket, i.e. the engine runs on this machine. */
+export const isLocalEngine = (endpoint: string) => endpoint.startsWith('/') || endpoint.startsWith('unix:');
+
+/** The HTTP status of a Docker Engine API error (404 missing, 409 conflict ...), if it has one. */
+export const engineStatus = (err: unknown): number | undefined => (err as { statusCode?: number }).statusCode;
