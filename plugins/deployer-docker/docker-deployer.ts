@@ -10,16 +10,19 @@ import type { Archive } from '../../core/ports/archive.js';
 import type { Deployer, ReleaseSpec } from '../../core/ports/deployer.js';
 import type { Storage } from '../../core/ports/storage.js';
 import { lastLogLines } from './docker-logs.js';
+import { engineStatus } from '../shared/docker/connection.js';
+import { guardBridge, hostDnsServers } from '../shared/docker/firewall.js';
+import { tenantHostConfig } from '../shared/docker/hardening.js';
+import { bridgeInterface, ensureBridgeNetwork } from '../shared/docker/network.js';
 import {
   MAX_RESTARTS,
-  PIDS_LIMIT,
   RELEASE_PORT,
   RELEASE_USER,
-  TMPFS,
   releaseContainerName,
   releaseEnv,
   releaseImageTag,
   releaseLabels,
+  releaseTmpfs,
   stageBuildContext,
   waitUntilAnswering,
 } from './release-image.js';
@@ -34,22 +37,34 @@ export interface DockerDeployerOptions {
   memoryMb: number;
   /** CPU limit of a release container, thousandths of a CPU. */
   cpuMillis: number;
+  /** Processes and threads of a release container (releaseProcesses). */
+  processes: number;
+  /** Size of its /tmp and its largest file, MiB (releaseDiskMb). */
+  diskMb: number;
+  /** OCI runtime of release containers (HOIST_DOCKER_RUNTIME); the engine's default when unset. */
+  runtime?: string;
+  /** Ranges releases may never reach besides this host and the private ranges (sandboxDenyCidrs). */
+  denyCidrs: string[];
   /** How long a release has to answer HTTP before its deploy fails. */
   healthTimeoutMs: number;
+  /** Where the start-up warning goes when releases cannot be firewalled off this host from here. */
+  warn(message: string): void;
 }
 
-const MiB = 1024 * 1024;
 const never = new AbortController().signal;
-const status = (err: unknown) => (err as { statusCode?: number }).statusCode;
+const status = engineStatus;
 
 /**
  * Runs each release as a container of its own image through the Docker Engine API. The image is
  * the base image plus the artifact (`/app`) and Hoist's runtime scripts (`/hoist`); the container
- * runs as a non-root user with every capability dropped, no-new-privileges, a read-only root
- * filesystem (tmpfs `/tmp`), memory, CPU and process limits, on Hoist's own bridge network. The
- * edge reaches it at its address on that network (`http://<container ip>:8080`): no host port is
- * taken, and an edge on the Docker host or in a container attached to the network can route to it.
- * Everything it creates carries `hoist.managed=true` and the deployment and project ids.
+ * gets the hardening every tenant container gets (shared/docker/hardening.ts: a non-root user,
+ * every capability dropped, no-new-privileges, a read-only root filesystem with a tmpfs `/tmp`,
+ * memory, CPU, process and file size limits, HOIST_DOCKER_RUNTIME, no host path), docker-init as
+ * PID 1, on Hoist's own bridge network, firewalled off this host and the private ranges when Hoist
+ * runs as root beside the engine. The edge reaches it at its address on that network
+ * (`http://<container ip>:8080`): no host port is taken, and an edge on the Docker host or in a
+ * container attached to the network can route to it. Everything it creates carries
+ * `hoist.managed=true` and the deployment and project ids.
  */
 export class DockerDeployer implements Deployer, Lifecycle {
   private events: Readable | null = null;
@@ -171,14 +186,14 @@ export class DockerDeployer implements Deployer, Lifecycle {
     await this.em.fork().nativeUpdate(Deployment, { id: deploymentId, status: 'live' }, { status: 'failed', error: { code: 'deploy_crash_loop', message }, endedAt: new Date() });
   }
 
-  /** The network releases run on, created with Hoist's label when missing. */
+  /**
+   * The network releases run on, created with Hoist's label when missing, and firewalled off this
+   * host and the private ranges (guardBridge); says once what is not enforced when that cannot be done here.
+   */
   private async network(): Promise<void> {
-    const exists = await this.docker.getNetwork(this.opts.network).inspect().then(() => true, () => false);
-    if (exists) return;
-    await this.docker.createNetwork({ Name: this.opts.network, Driver: 'bridge', CheckDuplicate: true, Labels: { 'hoist.managed': 'true' } }).catch((err) => {
-      // Another process created it first.
-      if (status(err) !== 409) throw err;
-    });
+    const net = await ensureBridgeNetwork(this.docker, { name: this.opts.network, labels: { 'hoist.managed': 'true' } });
+    const why = await guardBridge(bridgeInterface(net), { deny: this.opts.denyCidrs, allow: [], dns: hostDnsServers() });
+    if (why) this.opts.warn(`deployer-docker: releases on the ${this.opts.network} network can reach this host's ports and private ranges: ${why}`);
   }
 
   private async build(context: string, src: string[], tag: string, abortSignal: AbortSignal): Promise<void> {
@@ -200,16 +215,9 @@ export class DockerDeployer implements Deployer, Lifecycle {
       User: RELEASE_USER,
       ExposedPorts: { [`${RELEASE_PORT}/tcp`]: {} },
       HostConfig: {
+        ...tenantHostConfig(this.opts, releaseTmpfs(this.opts.diskMb)),
+        Init: true,
         NetworkMode: this.opts.network,
-        Memory: this.opts.memoryMb * MiB,
-        MemorySwap: this.opts.memoryMb * MiB,
-        NanoCpus: this.opts.cpuMillis * 1_000_000,
-        PidsLimit: PIDS_LIMIT,
-        ReadonlyRootfs: true,
-        Tmpfs: TMPFS,
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
-        Privileged: false,
         RestartPolicy: { Name: 'on-failure', MaximumRetryCount: MAX_RESTARTS },
         LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
       },

@@ -1,19 +1,13 @@
 import Docker from 'dockerode';
+import type { Logger } from 'pino';
 import type { PluginDefinition } from '../../core/plugin.js';
 import { ARCHIVE } from '../../core/ports/archive.js';
 import { DEPLOYER, type Deployer } from '../../core/ports/deployer.js';
 import { STORAGE } from '../../core/ports/storage.js';
-import { ENTITY_MANAGER } from '../../core/tokens.js';
+import { ENTITY_MANAGER, LOGGER } from '../../core/tokens.js';
+import { dockerConnection } from '../shared/docker/connection.js';
+import { parseCidrs } from '../shared/docker/firewall.js';
 import { DockerDeployer } from './docker-deployer.js';
-
-/** Connection options of the Docker Engine API at `endpoint`: a unix socket (`unix:///path` or a path) or `tcp://host:port`. */
-export function dockerConnection(endpoint: string): Docker.DockerOptions {
-  if (endpoint.startsWith('/')) return { socketPath: endpoint };
-  const url = new URL(endpoint);
-  if (url.protocol === 'unix:') return { socketPath: url.pathname };
-  if (url.protocol === 'tcp:' || url.protocol === 'http:') return { host: url.hostname, port: Number(url.port || 2375), protocol: 'http' };
-  throw new Error(`dockerHost ${JSON.stringify(endpoint)} is neither unix:///path nor tcp://host:port`);
-}
 
 export default {
   id: 'deployer-docker',
@@ -27,6 +21,11 @@ export default {
       network: config.dockerNetwork,
       memoryMb: config.releaseMemoryMb,
       cpuMillis: config.releaseCpuMillis,
+      processes: config.releaseProcesses,
+      diskMb: config.releaseDiskMb,
+      runtime: config.dockerRuntime,
+      denyCidrs: parseCidrs(config.sandboxDenyCidrs),
       healthTimeoutMs: config.healthTimeoutSeconds * 1000,
+      warn: (message) => get<Logger>(LOGGER).warn(message),
     }),
 } satisfies PluginDefinition<Deployer>;

@@ -6,17 +6,17 @@ import { download } from '../../core/deployments/workspace.js';
 import type { Archive } from '../../core/ports/archive.js';
 import type { ReleaseSpec } from '../../core/ports/deployer.js';
 import type { Storage } from '../../core/ports/storage.js';
+import { TENANT_USER, tenantTmpfs } from '../shared/docker/hardening.js';
 
 /** The port a release container answers on (all interfaces of its own network namespace). */
 export const RELEASE_PORT = 8080;
 /** The non-root user releases run as (the base image's `hoist`; numeric so any base image works). */
-export const RELEASE_USER = '10001:10001';
+export const RELEASE_USER = TENANT_USER;
 /** Restarts Docker gives a crashed release before leaving it stopped. */
 export const MAX_RESTARTS = 5;
-/** Processes one release may run. */
-export const PIDS_LIMIT = 256;
-/** The writable scratch space of a release (its root filesystem is read-only). */
-export const TMPFS = { '/tmp': 'rw,nosuid,nodev,size=64m' };
+
+/** The writable scratch space of a release (its root filesystem is read-only), also its HOME: `diskMb` MiB. */
+export const releaseTmpfs = (diskMb: number) => ({ '/tmp': tenantTmpfs(diskMb, '1777') });
 
 const RUNTIME_DIR = fileURLToPath(new URL('./runtime/', import.meta.url));
 

@@ -1,12 +1,14 @@
 import { access, constants } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import Docker from 'dockerode';
+import type { Logger } from 'pino';
 import type { PluginDefinition } from '../../core/plugin.js';
 import { ARCHIVE } from '../../core/ports/archive.js';
 import { DEPLOYER, type Deployer } from '../../core/ports/deployer.js';
 import { STORAGE } from '../../core/ports/storage.js';
-import { ENTITY_MANAGER } from '../../core/tokens.js';
-import { dockerConnection } from '../deployer-docker/index.js';
+import { ENTITY_MANAGER, LOGGER } from '../../core/tokens.js';
+import { parseCidrs } from '../shared/docker/firewall.js';
+import { dockerConnection } from '../shared/docker/connection.js';
 
 const ID = 'deployer-pulumi';
 
@@ -39,8 +41,13 @@ export default {
       network: config.dockerNetwork,
       memoryMb: config.releaseMemoryMb,
       cpuMillis: config.releaseCpuMillis,
+      processes: config.releaseProcesses,
+      diskMb: config.releaseDiskMb,
+      runtime: config.dockerRuntime,
+      denyCidrs: parseCidrs(config.sandboxDenyCidrs),
       healthTimeoutMs: config.healthTimeoutSeconds * 1000,
       passphrase: config.pulumiPassphrase ?? '',
+      warn: (message: string) => get<Logger>(LOGGER).warn(message),
     });
   },
 } satisfies PluginDefinition<Deployer>;

@@ -11,6 +11,8 @@ import type { Deployer, ReleaseSpec } from '../../core/ports/deployer.js';
 import type { Storage } from '../../core/ports/storage.js';
 import { lastLogLines } from '../deployer-docker/docker-logs.js';
 import { releaseContainerName, stageBuildContext, waitUntilAnswering } from '../deployer-docker/release-image.js';
+import { guardBridge, hostDnsServers } from '../shared/docker/firewall.js';
+import { bridgeInterface } from '../shared/docker/network.js';
 import { networkProgram, releaseProgram } from './release-program.js';
 
 export interface PulumiDeployerOptions {
@@ -20,8 +22,15 @@ export interface PulumiDeployerOptions {
   network: string;
   memoryMb: number;
   cpuMillis: number;
+  processes: number;
+  diskMb: number;
+  runtime?: string;
+  /** Ranges releases may never reach besides this host and the private ranges (sandboxDenyCidrs). */
+  denyCidrs: string[];
   healthTimeoutMs: number;
   passphrase: string;
+  /** Where the warning goes when releases cannot be firewalled off this host from here. */
+  warn(message: string): void;
 }
 
 const PROJECT = 'hoist-releases';
@@ -51,8 +60,10 @@ export class PulumiDeployer implements Deployer {
       await this.ensureNetwork();
       const url = await withWorkspace(this.opts.dataDir, `deploy-${spec.deploymentId}`, async (context) => {
         await stageBuildContext(context, spec, this.opts.baseImage, { storage: this.storage, archive: this.archive }, signal);
-        const stack = await this.stack(spec.deploymentId, releaseProgram({ spec, context, network: this.opts.network, memoryMb: this.opts.memoryMb, cpuMillis: this.opts.cpuMillis }));
+        const stack = await this.stack(spec.deploymentId, releaseProgram({ ...this.opts, spec, context }));
         const result = await stack.up({ onOutput: (out) => control.log(out.trimEnd()), signal });
+        // @pulumi/docker's Container has no pids limit: the engine sets it on the running container.
+        await this.docker.getContainer(releaseContainerName(spec.deploymentId)).update({ PidsLimit: this.opts.processes });
         return String(result.outputs.url.value);
       });
       await waitUntilAnswering(url, this.opts.healthTimeoutMs, signal, async () => null).catch(async (err: Error) => {
@@ -92,10 +103,15 @@ export class PulumiDeployer implements Deployer {
     }
   }
 
-  /** The network stack, brought up once per process before the first release. */
+  /** The network stack, brought up once per process before the first release, and firewalled as deployer-docker's (guardBridge). */
   private ensureNetwork(): Promise<void> {
     this.networkReady ??= this.stack('network', networkProgram(this.opts.network))
       .then((s) => s.up())
+      .then(async () => {
+        const net = (await this.docker.getNetwork(this.opts.network).inspect()) as Docker.NetworkInspectInfo;
+        const why = await guardBridge(bridgeInterface(net), { deny: this.opts.denyCidrs, allow: [], dns: hostDnsServers() });
+        if (why) this.opts.warn(`deployer-pulumi: releases on the ${this.opts.network} network can reach this host's ports and private ranges: ${why}`);
+      })
       .then(
         () => undefined,
         (err) => {

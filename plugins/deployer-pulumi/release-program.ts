@@ -2,16 +2,7 @@ import * as docker from '@pulumi/docker';
 import type * as pulumi from '@pulumi/pulumi';
 import { join } from 'node:path';
 import type { ReleaseSpec } from '../../core/ports/deployer.js';
-import {
-  MAX_RESTARTS,
-  RELEASE_PORT,
-  RELEASE_USER,
-  TMPFS,
-  releaseContainerName,
-  releaseEnv,
-  releaseImageTag,
-  releaseLabels,
-} from '../deployer-docker/release-image.js';
+import { MAX_RESTARTS, RELEASE_PORT, RELEASE_USER, releaseContainerName, releaseEnv, releaseImageTag, releaseLabels, releaseTmpfs } from '../deployer-docker/release-image.js';
 
 /** What one release stack is made of. */
 export interface ReleaseProgramArgs {
@@ -24,7 +15,13 @@ export interface ReleaseProgramArgs {
   memoryMb: number;
   /** CPU limit, thousandths of a CPU. */
   cpuMillis: number;
+  /** Size of /tmp and of the largest file, MiB. */
+  diskMb: number;
+  /** OCI runtime (HOIST_DOCKER_RUNTIME); the engine's default when unset. */
+  runtime?: string;
 }
+
+const MiB = 1024 * 1024;
 
 const HOIST_LABEL = { label: 'hoist.managed', value: 'true' };
 
@@ -38,7 +35,10 @@ export function networkProgram(name: string) {
 
 /**
  * The program of one release's stack: its image (the base image plus the artifact, built by the
- * engine) and its container, with the limits, labels and hardening of deployer-docker. Its `url`
+ * engine) and its container, with the limits, labels and hardening of deployer-docker
+ * (shared/docker/hardening.ts: non-root, read-only root, no capabilities, no-new-privileges,
+ * memory, CPU and file size limits, the runtime, docker-init; the process limit, which the
+ * provider does not know, is set by the deployer once the container runs). Its `url`
  * output is where the edge reaches the release: the container's address on the network.
  */
 export function releaseProgram(a: ReleaseProgramArgs) {
@@ -58,8 +58,11 @@ export function releaseProgram(a: ReleaseProgramArgs) {
       memory: a.memoryMb,
       memorySwap: a.memoryMb,
       cpus: (a.cpuMillis / 1000).toString(),
+      ulimits: [{ name: 'fsize', soft: a.diskMb * MiB, hard: a.diskMb * MiB }],
+      ...(a.runtime ? { runtime: a.runtime } : {}),
+      init: true,
       readOnly: true,
-      tmpfs: TMPFS,
+      tmpfs: releaseTmpfs(a.diskMb),
       capabilities: { drops: ['ALL'] },
       securityOpts: ['no-new-privileges'],
       privileged: false,

@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { dockerLeftovers, dockerMissing, removeDockerProjects, testDocker } from '../helpers/docker.js';
@@ -60,6 +63,12 @@ else {
     assert.equal(info.HostConfig.SecurityOpt, ['no-new-privileges']);
     assert.is(info.HostConfig.Memory, 512 * 1024 * 1024);
     assert.is(info.HostConfig.NanoCpus, 1_000_000_000);
+    assert.is(info.HostConfig.PidsLimit, 256);
+    assert.equal(info.HostConfig.Ulimits, [{ Name: 'fsize', Soft: 1024 * 1024 * 1024, Hard: 1024 * 1024 * 1024 }]);
+    assert.is(info.HostConfig.Init, true);
+    assert.ok(info.HostConfig.Tmpfs?.['/tmp']?.includes('size=1024m'));
+    assert.is(info.HostConfig.Runtime, process.env.HOIST_DOCKER_RUNTIME ?? 'runc');
+    assert.not.ok(info.Mounts.length, 'no host path, no Docker socket');
     assert.ok(info.NetworkSettings.Networks.hoist, 'on the hoist network');
   });
 
@@ -68,6 +77,12 @@ else {
 const http = require('http');
 const fs = require('fs');
 http.createServer((req, res) => {
+  if (req.url.startsWith('/probe/')) {
+    const [host, port] = req.url.slice(7).split(':');
+    const s = require('net').connect({ host, port: Number(port), timeout: 3000 });
+    const done = (r) => { s.destroy(); res.end(r); };
+    return s.on('connect', () => done('connected')).on('timeout', () => done('timeout')).on('error', (e) => done(e.code));
+  }
   let writable = 'no';
   try { fs.writeFileSync('/app/x', '1'); writable = 'yes'; } catch {}
   fs.writeFileSync('/tmp/scratch', 'ok');
@@ -82,6 +97,21 @@ http.createServer((req, res) => {
     const body = JSON.parse(res.body);
     assert.equal(body, { marker: 'one', uid: 10001, appWritable: 'no', tmp: 'ok', forwardedHost: first.host });
     const before = (await liveContainer(first.projectId)).Config.Labels['hoist.deployment'];
+    // The release cannot open a connection to this host (through its network's gateway or any address) when Hoist, as root here, firewalls it.
+    const net = await testDocker().getNetwork('hoist').inspect();
+    const bridge = net.Options?.['com.docker.network.bridge.name'] ?? `br-${net.Id.slice(0, 12)}`;
+    if (process.getuid?.() === 0 && existsSync(`/sys/class/net/${bridge}`)) {
+      const listener = createServer((c) => c.end('host'));
+      await new Promise<void>((r) => listener.listen(0, '0.0.0.0', r));
+      const port = (listener.address() as AddressInfo).port;
+      try {
+        for (const addr of [net.IPAM?.Config?.[0]?.Gateway, ...Object.values(networkInterfaces()).flat().filter((a) => a?.family === 'IPv4' && !a.internal).map((a) => a!.address)]) {
+          assert.match((await h.site(first.host, `/probe/${addr}:${port}`)).body, /^(ECONNREFUSED|EHOSTUNREACH|timeout)$/, `${addr}:${port}`);
+        }
+      } finally {
+        listener.close();
+      }
+    }
 
     const up = await h.upload(token, `/api/v1/projects/${first.projectId}/local-to-live`, await zipOf({ 'package.json': pkg, 'server.js': server('two') }));
     const op = await h.waitFor(token, (await up.json()).operation.id, undefined, 180_000);

@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 import { loadConfig } from '../../config/load.js';
-import { dockerConnection } from '../../plugins/deployer-docker/index.js';
+import { dockerConnection } from '../../plugins/shared/docker/connection.js';
 
 /** The Docker engine Hoist is configured to use (HOIST_DOCKER_HOST, else the default socket). */
 export function testDocker(): Docker {

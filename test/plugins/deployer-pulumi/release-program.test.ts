@@ -35,7 +35,7 @@ const spec: ReleaseSpec = {
 
 test('a release is an image built from its context and a hardened, limited, labelled container on the network', async () => {
   made.length = 0;
-  const { url } = await releaseProgram({ spec, context: '/work/ctx', network: 'hoist-net', memoryMb: 256, cpuMillis: 500 })();
+  const { url } = await releaseProgram({ spec, context: '/work/ctx', network: 'hoist-net', memoryMb: 256, cpuMillis: 500, diskMb: 48, runtime: 'runsc' })();
   assert.is(await valueOf(url), 'http://172.30.0.7:8080');
 
   const image = made.find((r) => r.type === 'docker:index/image:Image')!;
@@ -52,7 +52,10 @@ test('a release is an image built from its context and a hardened, limited, labe
   assert.is(c.memorySwap, 256);
   assert.is(c.cpus, '0.5');
   assert.is(c.readOnly, true);
-  assert.equal(c.tmpfs, { '/tmp': 'rw,nosuid,nodev,size=64m' });
+  assert.equal(c.tmpfs, { '/tmp': 'rw,nosuid,nodev,size=48m,uid=10001,gid=10001,mode=1777' });
+  assert.equal(c.ulimits, [{ name: 'fsize', soft: 48 * 1024 * 1024, hard: 48 * 1024 * 1024 }]);
+  assert.is(c.runtime, 'runsc');
+  assert.is(c.init, true);
   assert.equal(c.capabilities, { drops: ['ALL'] });
   assert.equal(c.securityOpts, ['no-new-privileges']);
   assert.is(c.privileged, false);
