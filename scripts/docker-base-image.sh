@@ -2,13 +2,13 @@
 # Builds the base image of Docker releases and sandboxes (deployer-docker, deployer-pulumi,
 # sandbox-docker) from this machine's own Node.js, since no image registry may be reachable: a
 # minimal root filesystem with node, npm, sh, the everyday commands build scripts call (coreutils,
-# grep, sed, find, tar ...), the shared libraries they need, CA certificates, /tmp and a non-root
+# grep, sed, find, tar ...), the C and C++ runtime libraries, CA certificates, /tmp and a non-root
 # user `hoist` (10001), imported with `docker import`. Idempotent: does nothing when the image exists
 # and is of this script's version (its `hoist.base` label); an older one is replaced.
 # Usage: scripts/docker-base-image.sh [tag]   (default: hoist-node-base:local, the default of HOIST_DOCKER_BASE_IMAGE)
 set -euo pipefail
 tag="${1:-hoist-node-base:local}"
-version=2
+version=3
 if [ "$(docker image inspect -f '{{index .Config.Labels "hoist.base"}}' "$tag" 2>/dev/null)" = "$version" ]; then
   echo "docker-base-image: $tag exists"
   exit 0
@@ -41,6 +41,14 @@ for lib in $( (ldd "$node" "$sh_bin" "$env_bin" $tools 2>/dev/null || true) | gr
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"
 done
+# The C and C++ runtime libraries whole (librt, libdl, libstdc++ ...): the native modules of npm
+# packages (rollup, sharp ...) load more of them than node does.
+if command -v dpkg >/dev/null; then
+  for lib in $(dpkg -L libc6 libgcc-s1 libstdc++6 2>/dev/null | grep -E '\.so[.0-9]*$' | grep -v gconv); do
+    mkdir -p "$root$(dirname "$lib")"
+    [ -e "$root$lib" ] || cp -L "$lib" "$root$lib"
+  done
+fi
 [ -f /etc/ssl/certs/ca-certificates.crt ] && cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
 printf 'root:x:0:0:root:/root:/bin/sh\nhoist:x:10001:10001:hoist:/tmp:/bin/sh\n' >"$root/etc/passwd"
 printf 'root:x:0:\nhoist:x:10001:\n' >"$root/etc/group"
