@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { lchown, lstat, mkdir, readdir, rm } from 'node:fs/promises';
+import { lchown, mkdir, readdir, rm } from 'node:fs/promises';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { join, posix } from 'node:path';
@@ -14,6 +14,7 @@ import {
   type SandboxServe,
   type SandboxService,
 } from '../../core/ports/sandbox.js';
+import { watchDisk } from '../shared/sandbox/disk-watch.js';
 import { watchRun } from '../shared/sandbox/watch-run.js';
 import { detectCgroups, runCgroup, type CgroupMode, type RunCgroup } from './cgroup.js';
 import { INSIDE_ID, mountArgs, writeSandboxEtc } from './mounts.js';
@@ -91,11 +92,12 @@ export class BwrapSandbox implements Sandbox {
 
   async run(spec: SandboxRun): Promise<SandboxResult> {
     const started = await this.launch(spec, false, spec.limits.timeMs);
-    const disk = this.watchDisk(spec, started.stop);
+    // The workspace (and HOME) are host folders: their size is watched while the run lasts.
+    const stopWatching = watchDisk([spec.workspace, ...(spec.home ? [spec.home] : [])], spec.limits.diskMb * 1024 * 1024, () => started.stop('disk'));
     try {
       return await started.done;
     } finally {
-      clearInterval(disk);
+      stopWatching();
     }
   }
 
@@ -217,21 +219,6 @@ export class BwrapSandbox implements Sandbox {
       throw err instanceof SandboxError ? err : new SandboxError(`the sandbox could not start: ${(err as Error).message}`, { cause: err });
     }
   }
-
-  /** Stops the run when its workspace (and HOME) grow past the disk limit; checked every 2 s. */
-  private watchDisk(spec: SandboxRun, stop: (reason: 'disk') => void): NodeJS.Timeout {
-    const limit = spec.limits.diskMb * 1024 * 1024;
-    let busy = false;
-    return setInterval(() => {
-      if (busy) return;
-      busy = true;
-      Promise.all([treeBytes(spec.workspace, limit), spec.home ? treeBytes(spec.home, limit) : 0])
-        .then(([a, b]) => a + b > limit && stop('disk'))
-        .catch(() => {})
-        .finally(() => (busy = false));
-    }, 2000);
-  }
-
 }
 
 /** The addresses of the registry's host, so that a registry on a private network stays reachable. */
@@ -275,19 +262,4 @@ async function chownTree(dir: string, uid: number): Promise<void> {
     if (e.isDirectory()) await chownTree(p, uid);
     else await lchown(p, uid, uid);
   }
-}
-
-/** Bytes under `dir`, counting stops once past `cap`. */
-async function treeBytes(dir: string, cap: number): Promise<number> {
-  let total = 0;
-  const walk = async (d: string): Promise<void> => {
-    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
-      if (total > cap) return;
-      const p = join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else total += ((await lstat(p).catch(() => null))?.blocks ?? 0) * 512;
-    }
-  };
-  await walk(dir);
-  return total;
 }

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { networkInterfaces } from 'node:os';
 import net from 'node:net';
 import { SandboxError } from '../../core/ports/sandbox.js';
+import { DENIED_RANGES } from '../shared/sandbox/denied-ranges.js';
+import { freePort } from '../shared/sandbox/free-port.js';
 
 /** slirp4netns's fixed addresses: the guest, the gateway (the host, whose loopback is disabled) and DNS. */
 export const GUEST = '10.0.2.100';
@@ -14,7 +16,7 @@ export const SLIRP_DNS = '10.0.2.3';
  * `allow` (the npm registry's addresses) is let through even inside them.
  */
 export function deniedRanges(extra: string[]): { v4: string[]; v6: string[] } {
-  const v4 = new Set(['0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16', '224.0.0.0/3']);
+  const v4 = new Set(DENIED_RANGES);
   const v6 = new Set(['::1', 'fc00::/7', 'fe80::/10', 'ff00::/8']);
   for (const list of Object.values(networkInterfaces())) {
     for (const a of list ?? []) (a.family === 'IPv4' ? v4 : v6).add(a.address.split('%')[0]);
@@ -114,18 +116,6 @@ function slirpApi(path: string, request: unknown): Promise<{ error?: unknown }> 
       } catch {
         reject(new SandboxError(`slirp4netns API answered ${JSON.stringify(out)}`));
       }
-    });
-  });
-}
-
-/** A free TCP port on the host's loopback. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
     });
   });
 }

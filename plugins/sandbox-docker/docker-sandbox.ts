@@ -6,7 +6,7 @@ import type { Lifecycle } from '../../core/plugin.js';
 import { HOME_DIR, SandboxError, type Sandbox, type SandboxEndReason, type SandboxResult, type SandboxRun, type SandboxServe, type SandboxService } from '../../core/ports/sandbox.js';
 import { Box, LABEL, removeLabelled, sandboxLabels } from './box.js';
 import { createCommandContainer, type ImageFacts } from './command-container.js';
-import { watchDisk } from './disk-watch.js';
+import { watchDisk } from '../shared/sandbox/disk-watch.js';
 import { prepareNetworks, type SandboxNetworks } from './networks.js';
 import { followOutput } from './output.js';
 import { Presence, removeOrphans } from './owners.js';

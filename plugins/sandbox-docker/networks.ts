@@ -1,7 +1,8 @@
 import type Docker from 'dockerode';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { DENIED_RANGES, guardBridge, hostDnsServers } from '../shared/docker/firewall.js';
+import { guardBridge, hostDnsServers } from '../shared/docker/firewall.js';
+import { DENIED_RANGES } from '../shared/sandbox/denied-ranges.js';
 import { bridgeInterface, ensureBridgeNetwork } from '../shared/docker/network.js';
 
 /** The networks sandbox containers use. */

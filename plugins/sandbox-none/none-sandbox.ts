@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix, resolve } from 'node:path';
-import net from 'node:net';
 import { SandboxError, type Sandbox, type SandboxResult, type SandboxRun, type SandboxServe, type SandboxService } from '../../core/ports/sandbox.js';
+import { freePort } from '../shared/sandbox/free-port.js';
 import { watchRun } from '../shared/sandbox/watch-run.js';
 
 /**
@@ -65,15 +65,4 @@ export class NoneSandbox implements Sandbox {
     const done = watch.done.finally(() => (spec.home ? undefined : rm(home, { recursive: true, force: true })));
     return { done, stop: watch.stop };
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }

@@ -2,15 +2,9 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { promisify } from 'node:util';
+import { DENIED_RANGES } from '../sandbox/denied-ranges.js';
 
 const run = promisify(execFile);
-
-/**
- * Ranges no tenant container reaches, whatever the configuration adds (the same as sandbox-bwrap's):
- * "this network", the private and shared ranges where Hoist's services live (PostgreSQL, NATS, S3,
- * Docker's own networks), loopback, link-local (cloud metadata), multicast and reserved.
- */
-export const DENIED_RANGES = ['0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16', '224.0.0.0/3'];
 
 // Refused at once (a TCP reset, else ICMP unreachable) rather than dropped: a build's attempt fails
 // fast instead of waiting out its connect timeout.
