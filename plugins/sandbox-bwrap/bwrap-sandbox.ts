@@ -85,11 +85,6 @@ export class BwrapSandbox implements Sandbox {
     return this.prepared;
   }
 
-  /** How memory and processes are limited here: `cgroup v2`, `cgroup v1` or `rlimits`. */
-  get limitsBy(): string {
-    return this.cgroups ? `cgroup ${this.cgroups.kind}` : 'rlimits';
-  }
-
   async run(spec: SandboxRun): Promise<SandboxResult> {
     const started = await this.launch(spec, false, spec.limits.timeMs);
     // The workspace (and HOME) are host folders: their size is watched while the run lasts.
