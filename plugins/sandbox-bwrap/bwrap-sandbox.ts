@@ -86,13 +86,26 @@ export class BwrapSandbox implements Sandbox {
   }
 
   async run(spec: SandboxRun): Promise<SandboxResult> {
-    const started = await this.launch(spec, false, spec.limits.timeMs);
-    // The workspace (and HOME) are host folders: their size is watched while the run lasts.
-    const stopWatching = watchDisk([spec.workspace, ...(spec.home ? [spec.home] : [])], spec.limits.diskMb * 1024 * 1024, () => started.stop('disk'));
-    try {
-      return await started.done;
-    } finally {
-      stopWatching();
+    for (let attempt = 1; ; attempt++) {
+      // bubblewrap's own failures while it sets the sandbox up (a netlink call of the kernel's
+      // failing for a moment under load) come before any line of the command: such a run is
+      // made again, up to three times, instead of failing the tenant's build.
+      const held: string[] = [];
+      let commandSpoke = false;
+      const log = (line: string) => {
+        if (!commandSpoke && line.startsWith('bwrap: ')) return void held.push(line);
+        if (!commandSpoke) held.splice(0).forEach(spec.log);
+        commandSpoke = true;
+        spec.log(line);
+      };
+      const started = await this.launch({ ...spec, log }, false, spec.limits.timeMs);
+      // The workspace (and HOME) are host folders: their size is watched while the run lasts.
+      const stopWatching = watchDisk([spec.workspace, ...(spec.home ? [spec.home] : [])], spec.limits.diskMb * 1024 * 1024, () => started.stop('disk'));
+      const result = await started.done.finally(stopWatching);
+      const setupFailed = !commandSpoke && held.length > 0 && result.reason === 'exited' && result.exitCode === 1;
+      if (setupFailed && attempt < 3) continue;
+      held.forEach(spec.log);
+      return result;
     }
   }
 

@@ -21,9 +21,9 @@ const alive = (pid: number) => {
     return false;
   }
 };
-const until = async (cond: () => boolean, ms = 15_000) => {
+const until = async (cond: () => boolean | Promise<boolean>, ms = 15_000) => {
   const end = Date.now() + ms;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > end) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -88,7 +88,10 @@ test('cancel during a build stops its process; the previous release keeps servin
   assert.is(op.stages.deploy.status, 'canceled');
   assert.is(op.next_step.action, 'retry');
   assert.is((await h.site(hostOf(p.url))).body, 'release one');
-  const build = (await h.get(token, `/api/v1/projects/${p.id}/builds`)).body.builds.find((b: { operation_id: string }) => b.operation_id === opId);
+  // The stage records its build's end once the sandboxed process is gone and its output drained.
+  const buildOf = async () => (await h.get(token, `/api/v1/projects/${p.id}/builds`)).body.builds.find((b: { operation_id: string }) => b.operation_id === opId);
+  await until(async () => (await buildOf()).status !== 'running');
+  const build = await buildOf();
   assert.is(build.status, 'canceled', 'the build record says canceled, not failed');
   assert.is(build.error, null);
   assert.match(await (await fetch(`${h.api}${build.log_url}`, { headers: { authorization: `Bearer ${token}` } })).text(), /Build stopped: operation canceled/);
