@@ -3,52 +3,22 @@
 // builds, three Node.js apps), then a restart: every operation ends, every live site serves its own
 // content, and no release process, duplicate or workspace is left over.
 import { RequestContext } from '@mikro-orm/core';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ACCOUNT_SERVICE, type AccountService } from '../../core/accounts/account-service.js';
-import { hoistBin, root, testCli, type TestCli } from '../helpers/cli.js';
+import { testCli, type TestCli } from '../helpers/cli.js';
+import { freePort, startHoist, until } from '../helpers/hoist-process.js';
 import { processesRunning } from '../helpers/gated-build.js';
 import { zipOf } from '../helpers/live.js';
 
 let cli: TestCli;
 let server: ChildProcess | undefined;
 const tag = randomUUID().slice(0, 8);
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
-const until = async (cond: () => boolean | Promise<boolean>, ms = 90_000) => {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-};
-
-/** `hoist start` in a process group of its own, so the test can kill the group. */
-function start(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [hoistBin, 'start'], { cwd: root, env: cli.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (/hoist worker running/.test(out)) resolve(child);
-    });
-    child.stderr!.on('data', (d) => (out += d));
-    child.on('exit', (code) => reject(new Error(`hoist start exited with ${code}: ${out}`)));
-  });
-}
 
 const killGroup = async (child: ChildProcess) => {
   const exited = new Promise((r) => child.once('exit', r));
@@ -78,7 +48,7 @@ test('kill -9 of the process group during six deploys, then a restart: all end, 
   for (const [email, plan] of [['crash-a@example.com', 'team'], ['crash-b@example.com', 'pro']]) {
     await RequestContext.create(cli.kernel.orm.em.fork(), () => cli.kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password: 'a-long-password', plan }));
   }
-  server = await start();
+  server = await startHoist(cli, { group: true });
   const login = async (email: string) =>
     (await (await fetch(`${api}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'a-long-password' }) })).json()).token as string;
   const tokens = [await login('crash-a@example.com'), await login('crash-b@example.com')];
@@ -131,9 +101,9 @@ test('kill -9 of the process group during six deploys, then a restart: all end, 
   }
   await new Promise((r) => setTimeout(r, 1000));
   await killGroup(server);
-  server = await start();
+  server = await startHoist(cli, { group: true });
 
-  for (const o of ops) await until(async () => ['succeeded', 'failed', 'canceled'].includes((await op(o.id)).status));
+  for (const o of ops) await until(async () => ['succeeded', 'failed', 'canceled'].includes((await op(o.id)).status), 90_000);
   for (const o of ops) {
     const view = await op(o.id);
     assert.is(view.status, 'succeeded', `${o.name}: ${JSON.stringify(view)}`);

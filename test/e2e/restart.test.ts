@@ -7,12 +7,12 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ACCOUNT_SERVICE, type AccountService } from '../../core/accounts/account-service.js';
 import { testCli, type TestCli } from '../helpers/cli.js';
+import { freePort, startHoist, until } from '../helpers/hoist-process.js';
 import { GATE_FILE, processesRunning, workspaceGate } from '../helpers/gated-build.js';
 import { zipOf } from '../helpers/live.js';
 
@@ -20,35 +20,6 @@ let cli: TestCli;
 let server: ChildProcess | undefined;
 /** Ends the build's command line: unique to this run, to find its processes on the host. */
 const tag = `restart-${randomUUID()}`;
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
-const until = async (cond: () => boolean | Promise<boolean>, ms = 30_000) => {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
-
-function start(): Promise<ChildProcess> {
-  const child = cli.spawn(['start']);
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (/hoist worker running/.test(out)) resolve(child);
-    });
-    child.stderr!.on('data', (d) => (out += d));
-    child.on('exit', (code) => reject(new Error(`hoist start exited with ${code}: ${out}`)));
-  });
-}
 
 test.before(async () => {
   cli = await testCli();
@@ -73,7 +44,7 @@ test('a SIGKILL during a build resumes after restart; the live release keeps ser
   const api = `http://127.0.0.1:${apiPort}`;
   const email = 'restart@example.com';
   await RequestContext.create(cli.kernel.orm.em.fork(), () => cli.kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password: 'a-long-password', plan: 'pro' }));
-  server = await start();
+  server = await startHoist(cli);
   const { token } = await (await fetch(`${api}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'a-long-password' }) })).json();
   const auth = { authorization: `Bearer ${token}` };
   const op = async (id: string) => (await fetch(`${api}/api/v1/operations/${id}`, { headers: auth })).json();
@@ -119,7 +90,7 @@ if(process.argv[2]==='v1'||fs.existsSync(${JSON.stringify(GATE_FILE)}))done();el
   server.kill('SIGKILL');
   await new Promise((r) => server!.once('exit', r));
 
-  server = await start();
+  server = await startHoist(cli);
   assert.is(await site(), 'v1', 'the live release serves right after the restart');
   const during = await op(second);
   assert.is(during.status, 'running');

@@ -1,0 +1,38 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { hoistBin, root, type TestCli } from './cli.js';
+
+/** A free TCP port on the loopback. */
+export const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
+/** Waits until `cond` holds, checking every 100 ms; throws after `ms`. */
+export const until = async (cond: () => boolean | Promise<boolean>, ms = 30_000) => {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+/**
+ * Starts `hoist start` with the test CLI's environment and resolves once its worker runs. With
+ * `group`, in a process group of its own, so a test can kill the whole group.
+ */
+export function startHoist(cli: TestCli, { group = false } = {}): Promise<ChildProcess> {
+  const child = group ? spawn(process.execPath, [hoistBin, 'start'], { cwd: root, env: cli.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] }) : cli.spawn(['start']);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (/hoist worker running/.test(out)) resolve(child);
+    });
+    child.stderr!.on('data', (d) => (out += d));
+    child.on('exit', (code) => reject(new Error(`hoist start exited with ${code}: ${out}`)));
+  });
+}
