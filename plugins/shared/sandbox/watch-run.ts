@@ -1,8 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import type { SandboxEndReason, SandboxResult } from '../../../core/ports/sandbox.js';
-
-const MAX_LINE = 4000;
+import { followLines } from './follow-lines.js';
 
 /** How to watch one sandboxed process tree. */
 export interface WatchOptions {
@@ -30,22 +28,8 @@ export function watchRun(child: ChildProcess, opts: WatchOptions): { done: Promi
     why = reason;
     opts.kill();
   };
-  let bytes = 0;
   const streams = [child.stdout, child.stderr].filter((s) => s !== null);
-  const drained = streams.map(
-    (s) =>
-      new Promise<void>((resolve) => {
-        s.on('data', (chunk: Buffer) => {
-          bytes += chunk.length;
-          if (bytes > opts.outputBytes) stop('output');
-        });
-        const lines = createInterface({ input: s, crlfDelay: Infinity });
-        lines.on('line', (l) => {
-          if (why !== 'output') opts.log(l.length > MAX_LINE ? `${l.slice(0, MAX_LINE)}…` : l);
-        });
-        lines.on('close', resolve);
-      }),
-  );
+  const drained = followLines(streams, { log: opts.log, limitBytes: opts.outputBytes, over: () => stop('output') });
   const timer = opts.timeMs !== undefined ? setTimeout(() => stop('timeout'), opts.timeMs) : null;
   const onAbort = () => stop('canceled');
   if (opts.signal?.aborted) onAbort();
@@ -59,7 +43,7 @@ export function watchRun(child: ChildProcess, opts: WatchOptions): { done: Promi
     opts.signal?.removeEventListener('abort', onAbort);
     // A grandchild may hold the pipes open: kill the tree, and give the output a moment to drain.
     opts.kill();
-    await Promise.race([Promise.all(drained), new Promise((r) => setTimeout(r, 2000).unref())]);
+    await Promise.race([drained, new Promise((r) => setTimeout(r, 2000).unref())]);
     const reason = why ?? opts.explain?.(code, sig) ?? 'exited';
     return { reason, exitCode: reason === 'exited' ? code : null, signal: sig } satisfies SandboxResult;
   });

@@ -1,0 +1,32 @@
+import { createInterface } from 'node:readline';
+
+const MAX_LINE = 4000;
+
+/**
+ * Follows a run's output streams (stdout and stderr): each line goes to `log` as it arrives, cut at
+ * 4,000 characters. Once more than `limitBytes` have come in all, `over` is called (once) and no
+ * more lines are passed on. Resolves when every stream has ended and its lines are out.
+ */
+export function followLines(streams: NodeJS.ReadableStream[], o: { log(line: string): void; limitBytes: number; over(): void }): Promise<void> {
+  let bytes = 0;
+  let passed = false;
+  return Promise.all(
+    streams.map(
+      (s) =>
+        new Promise<void>((resolve) => {
+          s.on('data', (chunk: Buffer) => {
+            bytes += chunk.length;
+            if (bytes > o.limitBytes && !passed) {
+              passed = true;
+              o.over();
+            }
+          });
+          const lines = createInterface({ input: s, crlfDelay: Infinity });
+          lines.on('line', (l) => {
+            if (!passed) o.log(l.length > MAX_LINE ? `${l.slice(0, MAX_LINE)}…` : l);
+          });
+          lines.once('close', resolve);
+        }),
+    ),
+  ).then(() => {});
+}
