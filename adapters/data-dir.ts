@@ -20,7 +20,8 @@ export const SECRET_FILE_MODE = 0o600;
 
 /**
  * Creates the data directory, or corrects an existing one, at every start: the directory 0711,
- * `work/`, `releases/` and `sandbox/` 0711 (made when missing), every other directory in it 0700 and every file in it 0600 (files
+ * `work/`, `releases/` and `sandbox/` 0711 (made when missing), every other directory in it 0700 and every file in it
+ * 0600 (files
  * deeper down are private through their directory). A symlink is left as it is. Throws naming the
  * path when a mode cannot be set (the directory belongs to another user).
  */
@@ -56,6 +57,9 @@ function setMode(path: string, mode: number): void {
   try {
     chmodSync(path, mode);
   } catch (err) {
-    throw new Error(`cannot set the mode of ${path} to ${mode.toString(8)} (is it Hoist's?): ${(err as Error).message}`, { cause: err });
+    throw new Error(
+      `cannot set the mode of ${path} to ${mode.toString(8)} (is it Hoist's?): ${(err as Error).message}`,
+      { cause: err },
+    );
   }
 }

@@ -1,9 +1,13 @@
+import type { EntitySchema } from '@mikro-orm/core';
+import { entities } from '../core/entities/index.js';
 import type { PluginDefinition } from '../core/plugin.js';
 import analyzerNode from '../plugins/analyzer-node/index.js';
 import analyzerStatic from '../plugins/analyzer-static/index.js';
 import archiveZip from '../plugins/archive-zip/index.js';
 import builderNode from '../plugins/builder-node/index.js';
 import builderStatic from '../plugins/builder-static/index.js';
+import changesMemory from '../plugins/changes-memory/index.js';
+import changesPostgres from '../plugins/changes-postgres/index.js';
 import cipherAesGcm from '../plugins/cipher-aes-gcm/index.js';
 import deployerDocker from '../plugins/deployer-docker/index.js';
 import deployerLocal from '../plugins/deployer-local/index.js';
@@ -22,4 +26,34 @@ import storageMinio from '../plugins/storage-minio/index.js';
 import tokensJose from '../plugins/tokens-jose/index.js';
 
 /** Every plugin shipped with Hoist; the kernel picks from these by configuration. */
-export const plugins: PluginDefinition[] = [mailerOutbox, mailerSmtp, hasherArgon2, tokensJose, cipherAesGcm, queueLocal, queueNats, storageLocal, storageMinio, archiveZip, sandboxBwrap, sandboxDocker, sandboxNone, deployerLocal, deployerDocker, deployerPulumi, analyzerNode, analyzerStatic, builderNode, builderStatic, resolverSystem];
+export const plugins: PluginDefinition[] = [
+  mailerOutbox,
+  mailerSmtp,
+  hasherArgon2,
+  tokensJose,
+  cipherAesGcm,
+  queueLocal,
+  queueNats,
+  storageLocal,
+  storageMinio,
+  archiveZip,
+  sandboxBwrap,
+  sandboxDocker,
+  sandboxNone,
+  deployerLocal,
+  deployerDocker,
+  deployerPulumi,
+  analyzerNode,
+  analyzerStatic,
+  builderNode,
+  builderStatic,
+  resolverSystem,
+  changesMemory,
+  changesPostgres,
+];
+
+/** Core's entity schemas and those of `plugins`: what the database opens with. */
+export const entitiesOf = (list: PluginDefinition[]): EntitySchema[] => [
+  ...entities,
+  ...list.flatMap((p) => p.entities ?? []),
+];

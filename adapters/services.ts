@@ -1,4 +1,3 @@
-import type { HoistConfig } from '../config/schema.js';
 import { ACCOUNT_SERVICE, AccountService } from '../core/accounts/account-service.js';
 import { AUTH_SERVICE, AuthService } from '../core/auth/auth-service.js';
 import { ACCESS_REQUEST_SERVICE, AccessRequestService } from '../core/access-requests/access-request-service.js';
@@ -9,14 +8,19 @@ import { EMAIL_VERIFICATION_SERVICE, EmailVerificationService } from '../core/au
 import { OneTimeTokens } from '../core/auth/one-time-tokens.js';
 import { PASSWORD_RECOVERY_SERVICE, PasswordRecoveryService } from '../core/auth/password-recovery-service.js';
 import { RateLimiter } from '../core/auth/rate-limiter.js';
+import { SESSION_REVOCATIONS, SessionRevocations } from '../core/auth/session-revocations.js';
+import { CHANGE_FEED } from '../core/ports/change-feed.js';
+import { ARCHIVE } from '../core/ports/archive.js';
 import { CIPHER } from '../core/ports/cipher.js';
+import { WORKSPACES } from '../core/ports/workspaces.js';
+import { UPLOAD_MANIFESTS, UploadManifests } from '../core/uploads/upload-manifests.js';
 import { DEPLOYER } from '../core/ports/deployer.js';
 import { MAILER } from '../core/ports/mailer.js';
 import { STORAGE } from '../core/ports/storage.js';
 import { CLOCK } from '../core/ports/clock.js';
 import { PASSWORD_HASHER } from '../core/ports/password-hasher.js';
 import { TOKEN_SERVICE } from '../core/ports/token-service.js';
-import { CONFIG, ENTITY_MANAGER } from '../core/tokens.js';
+import { CONFIG, defineService, ENTITY_MANAGER, type ServiceDefinition } from '../core/tokens.js';
 import { BILLING_SERVICE, BillingService } from '../core/billing/billing-service.js';
 import { ENTITLEMENT_SERVICE, EntitlementService } from '../core/billing/entitlement-service.js';
 import { ENVIRONMENT_SERVICE, EnvironmentService } from '../core/environment/environment-service.js';
@@ -28,67 +32,151 @@ import { PROJECT_SERVICE, ProjectService } from '../core/projects/project-servic
 
 import { deploymentServices } from './deployment-services.js';
 
-/** A core service binding: its token and a factory that gets its dependencies by token. */
-export interface ServiceDefinition {
-  token: symbol;
-  create(get: <T>(token: symbol) => T): unknown;
-}
-
-/** Every core service the kernel registers (each is built once, on first use). */
+/** Every core service the kernel registers (each is built once, after its deps). */
 export const services: ServiceDefinition[] = [
-  {
-    token: AUTH_SERVICE,
-    create: (get) =>
-      new AuthService(get(ENTITY_MANAGER), get(PASSWORD_HASHER), get(TOKEN_SERVICE), get(CLOCK), get<HoistConfig>(CONFIG), new RateLimiter(get(ENTITY_MANAGER), get(CLOCK))),
-  },
-  { token: ACCOUNT_SERVICE, create: (get) => new AccountService(get(ENTITY_MANAGER), get(PASSWORD_HASHER)) },
-  { token: AGENT_AUTH_SERVICE, create: (get) => new AgentAuthService(get(ENTITY_MANAGER), get(TOKEN_SERVICE)) },
-  {
-    token: EMAIL_VERIFICATION_SERVICE,
-    create: (get) =>
-      new EmailVerificationService(get(ENTITY_MANAGER), new OneTimeTokens(get(ENTITY_MANAGER), get(CLOCK)), get(MAILER), get(CLOCK), get<HoistConfig>(CONFIG)),
-  },
-  {
-    token: PASSWORD_RECOVERY_SERVICE,
-    create: (get) =>
+  defineService({
+    provides: SESSION_REVOCATIONS,
+    deps: { feed: CHANGE_FEED, config: CONFIG },
+    create: (d) => new SessionRevocations(d.feed, d.config),
+  }),
+  defineService({
+    provides: AUTH_SERVICE,
+    deps: {
+      em: ENTITY_MANAGER,
+      hasher: PASSWORD_HASHER,
+      tokens: TOKEN_SERVICE,
+      clock: CLOCK,
+      config: CONFIG,
+      revocations: SESSION_REVOCATIONS,
+    },
+    create: (d) =>
+      new AuthService(d.em, d.hasher, d.tokens, d.clock, d.config, new RateLimiter(d.em, d.clock), d.revocations),
+  }),
+  defineService({
+    provides: ACCOUNT_SERVICE,
+    deps: { em: ENTITY_MANAGER, hasher: PASSWORD_HASHER, clock: CLOCK },
+    create: (d) => new AccountService(d.em, d.hasher, d.clock),
+  }),
+  defineService({
+    provides: AGENT_AUTH_SERVICE,
+    deps: { em: ENTITY_MANAGER, tokens: TOKEN_SERVICE },
+    create: (d) => new AgentAuthService(d.em, d.tokens),
+  }),
+  defineService({
+    provides: EMAIL_VERIFICATION_SERVICE,
+    deps: { em: ENTITY_MANAGER, mailer: MAILER, clock: CLOCK, config: CONFIG },
+    create: (d) => new EmailVerificationService(d.em, new OneTimeTokens(d.em, d.clock), d.mailer, d.clock, d.config),
+  }),
+  defineService({
+    provides: PASSWORD_RECOVERY_SERVICE,
+    deps: {
+      em: ENTITY_MANAGER,
+      mailer: MAILER,
+      hasher: PASSWORD_HASHER,
+      clock: CLOCK,
+      config: CONFIG,
+      revocations: SESSION_REVOCATIONS,
+    },
+    create: (d) =>
       new PasswordRecoveryService(
-        get(ENTITY_MANAGER),
-        new OneTimeTokens(get(ENTITY_MANAGER), get(CLOCK)),
-        get(MAILER),
-        get(PASSWORD_HASHER),
-        get(CLOCK),
-        get<HoistConfig>(CONFIG),
-        new RateLimiter(get(ENTITY_MANAGER), get(CLOCK)),
+        d.em,
+        new OneTimeTokens(d.em, d.clock),
+        d.mailer,
+        d.hasher,
+        d.clock,
+        d.config,
+        new RateLimiter(d.em, d.clock),
+        d.revocations,
       ),
-  },
-  {
-    token: ACCESS_REQUEST_SERVICE,
-    create: (get) =>
-      new AccessRequestService(get(ENTITY_MANAGER), get(ACCOUNT_SERVICE), get(PASSWORD_RECOVERY_SERVICE), get(CLOCK), new RateLimiter(get(ENTITY_MANAGER), get(CLOCK)), get<HoistConfig>(CONFIG)),
-  },
-  { token: ENTITLEMENT_SERVICE, create: (get) => new EntitlementService(get(ENTITY_MANAGER)) },
-  { token: BILLING_SERVICE, create: (get) => new BillingService(get(ENTITY_MANAGER)) },
-  { token: PROJECT_SERVICE, create: (get) => new ProjectService(get(ENTITY_MANAGER), get(ENTITLEMENT_SERVICE), get(PASSWORD_HASHER)) },
-  { token: ACCESS_GRANT_SERVICE, create: (get) => new AccessGrantService(get(ENTITY_MANAGER), get(PROJECT_SERVICE), get(ENTITLEMENT_SERVICE)) },
-  {
-    token: SITE_ACCESS_SERVICE,
-    create: (get) =>
-      new SiteAccessService(
-        get(ENTITY_MANAGER),
-        get(PASSWORD_HASHER),
-        get(TOKEN_SERVICE),
-        get(MAILER),
-        new RateLimiter(get(ENTITY_MANAGER), get(CLOCK)),
-        get(CLOCK),
-        get<HoistConfig>(CONFIG),
-      ),
-  },
-  { token: ENVIRONMENT_SERVICE, create: (get) => new EnvironmentService(get(ENTITY_MANAGER), get(CIPHER), get(PROJECT_SERVICE), get(ENTITLEMENT_SERVICE)) },
-  { token: PROJECT_DELETER, create: (get) => new ProjectDeleter(get(ENTITY_MANAGER), get(DEPLOYER), get(STORAGE)) },
-  { token: DOMAIN_CHECKER, create: (get) => new DomainChecker(get(ENTITY_MANAGER), get(DNS_RESOLVER), get(CLOCK), get<HoistConfig>(CONFIG)) },
-  {
-    token: DOMAIN_SERVICE,
-    create: (get) => new DomainService(get(ENTITY_MANAGER), get(PROJECT_SERVICE), get(ENTITLEMENT_SERVICE), get(DOMAIN_CHECKER), get(CLOCK), get<HoistConfig>(CONFIG)),
-  },
+  }),
+  defineService({
+    provides: ACCESS_REQUEST_SERVICE,
+    deps: {
+      em: ENTITY_MANAGER,
+      accounts: ACCOUNT_SERVICE,
+      recovery: PASSWORD_RECOVERY_SERVICE,
+      clock: CLOCK,
+      config: CONFIG,
+    },
+    create: (d) =>
+      new AccessRequestService(d.em, d.accounts, d.recovery, d.clock, new RateLimiter(d.em, d.clock), d.config),
+  }),
+  defineService({
+    provides: ENTITLEMENT_SERVICE,
+    deps: { em: ENTITY_MANAGER },
+    create: (d) => new EntitlementService(d.em),
+  }),
+  defineService({
+    provides: BILLING_SERVICE,
+    deps: { em: ENTITY_MANAGER, clock: CLOCK },
+    create: (d) => new BillingService(d.em, d.clock),
+  }),
+  defineService({
+    provides: PROJECT_SERVICE,
+    deps: {
+      em: ENTITY_MANAGER,
+      entitlements: ENTITLEMENT_SERVICE,
+      hasher: PASSWORD_HASHER,
+      clock: CLOCK,
+      changes: CHANGE_FEED,
+    },
+    create: (d) => new ProjectService(d.em, d.entitlements, d.hasher, d.clock, d.changes),
+  }),
+  defineService({
+    provides: ACCESS_GRANT_SERVICE,
+    deps: { em: ENTITY_MANAGER, projects: PROJECT_SERVICE, entitlements: ENTITLEMENT_SERVICE, clock: CLOCK },
+    create: (d) => new AccessGrantService(d.em, d.projects, d.entitlements, d.clock),
+  }),
+  defineService({
+    provides: SITE_ACCESS_SERVICE,
+    deps: {
+      em: ENTITY_MANAGER,
+      hasher: PASSWORD_HASHER,
+      tokens: TOKEN_SERVICE,
+      mailer: MAILER,
+      clock: CLOCK,
+      config: CONFIG,
+    },
+    create: (d) =>
+      new SiteAccessService(d.em, d.hasher, d.tokens, d.mailer, new RateLimiter(d.em, d.clock), d.clock, d.config),
+  }),
+  defineService({
+    provides: ENVIRONMENT_SERVICE,
+    deps: {
+      em: ENTITY_MANAGER,
+      cipher: CIPHER,
+      projects: PROJECT_SERVICE,
+      entitlements: ENTITLEMENT_SERVICE,
+      clock: CLOCK,
+    },
+    create: (d) => new EnvironmentService(d.em, d.cipher, d.projects, d.entitlements, d.clock),
+  }),
+  defineService({
+    provides: PROJECT_DELETER,
+    deps: { em: ENTITY_MANAGER, deployer: DEPLOYER, storage: STORAGE, clock: CLOCK },
+    create: (d) => new ProjectDeleter(d.em, d.deployer, d.storage, d.clock),
+  }),
+  defineService({
+    provides: DOMAIN_CHECKER,
+    deps: { em: ENTITY_MANAGER, dns: DNS_RESOLVER, clock: CLOCK, config: CONFIG, changes: CHANGE_FEED },
+    create: (d) => new DomainChecker(d.em, d.dns, d.clock, d.config, d.changes),
+  }),
+  defineService({
+    provides: DOMAIN_SERVICE,
+    deps: {
+      em: ENTITY_MANAGER,
+      projects: PROJECT_SERVICE,
+      entitlements: ENTITLEMENT_SERVICE,
+      checker: DOMAIN_CHECKER,
+      clock: CLOCK,
+      config: CONFIG,
+    },
+    create: (d) => new DomainService(d.em, d.projects, d.entitlements, d.checker, d.clock, d.config),
+  }),
+  defineService({
+    provides: UPLOAD_MANIFESTS,
+    deps: { storage: STORAGE, archive: ARCHIVE, workspaces: WORKSPACES, clock: CLOCK, config: CONFIG },
+    create: (d) => new UploadManifests(d.storage, d.archive, d.workspaces, d.clock, d.config.maxArchiveBytes),
+  }),
   ...deploymentServices,
 ];

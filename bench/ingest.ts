@@ -13,7 +13,13 @@ const ARCHIVE_BYTES = 95_000_000;
 const RUNS = Number(process.argv[2] ?? 3);
 const here = join(import.meta.dirname, '..');
 const work = mkdtempSync(join(tmpdir(), 'hoist-ingest-'));
-const env = { ...process.env, HOIST_DATA_DIR: join(work, 'data'), HOIST_PORT: '0', HOIST_EDGE_PORT: '0', HOIST_LOG_LEVEL: 'warn' };
+const env = {
+  ...process.env,
+  HOIST_DATA_DIR: join(work, 'data'),
+  HOIST_PORT: '0',
+  HOIST_EDGE_PORT: '0',
+  HOIST_LOG_LEVEL: 'warn',
+};
 
 /** Writes a ZIP of exactly `total` bytes: one stored entry of random bytes, streamed to disk in 1 MB chunks. */
 function writeZip(path: string, total: number): void {
@@ -30,7 +36,7 @@ function writeZip(path: string, total: number): void {
   local.writeUInt16LE(name.length, 26);
   writeSync(fd, Buffer.concat([local, name]));
   let crc = 0;
-  for (let left = size; left > 0; ) {
+  for (let left = size; left > 0;) {
     const chunk = randomBytes(Math.min(left, 1 << 20));
     crc = crc32(chunk, crc);
     writeSync(fd, chunk);
@@ -77,11 +83,24 @@ function listening(child: ChildProcess): Promise<string> {
 /** The resident set of a process, in bytes. */
 const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 
-/** POSTs text parts, then the file as the part `file`, as multipart with a streamed body; resolves the status and body. */
-function upload(url: string, token: string, path: string, size: number, fields: Record<string, string>): Promise<{ status: number; body: string }> {
+/**
+ * POSTs text parts, then the file as the part `file`, as multipart with a streamed body; resolves the status and body.
+ */
+function upload(
+  url: string,
+  token: string,
+  path: string,
+  size: number,
+  fields: Record<string, string>,
+): Promise<{ status: number; body: string }> {
   const boundary = `----hoistbench${randomBytes(8).toString('hex')}`;
-  const parts = Object.entries(fields).map(([k, v]) => `--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`);
-  const head = Buffer.from(`${parts.join('')}--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="site.zip"\r\ncontent-type: application/zip\r\n\r\n`);
+  const parts = Object.entries(fields).map(
+    ([k, v]) => `--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`,
+  );
+  const head = Buffer.from(
+    `${parts.join('')}--${boundary}\r\ncontent-disposition: form-data; name="file"; ` +
+      `filename="site.zip"\r\ncontent-type: application/zip\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const target = new URL(url);
   return new Promise((resolve, reject) => {
@@ -91,7 +110,11 @@ function upload(url: string, token: string, path: string, size: number, fields: 
         port: target.port,
         path: target.pathname,
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + size + tail.length },
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': head.length + size + tail.length,
+        },
       },
       (res) => {
         let body = '';
@@ -119,16 +142,26 @@ try {
   writeZip(zip, ARCHIVE_BYTES);
   const email = 'ingest@example.com';
   const password = 'correct horse battery';
-  const created = spawnSync(process.execPath, [join(here, 'bin/hoist.js'), 'accounts', 'create', '--email', email, '--plan', 'pro'], { env, input: password, encoding: 'utf8' });
+  const created = spawnSync(
+    process.execPath,
+    [join(here, 'bin/hoist.js'), 'accounts', 'create', '--email', email, '--plan', 'pro'],
+    { env, input: password, encoding: 'utf8' },
+  );
   if (created.status !== 0) throw new Error(`accounts create failed: ${created.stderr}`);
 
   server = spawn(process.execPath, [join(here, 'bin/hoist.js'), 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const api = await listening(server);
-  const login = await fetch(`${api}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  const login = await fetch(`${api}/api/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
   const token = (await login.json()).token;
   const pid = server.pid!;
 
-  console.log(`ingest of a ${ARCHIVE_BYTES.toLocaleString('en')}-byte ZIP into \`hoist start\` (pid ${pid}), ${RUNS} runs`);
+  console.log(
+    `ingest of a ${ARCHIVE_BYTES.toLocaleString('en')}-byte ZIP into \`hoist start\` (pid ${pid}), ${RUNS} runs`,
+  );
   console.log('run   status   seconds   MB/s   RSS before MB   RSS peak MB   growth MB');
   const rows: { rate: number; growth: number }[] = [];
   for (let run = 1; run <= RUNS; run++) {
@@ -143,15 +176,24 @@ try {
     peak = Math.max(peak, rssOf(pid));
     const rate = ARCHIVE_BYTES / 1e6 / seconds;
     rows.push({ rate, growth: peak - before });
-    console.log(`${String(run).padStart(3)}   ${String(form.status).padStart(6)}   ${seconds.toFixed(2).padStart(7)}   ${rate.toFixed(0).padStart(4)}   ${mb(before).padStart(13)}   ${mb(peak).padStart(11)}   ${mb(peak - before).padStart(9)}`);
+    console.log(
+      `${String(run).padStart(3)}   ${String(form.status).padStart(6)}   ` +
+        `${seconds.toFixed(2).padStart(7)}   ${rate.toFixed(0).padStart(4)}   ` +
+        `${mb(before).padStart(13)}   ${mb(peak).padStart(11)}   ` +
+        `${mb(peak - before).padStart(9)}`,
+    );
     if (form.status !== 202) throw new Error(`upload answered ${form.status}: ${form.body}`);
     // The archive has no index.html: its chain fails at Analyze. Let it end before the next run measures.
     const opUrl = `${api}/api/v1/operations/${JSON.parse(form.body).operation.id}`;
-    while ((await (await fetch(opUrl, { headers: { authorization: `Bearer ${token}` } })).json()).status === 'running') await new Promise((r) => setTimeout(r, 200));
+    while ((await (await fetch(opUrl, { headers: { authorization: `Bearer ${token}` } })).json()).status === 'running')
+      await new Promise((r) => setTimeout(r, 200));
   }
   const worst = Math.max(...rows.map((r) => r.growth));
   const rates = rows.map((r) => r.rate).sort((a, b) => a - b);
-  console.log(`\nmedian ${rates[rates.length >> 1].toFixed(0)} MB/s; largest RSS growth ${mb(worst)} MB (target < 64 MB: ${worst < 64e6 ? 'met' : 'missed'})`);
+  console.log(
+    `\nmedian ${rates[rates.length >> 1].toFixed(0)} MB/s; largest RSS growth ` +
+      `${mb(worst)} MB (target < 64 MB: ${worst < 64e6 ? 'met' : 'missed'})`,
+  );
 } finally {
   if (server && server.exitCode === null) {
     server.kill('SIGTERM');

@@ -9,7 +9,6 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../config/load.js';
-import type { PluginContext } from '../core/plugin.js';
 import type { Sandbox } from '../core/ports/sandbox.js';
 import { plugins } from '../adapters/plugins.js';
 
@@ -18,13 +17,15 @@ const dataDir = mkdtempSync(join(tmpdir(), 'hoist-bench-sandbox-'));
 chmodSync(dataDir, 0o711);
 const config = loadConfig(process.env, { dataDir });
 const definition = plugins.find((p) => p.port === 'sandbox' && p.name === config.sandbox)!;
-const ctx = { config, get: () => ({ warn: () => {} }) } as unknown as PluginContext;
-const sandbox = (await definition.create(ctx)) as Sandbox;
+const sandbox = (await definition.create({ config, log: { warn: () => {} } })) as Sandbox;
 await sandbox.prepare();
 const work = join(dataDir, 'work');
 mkdirSync(work, { mode: 0o711 });
 chmodSync(work, 0o711);
-writeFileSync(join(work, 'app.js'), "require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT), process.env.HOST);");
+writeFileSync(
+  join(work, 'app.js'),
+  "require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT), process.env.HOST);",
+);
 const limits = { timeMs: 60_000, memoryMb: 512, processes: 128, outputBytes: 1e6, diskMb: 256 };
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -33,7 +34,8 @@ const time = async (fn: () => Promise<unknown>) => {
   await fn();
   return performance.now() - t;
 };
-const bare = (command: string) => new Promise((resolve) => spawn('sh', ['-c', command], { cwd: work, stdio: 'ignore' }).on('exit', resolve));
+const bare = (command: string) =>
+  new Promise((resolve) => spawn('sh', ['-c', command], { cwd: work, stdio: 'ignore' }).on('exit', resolve));
 const answers = async (url: string) => {
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
@@ -52,14 +54,36 @@ const freePort = () =>
     });
   });
 
-const rows: Record<string, number[]> = { 'command, sandboxed (none)': [], 'command, sandboxed (egress)': [], 'command, bare': [], 'release start, sandboxed': [], 'release start, bare': [] };
+const rows: Record<string, number[]> = {
+  'command, sandboxed (none)': [],
+  'command, sandboxed (egress)': [],
+  'command, bare': [],
+  'release start, sandboxed': [],
+  'release start, bare': [],
+};
 for (let i = 0; i < ROUNDS; i++) {
-  rows['command, sandboxed (none)'].push(await time(() => sandbox.run({ command: 'true', workspace: work, env: {}, network: 'none', limits, log: () => {} })));
-  rows['command, sandboxed (egress)'].push(await time(() => sandbox.run({ command: 'true', workspace: work, env: {}, network: 'egress', limits, log: () => {} })));
+  rows['command, sandboxed (none)'].push(
+    await time(() =>
+      sandbox.run({ command: 'true', workspace: work, env: {}, network: 'none', limits, log: () => {} }),
+    ),
+  );
+  rows['command, sandboxed (egress)'].push(
+    await time(() =>
+      sandbox.run({ command: 'true', workspace: work, env: {}, network: 'egress', limits, log: () => {} }),
+    ),
+  );
   rows['command, bare'].push(await time(() => bare('true')));
   rows['release start, sandboxed'].push(
     await time(async () => {
-      const s = await sandbox.serve({ command: 'node app.js', workspace: work, env: {}, network: 'egress', port: 8080, limits, log: () => {} });
+      const s = await sandbox.serve({
+        command: 'node app.js',
+        workspace: work,
+        env: {},
+        network: 'egress',
+        port: 8080,
+        limits,
+        log: () => {},
+      });
       await answers(s.url);
       await s.stop();
     }),
@@ -67,7 +91,11 @@ for (let i = 0; i < ROUNDS; i++) {
   rows['release start, bare'].push(
     await time(async () => {
       const port = await freePort();
-      const child = spawn('node', ['app.js'], { cwd: work, env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1' }, stdio: 'ignore' });
+      const child = spawn('node', ['app.js'], {
+        cwd: work,
+        env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1' },
+        stdio: 'ignore',
+      });
       await answers(`http://127.0.0.1:${port}`);
       child.kill('SIGKILL');
     }),
@@ -75,6 +103,16 @@ for (let i = 0; i < ROUNDS; i++) {
 }
 console.log(`sandbox ${definition.id}, ${ROUNDS} rounds, median ms`);
 for (const [name, xs] of Object.entries(rows)) console.log(`${name.padEnd(30)} ${median(xs).toFixed(1)}`);
-console.log(`added to a build command: ${(median(rows['command, sandboxed (egress)']) - median(rows['command, bare'])).toFixed(1)} ms (egress), ${(median(rows['command, sandboxed (none)']) - median(rows['command, bare'])).toFixed(1)} ms (none)`);
-console.log(`added to a release start: ${(median(rows['release start, sandboxed']) - median(rows['release start, bare'])).toFixed(1)} ms`);
+console.log(
+  `added to a build command: ` +
+    `${(median(rows['command, sandboxed (egress)']) - median(rows['command, bare'])).toFixed(1)} ` +
+    `ms (egress), ` +
+    `${(median(rows['command, sandboxed (none)']) - median(rows['command, bare'])).toFixed(1)} ` +
+    `ms (none)`,
+);
+console.log(
+  `added to a release start: ` +
+    `${(median(rows['release start, sandboxed']) - median(rows['release start, bare'])).toFixed(1)} ` +
+    `ms`,
+);
 rmSync(dataDir, { recursive: true, force: true });

@@ -1,6 +1,13 @@
 #!/usr/bin/env node
-// The `hoist` command. Sources are TypeScript, loaded through tsx; no build step is needed.
-import { register } from 'tsx/esm/api';
+// The `hoist` command: the compiled JavaScript in dist/, which `npm install` builds (`npm run build`).
+import { existsSync } from 'node:fs';
+import module from 'node:module';
 
-register();
-await import('../adapters/cli/main.ts');
+// Node 22.1 and later keep the compiled code of the modules on disk for the next start; Node 20 has no cache.
+module.enableCompileCache?.();
+const main = new URL('../dist/adapters/cli/main.js', import.meta.url);
+if (!existsSync(main)) {
+  console.error('hoist: dist/ is not built: run `npm run build` (npm install runs it)');
+  process.exit(1);
+}
+await import(main.href);

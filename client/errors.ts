@@ -72,6 +72,8 @@ export async function apiErrorOf(res: Response): Promise<HoistApiError> {
   let body: unknown = text;
   try {
     body = JSON.parse(text);
-  } catch {}
+  } catch {
+    // Not JSON (a proxy's page): the error keeps the text.
+  }
   return new HoistApiError(res.status, body);
 }

@@ -1,24 +1,43 @@
 import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import createClient, { type Client } from 'openapi-fetch';
 import { apiErrorOf, HoistApiError, HoistGuidanceError } from './errors.js';
+import { followOperation, type OperationEvent } from './operation-stream.js';
 import { isTerminal, pollUntilTerminal, type PollOptions } from './poll.js';
 import { sendWithRetries, type RetryOptions } from './retrying-fetch.js';
 import type { paths } from './schema.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 /** The JSON body of the `status` answer of `method path`, from the generated types. */
-export type Answer<P extends keyof paths, M extends Method, S extends number> = paths[P][M] extends { responses: { [K in S]: { content: { 'application/json': infer B } } } } ? B : never;
+export type Answer<P extends keyof paths, M extends Method, S extends number> = paths[P][M] extends {
+  responses: { [K in S]: { content: { 'application/json': infer B } } };
+}
+  ? B
+  : never;
 
 export type Operation = Answer<'/api/v1/operations/{operationID}', 'get', 200>;
+export type OperationPage = Answer<'/api/v1/operations', 'get', 200>;
+/** The filters and page of GET /api/v1/operations. */
+export type OperationQuery = NonNullable<paths['/api/v1/operations']['get']['parameters']['query']>;
 export type LoginResult = Answer<'/api/v1/auth/login', 'post', 200>;
 export type Me = Answer<'/api/v1/me', 'get', 200>;
 export type Entitlements = Answer<'/api/v1/billing/entitlements', 'get', 200>;
 export type Project = Answer<'/api/v1/projects/', 'get', 200>['projects'][number];
 export type Release = Answer<'/api/v1/projects/{projectID}/releases', 'get', 200>['releases'][number];
 export type EnvironmentVariable = Answer<'/api/v1/projects/{projectID}/environment', 'get', 200>['environment'][number];
+export type PromoteAnswer = Answer<'/api/v1/projects/{projectID}/releases/{releaseID}/promote', 'post', 202>;
 export type LocalToLiveAnswer = Answer<'/api/v1/local-to-live', 'post', 202>;
 export type UploadSession = Answer<'/api/v1/upload-sessions', 'post', 201>;
-export type UploadSessionRequest = NonNullable<paths['/api/v1/upload-sessions']['post']['requestBody']>['content']['application/json'];
+/** The answer to a manifest: its id, and the hashes to send. */
+export interface UploadManifest {
+  id: string;
+  missing: string[];
+  file_count: number;
+  total_size: number;
+}
+export type UploadSessionRequest = NonNullable<
+  paths['/api/v1/upload-sessions']['post']['requestBody']
+>['content']['application/json'];
 
 /**
  * The writes whose route honours an Idempotency-Key (a test checks this list against the OpenAPI
@@ -29,6 +48,7 @@ export const IDEMPOTENT_WRITES = [
   'POST /api/v1/projects/{projectID}/local-to-live',
   'POST /api/v1/projects/{projectID}/builds/{buildID}/retry',
   'POST /api/v1/projects/{projectID}/deployments/{deploymentID}/retry',
+  'POST /api/v1/projects/{projectID}/releases/{releaseID}/promote',
 ] as const;
 
 /** The largest archive any upload path takes (the resumable transport's maximum, per the spec). */
@@ -64,8 +84,12 @@ export class HoistClient {
     this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: (req) => this.send(() => req.clone()) });
     this.api.use({
       onRequest: ({ request, schemaPath }) => {
-        if (this.token && !request.headers.has('authorization')) request.headers.set('authorization', `Bearer ${this.token}`);
-        if ((IDEMPOTENT_WRITES as readonly string[]).includes(`${request.method} ${schemaPath}`) && !request.headers.has('idempotency-key')) {
+        if (this.token && !request.headers.has('authorization'))
+          request.headers.set('authorization', `Bearer ${this.token}`);
+        if (
+          (IDEMPOTENT_WRITES as readonly string[]).includes(`${request.method} ${schemaPath}`) &&
+          !request.headers.has('idempotency-key')
+        ) {
           request.headers.set('idempotency-key', randomUUID());
         }
         return request;
@@ -125,33 +149,82 @@ export class HoistClient {
     const all: Release[] = [];
     let cursor: string | undefined;
     do {
-      const page = this.ok(await this.api.GET('/api/v1/projects/{projectID}/releases', { params: { path: { projectID: projectId }, query: { limit: 100, cursor } } }));
+      const page = this.ok(
+        await this.api.GET('/api/v1/projects/{projectID}/releases', {
+          params: { path: { projectID: projectId }, query: { limit: 100, cursor } },
+        }),
+      );
       all.push(...page.releases);
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
     return all;
   }
 
+  /**
+   * Promotes a release: makes it live again with no build (instant rollback). Resolves to the answer
+   * (202, the promote operation; for the live release, the operation that made it live).
+   */
+  async promote(projectId: string, releaseId: string): Promise<PromoteAnswer> {
+    return this.ok(
+      await this.api.POST('/api/v1/projects/{projectID}/releases/{releaseID}/promote', {
+        params: { path: { projectID: projectId, releaseID: releaseId } },
+      }),
+    );
+  }
+
   async environment(projectId: string): Promise<EnvironmentVariable[]> {
-    return this.ok(await this.api.GET('/api/v1/projects/{projectID}/environment', { params: { path: { projectID: projectId } } })).environment;
+    return this.ok(
+      await this.api.GET('/api/v1/projects/{projectID}/environment', { params: { path: { projectID: projectId } } }),
+    ).environment;
   }
 
   /** Creates or replaces a variable; the answer never holds the value. */
-  async setEnvironment(projectId: string, name: string, value: string, scope?: 'build' | 'runtime' | 'both'): Promise<EnvironmentVariable> {
-    return this.ok(await this.api.PUT('/api/v1/projects/{projectID}/environment/{name}', { params: { path: { projectID: projectId, name } }, body: { value, scope } }));
+  async setEnvironment(
+    projectId: string,
+    name: string,
+    value: string,
+    scope?: 'build' | 'runtime' | 'both',
+  ): Promise<EnvironmentVariable> {
+    return this.ok(
+      await this.api.PUT('/api/v1/projects/{projectID}/environment/{name}', {
+        params: { path: { projectID: projectId, name } },
+        body: { value, scope },
+      }),
+    );
   }
 
   async removeEnvironment(projectId: string, name: string): Promise<void> {
-    this.ok(await this.api.DELETE('/api/v1/projects/{projectID}/environment/{name}', { params: { path: { projectID: projectId, name } } }));
+    this.ok(
+      await this.api.DELETE('/api/v1/projects/{projectID}/environment/{name}', {
+        params: { path: { projectID: projectId, name } },
+      }),
+    );
   }
 
   async operation(id: string): Promise<Operation> {
     return this.ok(await this.api.GET('/api/v1/operations/{operationID}', { params: { path: { operationID: id } } }));
   }
 
+  /** A page of the account's operations, newest first, filtered by `query` (project_id, status, kind). */
+  async operations(query: OperationQuery = {}): Promise<OperationPage> {
+    return this.ok(await this.api.GET('/api/v1/operations', { params: { query } }));
+  }
+
+  /**
+   * Follows the operation's live events until it is terminal (resuming a dropped connection);
+   * returns its last state, or null when the API does not stream (poll with waitForOperation then).
+   */
+  follow(id: string, onEvent: (e: OperationEvent<Operation>) => void): Promise<Operation | null> {
+    return followOperation(`${this.baseUrl}/api/v1/operations/${encodeURIComponent(id)}`, this.auth(), onEvent);
+  }
+
   /** Polls the operation with bounded, jittered backoff until it is terminal; returns that last view. */
   waitForOperation(id: string, options: PollOptions<Operation> = {}): Promise<Operation> {
-    return pollUntilTerminal(() => this.operation(id), { sleep: this.options.sleep, random: this.options.random, ...options });
+    return pollUntilTerminal(() => this.operation(id), {
+      sleep: this.options.sleep,
+      random: this.options.random,
+      ...options,
+    });
   }
 
   /**
@@ -160,7 +233,12 @@ export class HoistClient {
    */
   async cancel(id: string): Promise<Operation> {
     const op = await this.operation(id);
-    if (isTerminal(op.status)) throw new HoistGuidanceError('not_cancelable', `The operation is ${op.status}; there is nothing to cancel. ${op.next_step?.message ?? ''}`.trim(), op);
+    if (isTerminal(op.status))
+      throw new HoistGuidanceError(
+        'not_cancelable',
+        `The operation is ${op.status}; there is nothing to cancel. ${op.next_step?.message ?? ''}`.trim(),
+        op,
+      );
     this.ok(await this.api.POST('/api/v1/operations/{operationID}/cancel', { params: { path: { operationID: id } } }));
     return this.operation(id);
   }
@@ -173,30 +251,71 @@ export class HoistClient {
   async retry(id: string): Promise<Operation> {
     const op = await this.operation(id);
     if (op.next_step?.action !== 'retry') {
-      throw new HoistGuidanceError('not_retryable', `The operation is ${op.status} and is not to be retried: ${op.next_step?.message ?? 'no guidance was given'}`, op);
+      throw new HoistGuidanceError(
+        'not_retryable',
+        `The operation is ${op.status} and is not to be retried: ${op.next_step?.message ?? 'no guidance was given'}`,
+        op,
+      );
     }
     this.ok(await this.api.POST('/api/v1/operations/{operationID}/retry', { params: { path: { operationID: id } } }));
     return this.operation(id);
   }
 
   /**
-   * Local-to-Live: uploads the ZIP as multipart (part `file`) with `fields` (name, visibility,
-   * root_directory, ...), to the project `projectId` when given. One Idempotency-Key covers the
-   * call and its retries.
+   * Sends the manifest of a site (gzip-compressed JSON) to POST /api/v1/upload-manifests. Answers its
+   * id and the hashes the server lacks, or null from a server without manifest uploads (404).
    */
-  async localToLive(zip: Uint8Array, fields: Record<string, string>, options: UploadOptions & { projectId?: string } = {}): Promise<LocalToLiveAnswer> {
+  async uploadManifest(files: { path: string; sha256: string; size: number }[]): Promise<UploadManifest | null> {
+    const body = gzipSync(JSON.stringify({ files }));
+    const headers = { ...this.auth(), 'content-type': 'application/json', 'content-encoding': 'gzip' };
+    const res = await this.send(
+      () => new Request(`${this.baseUrl}/api/v1/upload-manifests`, { method: 'POST', headers, body }),
+    );
+    if (res.status === 404) return null;
+    if (!res.ok) throw await apiErrorOf(res);
+    return (await res.json()) as UploadManifest;
+  }
+
+  /**
+   * Local-to-Live: uploads the ZIP as multipart (part `file`) with `fields` (name, visibility,
+   * root_directory, manifest_id, ...), to the project `projectId` when given. The ZIP may be null
+   * only with a manifest_id whose files were all sent before. One Idempotency-Key covers the call and
+   * its retries.
+   */
+  async localToLive(
+    zip: Uint8Array | null,
+    fields: Record<string, string>,
+    options: UploadOptions & { projectId?: string } = {},
+  ): Promise<LocalToLiveAnswer> {
     const form = new FormData();
     for (const [k, v] of Object.entries(fields)) form.append(k, v);
-    form.append('file', new Blob([zip as Uint8Array<ArrayBuffer>], { type: 'application/zip' }), options.filename ?? 'archive.zip');
+    if (zip)
+      form.append(
+        'file',
+        new Blob([zip as Uint8Array<ArrayBuffer>], { type: 'application/zip' }),
+        options.filename ?? 'archive.zip',
+      );
     // Serialised once, so every attempt sends the same bytes and progress can be counted.
     const encoded = new Response(form);
     const type = encoded.headers.get('content-type')!;
     const body = new Uint8Array(await encoded.arrayBuffer());
-    const path = options.projectId ? `/api/v1/projects/${encodeURIComponent(options.projectId)}/local-to-live` : '/api/v1/local-to-live';
+    const path = options.projectId
+      ? `/api/v1/projects/${encodeURIComponent(options.projectId)}/local-to-live`
+      : '/api/v1/local-to-live';
     const headers = { ...this.auth(), 'content-type': type, 'idempotency-key': randomUUID() };
     // Progress is told in bytes of the archive, not of the multipart envelope around it.
-    const progress = options.onProgress && ((sent: number) => options.onProgress!(Math.round((sent / body.length) * zip.length), zip.length));
-    const res = await this.send(() => new Request(this.baseUrl + path, { method: 'POST', headers, body: countingStream(body, progress), duplex: 'half' } as RequestInit));
+    const progress =
+      options.onProgress &&
+      ((sent: number) => options.onProgress!(Math.round((sent / body.length) * (zip?.length ?? 0)), zip?.length ?? 0));
+    const res = await this.send(
+      () =>
+        new Request(this.baseUrl + path, {
+          method: 'POST',
+          headers,
+          body: countingStream(body, progress),
+          duplex: 'half',
+        } as RequestInit),
+    );
     if (!res.ok) throw await apiErrorOf(res);
     return (await res.json()) as LocalToLiveAnswer;
   }
@@ -211,7 +330,11 @@ export class HoistClient {
    * `chunkBytes`; after a failed piece it asks the server (HEAD) where to go on from. No bearer
    * token is sent: the URL is the credential. Returns the answer of the last piece (202).
    */
-  async uploadResumable(uploadUrl: string, zip: Uint8Array, options: UploadOptions & { chunkBytes?: number } = {}): Promise<LocalToLiveAnswer> {
+  async uploadResumable(
+    uploadUrl: string,
+    zip: Uint8Array,
+    options: UploadOptions & { chunkBytes?: number } = {},
+  ): Promise<LocalToLiveAnswer> {
     const chunk = options.chunkBytes ?? 8 << 20;
     const tus = { 'tus-resumable': '1.0.0' };
     let offset = 0;
@@ -224,7 +347,10 @@ export class HoistClient {
           new Request(uploadUrl, {
             method: 'PATCH',
             headers: { ...tus, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) },
-            body: countingStream(piece, options.onProgress && ((sent) => options.onProgress!(offset + sent, zip.length))),
+            body: countingStream(
+              piece,
+              options.onProgress && ((sent) => options.onProgress!(offset + sent, zip.length)),
+            ),
             duplex: 'half',
           } as RequestInit),
       ).catch((err) => err as Error);
@@ -248,7 +374,10 @@ export class HoistClient {
 }
 
 // A body stream of `bytes` in 256 KiB pieces that reports how much of it was read.
-function countingStream(bytes: Uint8Array, onProgress?: (sent: number, total: number) => void): ReadableStream<Uint8Array> {
+function countingStream(
+  bytes: Uint8Array,
+  onProgress?: (sent: number, total: number) => void,
+): ReadableStream<Uint8Array> {
   let at = 0;
   return new ReadableStream({
     pull(controller) {

@@ -3,7 +3,8 @@ import { sleep } from './retrying-fetch.js';
 /** Statuses an operation never leaves. */
 export const TERMINAL_STATUSES = ['succeeded', 'failed', 'canceled'] as const;
 
-export const isTerminal = (status: string | undefined) => (TERMINAL_STATUSES as readonly (string | undefined)[]).includes(status);
+export const isTerminal = (status: string | undefined) =>
+  (TERMINAL_STATUSES as readonly (string | undefined)[]).includes(status);
 
 export interface PollOptions<T> {
   /** First delay between polls, and the bound the delay grows to while nothing changes. */
@@ -24,7 +25,9 @@ export interface PollOptions<T> {
  * grows by half each poll that shows no change (bounded by maxMs, with ±20 % jitter so many
  * clients do not poll in step) and falls back to minMs when something moved.
  */
-export async function pollUntilTerminal<T extends { status?: string; progress?: number; current_stage?: string | null }>(get: () => Promise<T>, options: PollOptions<T> = {}): Promise<T> {
+export async function pollUntilTerminal<
+  T extends { status?: string; progress?: number; current_stage?: string | null },
+>(get: () => Promise<T>, options: PollOptions<T> = {}): Promise<T> {
   const minMs = options.minMs ?? 1000;
   const maxMs = options.maxMs ?? 10_000;
   const random = options.random ?? Math.random;
@@ -43,4 +46,5 @@ export async function pollUntilTerminal<T extends { status?: string; progress?: 
   }
 }
 
-const defaultKey = (op: { status?: string; progress?: number; current_stage?: string | null }) => `${op.status}|${op.progress}|${op.current_stage}`;
+const defaultKey = (op: { status?: string; progress?: number; current_stage?: string | null }) =>
+  `${op.status}|${op.progress}|${op.current_stage}`;

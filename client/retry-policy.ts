@@ -16,7 +16,9 @@ export function isSafeToRepeat(method: string, headers: Headers): boolean {
   return m === 'GET' || m === 'HEAD' || headers.has('idempotency-key');
 }
 
-/** Exponential backoff with full jitter: a random delay up to base·2^attempt, never over maxMs (attempt counts from 0). */
+/**
+ * Exponential backoff with full jitter: a random delay up to base·2^attempt, never over maxMs (attempt counts from 0).
+ */
 export function backoffMs(attempt: number, policy: RetryPolicy, random: () => number = Math.random): number {
   return Math.floor(random() * Math.min(policy.maxMs, policy.baseMs * 2 ** attempt));
 }
@@ -37,7 +39,14 @@ export type Outcome = { networkError: true } | { status: number; retryAfter?: st
  * only network errors and RETRYABLE_STATUSES, only while attempts are left; a Retry-After is
  * honoured (but never past maxMs), else the jittered backoff.
  */
-export function retryDelay(outcome: Outcome, attempt: number, safe: boolean, policy: RetryPolicy, random: () => number = Math.random, now = Date.now()): number | null {
+export function retryDelay(
+  outcome: Outcome,
+  attempt: number,
+  safe: boolean,
+  policy: RetryPolicy,
+  random: () => number = Math.random,
+  now = Date.now(),
+): number | null {
   if (!safe || attempt + 1 >= policy.attempts) return null;
   if ('status' in outcome) {
     if (!RETRYABLE_STATUSES.includes(outcome.status)) return null;

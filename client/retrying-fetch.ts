@@ -32,7 +32,15 @@ export async function sendWithRetries(make: () => Request, options: RetryOptions
       await wait(delay);
       continue;
     }
-    const delay = res.ok ? null : retryDelay({ status: res.status, retryAfter: res.headers.get('retry-after') }, attempt, safe, policy, options.random);
+    const delay = res.ok
+      ? null
+      : retryDelay(
+          { status: res.status, retryAfter: res.headers.get('retry-after') },
+          attempt,
+          safe,
+          policy,
+          options.random,
+        );
     if (delay === null) return res;
     await res.body?.cancel().catch(() => {});
     await wait(delay);

@@ -574,10 +574,12 @@ export interface paths {
                                 access_grants: boolean;
                                 customer_subdomains: boolean;
                                 environment_variables: boolean;
+                                /** @description Promoting an earlier release (POST /projects/{projectID}/releases/{releaseID}/promote). */
+                                instant_rollback: boolean;
                                 private_projects: boolean;
                                 visibilities: string[];
                             };
-                            /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account. */
+                            /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted). */
                             limits: {
                                 access_grants_per_project: number | null;
                                 archive_bytes: number | null;
@@ -588,6 +590,7 @@ export interface paths {
                                 environment_variables_per_project: number | null;
                                 private_projects: number | null;
                                 projects: number | null;
+                                release_retention: number | null;
                             };
                             plan: string;
                             /** @description Current account-wide usage. null where the service does not count it yet; per-project limits (access grants, environment variables) and archive size are checked on the project or upload itself. */
@@ -648,8 +651,10 @@ export interface paths {
                     content: {
                         "application/json": {
                             plans: {
+                                /** @description Features the plan allows: instant_rollback (promote an earlier release). */
+                                capabilities: string[];
                                 id: string;
-                                /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account. */
+                                /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted). */
                                 limits: {
                                     access_grants_per_project: number | null;
                                     archive_bytes: number | null;
@@ -660,6 +665,7 @@ export interface paths {
                                     environment_variables_per_project: number | null;
                                     private_projects: number | null;
                                     projects: number | null;
+                                    release_retention: number | null;
                                 };
                                 name: string;
                                 /** @description Monthly price in US cents. */
@@ -757,9 +763,9 @@ export interface paths {
         put?: never;
         /**
          * Upload a ZIP and deploy it (creates or selects the project by name)
-         * @description Account-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework` and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
+         * @description Account-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework`, `manifest_id` (the id POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be left out when none were) and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
          *
-         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
+         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. A promote (kind `promote`) is the same with Deploy making an earlier release live again from what the deployer kept, with no Analyze or Build. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
          *     | Operation status | cancel | retry |
          *     | --- | --- | --- |
@@ -1038,6 +1044,209 @@ export interface paths {
         };
         trace?: never;
     };
+    "/api/v1/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's operations, newest first
+         * @description Deployments and project deletions of the account, newest first, cursor-paginated: pass next_cursor back unchanged as cursor until it is null. Each item is the operation as GET /operations/{operationID} shows it. Filters combine (and): project_id (a project of another account answers 404 like a missing one), status, kind. A bad cursor, limit, status, kind or project_id answers 400 invalid_request with details.field.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Opaque next_cursor of the previous page, passed back unchanged. */
+                    cursor?: string;
+                    /** @description Only operations of this kind. */
+                    kind?: "deploy" | "promote" | "delete_project";
+                    /** @description Page size, 1 to 100. */
+                    limit?: number;
+                    /** @description Only this project's operations. */
+                    project_id?: string;
+                    /** @description Only operations with this status. */
+                    status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Pass it as cursor for the next page; null on the last page. */
+                            next_cursor: string | null;
+                            operations: {
+                                attempt?: number;
+                                build_log?: {
+                                    /** Format: uuid */
+                                    build_id?: string;
+                                    bytes?: number;
+                                    errors?: number;
+                                    full_log?: string;
+                                    last_lines?: string[];
+                                    warnings?: number;
+                                } | null;
+                                /** Format: date-time */
+                                created_at?: string;
+                                current_stage?: string | null;
+                                error?: {
+                                    code?: string;
+                                    message?: string;
+                                } | null;
+                                finished_at?: string | null;
+                                /** Format: uuid */
+                                id?: string;
+                                /** @description deploy or delete_project */
+                                kind?: string;
+                                /** @description The running stage has sent no heartbeat within the configured time. */
+                                maybe_stuck?: boolean;
+                                /** @description The recommended next step; consult it before cancel or retry. */
+                                next_step?: {
+                                    /** @enum {string} */
+                                    action?: "poll" | "retry" | "cancel" | "fix_input" | "none";
+                                    message?: string;
+                                };
+                                /** @description Never decreases; 100 only on success. A fresh deployment reports 5. */
+                                progress?: number;
+                                project_id?: string | null;
+                                queue?: {
+                                    jobs_ahead?: number;
+                                    position?: number;
+                                    stage?: string;
+                                    /** @enum {string} */
+                                    state?: "waiting" | "running" | "gone";
+                                    workers?: number;
+                                } | null;
+                                result?: {
+                                    build_id?: string | null;
+                                    deployment_id?: string | null;
+                                    live?: boolean;
+                                    url?: string | null;
+                                } | null;
+                                /** @description Child state: analyze, build and deploy. */
+                                stages?: {
+                                    analyze?: {
+                                        error?: {
+                                            code?: string;
+                                            message?: string;
+                                        } | null;
+                                        finished_at?: string | null;
+                                        heartbeat_at?: string | null;
+                                        progress?: number;
+                                        /** @description Analyze only: what was detected and why (reasons). */
+                                        result?: {
+                                            [key: string]: unknown;
+                                        };
+                                        skip_reason?: string | null;
+                                        /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                        skipped?: boolean;
+                                        started_at?: string | null;
+                                        /**
+                                         * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                         * @enum {string}
+                                         */
+                                        status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
+                                    };
+                                    build?: {
+                                        error?: {
+                                            code?: string;
+                                            message?: string;
+                                        } | null;
+                                        finished_at?: string | null;
+                                        heartbeat_at?: string | null;
+                                        progress?: number;
+                                        /** @description Analyze only: what was detected and why (reasons). */
+                                        result?: {
+                                            [key: string]: unknown;
+                                        };
+                                        skip_reason?: string | null;
+                                        /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                        skipped?: boolean;
+                                        started_at?: string | null;
+                                        /**
+                                         * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                         * @enum {string}
+                                         */
+                                        status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
+                                    };
+                                    deploy?: {
+                                        error?: {
+                                            code?: string;
+                                            message?: string;
+                                        } | null;
+                                        finished_at?: string | null;
+                                        heartbeat_at?: string | null;
+                                        progress?: number;
+                                        /** @description Analyze only: what was detected and why (reasons). */
+                                        result?: {
+                                            [key: string]: unknown;
+                                        };
+                                        skip_reason?: string | null;
+                                        /** @description true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build). */
+                                        skipped?: boolean;
+                                        started_at?: string | null;
+                                        /**
+                                         * @description The spec's five statuses. A stage done without running is succeeded with skipped true.
+                                         * @enum {string}
+                                         */
+                                        status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
+                                    };
+                                };
+                                /** @enum {string} */
+                                status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
+                                /** Format: date-time */
+                                updated_at?: string;
+                                version_id?: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/operations/{operationID}": {
         parameters: {
             query?: never;
@@ -1047,9 +1256,11 @@ export interface paths {
         };
         /**
          * Poll a parent operation: progress, child state, build-log context, queue information, guidance
-         * @description Poll with bounded backoff (2-10 s) until status is succeeded, failed or canceled.
+         * @description Poll with bounded backoff (2-10 s) until status is succeeded, failed or canceled, or stream it.
          *
-         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
+         *     With `Accept: text/event-stream` the answer is a stream of Server-Sent Events instead: `state` (data: the operation as this call answers it) each time it changed, `log` (data: `{build_id, from, lines}`, the build-log lines from line `from` of the operation, counted across its attempts) as the build writes them, a comment line as heartbeat every 15 s (eventStreamHeartbeatSeconds), and the final state last; then the stream closes. Each event id is `<revision>.<lines>`: send the last one back as `Last-Event-ID` to resume with nothing missed and nothing repeated (changes in between may come as one state event). Too many open streams: 429 per account, 503 in all; poll instead. A malformed Last-Event-ID is 400.
+         *
+         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. A promote (kind `promote`) is the same with Deploy making an earlier release live again from what the deployer kept, with no Analyze or Build. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
          *     | Operation status | cancel | retry |
          *     | --- | --- | --- |
@@ -1211,6 +1422,15 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Missing, invalid or expired bearer token (unauthorized). */
                 401: {
                     headers: {
@@ -1222,6 +1442,24 @@ export interface paths {
                 };
                 /** @description Missing, or belongs to another account (not_found). */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests; see Retry-After. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A backend is unavailable. */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1252,7 +1490,7 @@ export interface paths {
          * Cancel queued or running work
          * @description queued or running → canceled: the running stage's process is stopped and a half-made release never goes live (the previous one keeps serving). Otherwise 409 not_cancelable.
          *
-         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
+         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. A promote (kind `promote`) is the same with Deploy making an earlier release live again from what the deployer kept, with no Analyze or Build. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
          *     | Operation status | cancel | retry |
          *     | --- | --- | --- |
@@ -1462,7 +1700,7 @@ export interface paths {
          * Retry a failed or canceled deployment
          * @description failed or canceled → running (a new attempt) that resumes from the stage that did not finish, reusing finished stages' outputs. Otherwise 409 not_retryable; 409 deployment_in_progress while another deployment of the project runs.
          *
-         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
+         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. A promote (kind `promote`) is the same with Deploy making an earlier release live again from what the deployer kept, with no Analyze or Build. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
          *     | Operation status | cancel | retry |
          *     | --- | --- | --- |
@@ -1673,7 +1911,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description Opaque next_cursor of the previous page. */
+                    /** @description Opaque next_cursor of the previous page, passed back unchanged. */
                     cursor?: string;
                     /** @description Page size, 1 to 100. */
                     limit?: number;
@@ -2634,7 +2872,7 @@ export interface paths {
         };
         /**
          * Read the full log of a build
-         * @description The whole stored build log as text/plain (capped at 5 MB, then marked truncated). It is stored when the build ends: 404 until then.
+         * @description The whole stored build log as text/plain (capped at 5 MB, then marked truncated). It is stored when the build ends: 404 until then. With `Accept: text/event-stream`, Server-Sent Events instead, at any time: `log` events (data: `{build_id, from, lines}`) with the lines written so far and then as they come, heartbeat comments, and the end of the stream once the build has ended. Event ids are line counts (across the build's operation): send the last as `Last-Event-ID` to resume. Too many open streams: 429 per account, 503 in all.
          */
         get: {
             parameters: {
@@ -2659,6 +2897,15 @@ export interface paths {
                         "text/plain": string;
                     };
                 };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Missing, invalid or expired bearer token (unauthorized). */
                 401: {
                     headers: {
@@ -2670,6 +2917,24 @@ export interface paths {
                 };
                 /** @description Missing, or belongs to another account (not_found). */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests; see Retry-After. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A backend is unavailable. */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3794,9 +4059,9 @@ export interface paths {
         put?: never;
         /**
          * Upload a ZIP and deploy it to an existing project
-         * @description Project-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework` and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
+         * @description Project-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework`, `manifest_id` (the id POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be left out when none were) and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
          *
-         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
+         *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. A promote (kind `promote`) is the same with Deploy making an earlier release live again from what the deployer kept, with no Analyze or Build. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
          *     | Operation status | cancel | retry |
          *     | --- | --- | --- |
@@ -3950,7 +4215,7 @@ export interface paths {
         };
         /**
          * List the release history of a project
-         * @description Deployments that went live (the current one has live: true; earlier ones are superseded), newest first, cursor-paginated: pass next_cursor back unchanged as cursor until it is null. A project of another account answers 404 like a missing one.
+         * @description Deployments that went live (the current one has live: true; earlier ones are superseded), newest first, cursor-paginated: pass next_cursor back unchanged as cursor until it is null. Each release carries its provenance (source, started_by, archive_sha256), its target and whether it is promotable; `target` filters by target (preview: empty until previews exist). A project of another account answers 404 like a missing one.
          */
         get: {
             parameters: {
@@ -3959,6 +4224,8 @@ export interface paths {
                     cursor?: string;
                     /** @description Page size, 1 to 100. */
                     limit?: number;
+                    /** @description Only releases deployed to this target; preview answers an empty list until previews exist. */
+                    target?: "production" | "preview";
                 };
                 header?: never;
                 path: {
@@ -3979,6 +4246,8 @@ export interface paths {
                             /** @description Pass it as cursor for the next page; null on the last page. */
                             next_cursor: string | null;
                             releases: {
+                                /** @description SHA-256 of the uploaded ZIP it was built from. */
+                                archive_sha256: string;
                                 /**
                                  * Format: uuid
                                  * @description The build whose artifact it serves.
@@ -4000,8 +4269,25 @@ export interface paths {
                                 operation_id: string;
                                 /** Format: uuid */
                                 project_id: string;
+                                /** @description True for a superseded release the deployer still keeps (within the plan's release_retention): POST .../releases/{releaseID}/promote makes it live again without a build. False for the live one, a pruned one, and one that failed. */
+                                promotable: boolean;
+                                /**
+                                 * @description What started the operation that made it live: an authenticated upload, an upload session, a promote or a retry of a record; null for releases older than the field.
+                                 * @enum {string|null}
+                                 */
+                                source: "upload" | "upload_session" | "promote" | "retry" | null;
+                                /** @description The user who started it; null for an upload session (its URL is the credential) and older releases. */
+                                started_by: {
+                                    email: string;
+                                    user_id: string;
+                                } | null;
                                 /** @enum {string} */
                                 status: "running" | "live" | "superseded" | "failed" | "canceled";
+                                /**
+                                 * @description Where it was deployed: production.
+                                 * @enum {string}
+                                 */
+                                target: "production" | "preview";
                                 url: string | null;
                                 /** Format: uuid */
                                 version_id: string;
@@ -4055,7 +4341,7 @@ export interface paths {
         };
         /**
          * Read a release
-         * @description One release (a deployment that went live) with its version (size, SHA-256, Analyze summary), build (status, artifact, log summary), deployment (status, URL, live) and timings: upload time, Analyze, Build and Deploy durations from the operation's stage timestamps (null for a stage that did not run), and upload-to-live total. A deployment that never went live, another account's, and a malformed id answer 404.
+         * @description One release (a deployment that went live) with its version (size, SHA-256, Analyze summary), build (status, artifact, log summary), deployment (status, URL, live) and timings: upload time, Analyze, Build and Deploy durations from the operation's stage timestamps (null for a stage that did not run), upload-to-live total, and the notes the list shows. A deployment that never went live, another account's, and a malformed id answer 404.
          */
         get: {
             parameters: {
@@ -4078,6 +4364,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description SHA-256 of the uploaded ZIP it was built from. */
+                            archive_sha256: string;
                             build: {
                                 artifact: {
                                     key: string;
@@ -4122,6 +4410,23 @@ export interface paths {
                             operation_id: string;
                             /** Format: uuid */
                             project_id: string;
+                            /** @description True for a superseded release the deployer still keeps (within the plan's release_retention): POST .../releases/{releaseID}/promote makes it live again without a build. False for the live one, a pruned one, and one that failed. */
+                            promotable: boolean;
+                            /**
+                             * @description What started the operation that made it live: an authenticated upload, an upload session, a promote or a retry of a record; null for releases older than the field.
+                             * @enum {string|null}
+                             */
+                            source: "upload" | "upload_session" | "promote" | "retry" | null;
+                            /** @description The user who started it; null for an upload session (its URL is the credential) and older releases. */
+                            started_by: {
+                                email: string;
+                                user_id: string;
+                            } | null;
+                            /**
+                             * @description Where it was deployed: production.
+                             * @enum {string}
+                             */
+                            target: "production" | "preview";
                             timings: {
                                 /** @description Analyze duration in milliseconds; null when the stage did not run (skipped or reused). */
                                 analyze_ms: number | null;
@@ -4184,6 +4489,114 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectID}/releases/{releaseID}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Promote a release: make it live again (instant rollback)
+         * @description Makes an earlier release live again by switching the route back to it: no Analyze, no Build; the release runs with its own environment snapshot, from what the deployer kept (a static release: its files, at once; a Node.js release: started again from its kept directory or image). Answers 202 with a parent operation of kind promote (Analyze and Build skipped); poll it until it is terminal. Promoting the live release starts nothing: 202 with the operation that made it live. Refused with 403 plan_restricted (feature instant_rollback) when the plan lacks the capability, 409 not_promotable (details.reason never_live, not_kept or unsupported) for a release that never went live, was pruned beyond the plan's release_retention or failed, and 409 deployment_in_progress (details.operation_id) while another deployment of the project runs. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer; the same key with a different request → 422 idempotency_key_reused. Another account's project or release and a malformed id answer 404 like a missing one.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    "idempotency-key"?: string;
+                };
+                path: {
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                    /** @description Record id (UUID). */
+                    releaseID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            action: "promote_queued";
+                            next_step: string;
+                            operation: {
+                                /** Format: uuid */
+                                id: string;
+                                progress: number;
+                                status: string;
+                            };
+                            project: {
+                                /** Format: uuid */
+                                id?: string;
+                                name?: string;
+                                slug?: string;
+                                url: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Registration, plan or entitlement restriction. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Conflicts with the current state. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Idempotency-Key reused with a different request. */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -4416,6 +4829,99 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/upload-manifests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the manifest of a site, and learn which files to upload
+         * @description The first step of an upload that sends only what is new (what `hoist deploy` does). The body lists every file of the site: its path (relative, `/`-separated), the SHA-256 of its bytes (hex) and its size; it may be sent gzip-compressed (`Content-Encoding: gzip`). The answer names the hashes this account has not sent before (`missing`). Then POST a ZIP holding only those files, at their paths, to a Local-to-Live route with the text part `manifest_id` (the file part may be left out when nothing is missing): Hoist checks every file against the manifest (400 when a file's bytes do not match its hash, or a path is not listed), assembles the whole site and deploys it like any ZIP, every archive check included. A manifest can be used for an hour (then 410 gone). Files are kept per account: no account learns what another one sent. A path that leaves the site (absolute, `..`, backslash, control characters), is longer than 255 bytes a name or 1,024 in all, or is listed twice → 400; more than 20000 files → 400; a body over 8388608 bytes → 413.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        files: {
+                            path: string;
+                            sha256: string;
+                            size: number;
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            expires_at: string;
+                            file_count: number;
+                            /** Format: uuid */
+                            id: string;
+                            missing: string[];
+                            total_size: number;
+                        };
+                    };
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Payload too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Unsupported Content-Type (unsupported_media_type). */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

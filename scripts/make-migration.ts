@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../config/load.js';
 import { ormOptions } from '../adapters/db/orm.js';
+import { entitiesOf, plugins } from '../adapters/plugins.js';
 
 const base = process.env.HOIST_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const dbName = `hoist_mig_${process.pid}`;
@@ -20,7 +21,7 @@ try {
     const url = new URL(base);
     url.pathname = `/${dbName}`;
     const config = loadConfig({}, { db, dataDir: dir, databaseUrl: url.toString() });
-    const orm = await MikroORM.init(await ormOptions(config));
+    const orm = await MikroORM.init(await ormOptions(config, entitiesOf(plugins)));
     const migrator = orm.getMigrator();
     await migrator.up();
     const made = await migrator.createMigration();

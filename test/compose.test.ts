@@ -15,7 +15,12 @@ const knownEnv = new Set<string>(Object.values(settings).map((s) => s.env));
 /** What `npx hoist secrets --env >> .env` writes, as compose reads it from .env. */
 const dotEnv = (): Record<string, string> => {
   const out = execFileSync(process.execPath, [hoistBin, 'secrets', '--env'], { encoding: 'utf8' });
-  return Object.fromEntries(out.trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    out
+      .trim()
+      .split('\n')
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
 };
 const generated = dotEnv();
 
@@ -27,11 +32,14 @@ const envOf = (service: string, dotenv: Record<string, string> = generated): Rec
   Object.fromEntries(
     Object.entries<string>(compose.services[service].environment ?? {}).map(([k, v]) => [
       k,
-      String(v).replace(/\$\{([A-Z_]+)(?::([-?])([^}]*))?\}/g, (_, name: string, kind: string | undefined, rest: string) => {
-        if (dotenv[name] !== undefined && dotenv[name] !== '') return dotenv[name];
-        if (kind === '?') throw new Error(`required variable ${name} is missing a value: ${rest}`);
-        return kind === '-' ? rest : '';
-      }),
+      String(v).replace(
+        /\$\{([A-Z_]+)(?::([-?])([^}]*))?\}/g,
+        (_, name: string, kind: string | undefined, rest: string) => {
+          if (dotenv[name] !== undefined && dotenv[name] !== '') return dotenv[name];
+          if (kind === '?') throw new Error(`required variable ${name} is missing a value: ${rest}`);
+          return kind === '-' ? rest : '';
+        },
+      ),
     ]),
   );
 
@@ -80,7 +88,7 @@ test('every role names every variable the production configuration needs', () =>
   }
 });
 
-test('every variable named is one Hoist reads, and each role\'s configuration loads', () => {
+test("every variable named is one Hoist reads, and each role's configuration loads", () => {
   for (const role of roles) {
     const env = envOf(role);
     for (const name of Object.keys(env)) assert.ok(knownEnv.has(name), `${role}: ${name} is a configuration variable`);
@@ -93,29 +101,47 @@ test('every variable named is one Hoist reads, and each role\'s configuration lo
 test('every process shares the secrets and the backends', () => {
   const [first, ...rest] = roles.map((role) => envOf(role));
   for (const env of rest) {
-    for (const name of ['HOIST_JWT_SECRET', 'HOIST_MASTER_KEY', 'HOIST_DATABASE_URL', 'HOIST_NATS_URL', 'HOIST_S3_ENDPOINT', 'HOIST_S3_BUCKET']) {
+    for (const name of [
+      'HOIST_JWT_SECRET',
+      'HOIST_MASTER_KEY',
+      'HOIST_DATABASE_URL',
+      'HOIST_NATS_URL',
+      'HOIST_S3_ENDPOINT',
+      'HOIST_S3_BUCKET',
+    ]) {
       assert.is(env[name], first[name], `${name} is the same in every role`);
     }
   }
 });
 
-test('the shared secrets come only from .env: compose refuses to start without them, naming the command that makes them', () => {
-  const source = readFileSync('docker-compose.yml', 'utf8');
-  assert.not.match(source, /change-me/i, 'no placeholder secret is shipped');
-  for (const role of roles) {
-    for (const name of ['HOIST_JWT_SECRET', 'HOIST_MASTER_KEY']) {
-      assert.match(String(compose.services[role].environment[name]), new RegExp(`^\\$\\{${name}:\\?[^}]*npx hoist secrets --env >> \\.env\\}$`), `${role}: ${name} is required, with no default`);
-      const { [name]: _, ...without } = generated;
-      try {
-        envOf(role, without);
-        assert.unreachable(`${role} starts without ${name}`);
-      } catch (err) {
-        assert.match((err as Error).message, `${name} is missing a value: is not set; run npx hoist secrets --env >> .env`);
+test(
+  'the shared secrets come only from .env: compose refuses to start without them, ' +
+    'naming the command that makes them',
+  () => {
+    const source = readFileSync('docker-compose.yml', 'utf8');
+    assert.not.match(source, /change-me/i, 'no placeholder secret is shipped');
+    for (const role of roles) {
+      for (const name of ['HOIST_JWT_SECRET', 'HOIST_MASTER_KEY']) {
+        assert.match(
+          String(compose.services[role].environment[name]),
+          new RegExp(`^\\$\\{${name}:\\?[^}]*npx hoist secrets --env >> \\.env\\}$`),
+          `${role}: ${name} is required, with no default`,
+        );
+        const { [name]: _, ...without } = generated;
+        try {
+          envOf(role, without);
+          assert.unreachable(`${role} starts without ${name}`);
+        } catch (err) {
+          assert.match(
+            (err as Error).message,
+            `${name} is missing a value: is not set; run npx hoist secrets --env >> .env`,
+          );
+        }
       }
     }
-  }
-  assert.match(source, 'npx hoist secrets --env >> .env', 'the header says how to make them');
-});
+    assert.match(source, 'npx hoist secrets --env >> .env', 'the header says how to make them');
+  },
+);
 
 test('`hoist secrets --env` writes a good .env: fresh random values each time that the configuration accepts', () => {
   const again = dotEnv();
@@ -133,9 +159,13 @@ test('`hoist secrets --env` writes a good .env: fresh random values each time th
 test('the worker reaches the Docker engine, and the edge joins the release network', () => {
   const network = envOf('worker').HOIST_DOCKER_NETWORK;
   const socket = envOf('worker').HOIST_DOCKER_HOST.replace(/^unix:\/\//, '');
-  assert.ok(compose.services.worker.volumes.some((v: string) => v.startsWith(`${socket}:`)), 'the socket is mounted');
+  assert.ok(
+    compose.services.worker.volumes.some((v: string) => v.startsWith(`${socket}:`)),
+    'the socket is mounted',
+  );
   assert.is(compose.networks.hoist.name, network);
-  for (const role of ['worker', 'edge']) assert.ok(compose.services[role].networks.includes('hoist'), `${role} is on ${network}`);
+  for (const role of ['worker', 'edge'])
+    assert.ok(compose.services[role].networks.includes('hoist'), `${role} is on ${network}`);
   assert.ok(compose.services.api.ports.some((p: string) => p.endsWith(':3000')));
   assert.ok(compose.services.edge.ports.some((p: string) => p.endsWith(':8080')));
 });

@@ -2,7 +2,10 @@ import { Command, CommanderError } from 'commander';
 import { HoistError } from '../../core/errors.js';
 import { commands } from './commands/index.js';
 
-const program = new Command('hoist').description('Hoist: upload a ZIP, get a live URL.').showHelpAfterError().exitOverride();
+const program = new Command('hoist')
+  .description('Hoist: upload a ZIP, get a live URL.')
+  .showHelpAfterError()
+  .exitOverride();
 for (const add of commands) add(program);
 
 try {

@@ -1,10 +1,9 @@
-import { MikroORM, type Options } from '@mikro-orm/core';
+import { MikroORM, type EntitySchema, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HoistConfig } from '../../config/schema.js';
-import { entities } from '../../core/entities/index.js';
 import { secretFile } from '../data-dir.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -12,8 +11,11 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** The database plugins: `sqlite` (embedded file in the data directory) and `postgres`. */
 export const databases = ['sqlite', 'postgres'] as const;
 
-/** MikroORM options for the configured database; throws naming the key when it cannot be used. */
-export async function ormOptions(config: HoistConfig): Promise<Options> {
+/**
+ * MikroORM options for the configured database and `entities` (core's and the plugins', see
+ * `entitiesOf` in adapters/plugins.ts); throws naming the key when the database cannot be used.
+ */
+export async function ormOptions(config: HoistConfig, entities: EntitySchema[]): Promise<Options> {
   const common: Partial<Options> = {
     entities,
     extensions: [Migrator],
@@ -39,19 +41,33 @@ export async function ormOptions(config: HoistConfig): Promise<Options> {
   if (config.db === 'postgres') {
     if (!config.databaseUrl) throw new Error('db plugin postgres: databaseUrl (HOIST_DATABASE_URL) is required');
     const { PostgreSqlDriver } = await import('@mikro-orm/postgresql');
-    return { ...common, driver: PostgreSqlDriver, clientUrl: config.databaseUrl, migrations: migrations('postgres') } as Options;
+    return {
+      ...common,
+      driver: PostgreSqlDriver,
+      clientUrl: config.databaseUrl,
+      migrations: migrations('postgres'),
+    } as Options;
   }
   throw new Error(`unknown db plugin ${JSON.stringify(config.db)} (HOIST_DB); known: ${databases.join(', ')}`);
 }
 
 function migrations(dialect: string): Options['migrations'] {
   const path = join(here, 'migrations', dialect);
-  return { path, pathTs: path, glob: '!(*.d).{js,ts}', emit: 'ts', snapshot: false, transactional: true, allOrNothing: true, silent: true };
+  return {
+    path,
+    pathTs: path,
+    glob: '!(*.d).{js,ts}',
+    emit: 'ts',
+    snapshot: false,
+    transactional: true,
+    allOrNothing: true,
+    silent: true,
+  };
 }
 
-/** Connects and applies every pending migration. */
-export async function openDatabase(config: HoistConfig): Promise<MikroORM> {
-  const orm = await MikroORM.init(await ormOptions(config));
+/** Connects with `entities` and applies every pending migration. */
+export async function openDatabase(config: HoistConfig, entities: EntitySchema[]): Promise<MikroORM> {
+  const orm = await MikroORM.init(await ormOptions(config, entities));
   if (config.db === 'sqlite') {
     const conn = orm.em.getConnection();
     // WAL lets the API read while the worker writes; busy_timeout waits for a lock instead of failing.

@@ -3,7 +3,13 @@ import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { SITE_ACCESS_SERVICE, type GatedProject, type SiteAccess, type SiteAccessService } from '../../core/access/site-access-service.js';
+import {
+  SITE_ACCESS_SERVICE,
+  type GatedProject,
+  type SiteAccess,
+  type SiteAccessService,
+} from '../../core/access/site-access-service.js';
+import type { AccessTokenCache } from '../../core/access/access-token-cache.js';
 import { HoistError } from '../../core/errors.js';
 import type { Kernel } from '../kernel.js';
 import { codePage, GATE_PREFIX, gateMessagePage, signInPage } from './access-pages.js';
@@ -16,6 +22,8 @@ const FORM_MAX_BYTES = 8192;
 export interface GateTarget {
   projectId: string;
   visibility: string;
+  /** What opens the project now (routing table): a valid access token's `jti` must be one of them. */
+  accessProofs: ReadonlySet<string>;
 }
 
 /** The edge's gate in front of private projects. */
@@ -39,8 +47,12 @@ class Refusal extends Error {
   }
 }
 
-/** Creates the gate of `app` (the edge); mail it sends is awaited when the edge closes. */
-export function createAccessGate(kernel: Kernel, app: FastifyInstance): AccessGate {
+/**
+ * Creates the gate of `app` (the edge); mail it sends is awaited when the edge closes. Access cookies
+ * are checked in memory (`cookies` verifies each token once; the routing table's proofs say whether
+ * what opened it still holds), so a visitor's requests read no database.
+ */
+export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: AccessTokenCache): AccessGate {
   const { config } = kernel;
   const access = kernel.get<SiteAccessService>(SITE_ACCESS_SERVICE);
   const inContext = <T>(fn: () => Promise<T>) => RequestContext.create(kernel.orm.em.fork(), fn);
@@ -63,10 +75,20 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance): AccessGa
   const originOf = (req: FastifyRequest) => `${secure(req) ? 'https' : 'http'}://${req.headers.host}`;
 
   const page = (reply: FastifyReply, status: number, html: string) =>
-    reply.status(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').header('x-robots-tag', 'noindex').send(html);
+    reply
+      .status(status)
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('x-robots-tag', 'noindex')
+      .send(html);
 
-  const signIn = (reply: FastifyReply, project: GatedProject, status: number, next: string, extra: { error?: string; email?: string; errorAt?: 'email' | 'password' } = {}) =>
-    page(reply, status, signInPage({ project: project.name, next, hasPassword: project.hasPassword, ...extra }));
+  const signIn = (
+    reply: FastifyReply,
+    project: GatedProject,
+    status: number,
+    next: string,
+    extra: { error?: string; email?: string; errorAt?: 'email' | 'password' } = {},
+  ) => page(reply, status, signInPage({ project: project.name, next, hasPassword: project.hasPassword, ...extra }));
 
   const opened = (req: FastifyRequest, reply: FastifyReply, grant: SiteAccess, next: string) =>
     reply
@@ -93,7 +115,11 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance): AccessGa
       if (path === GATE_PREFIX) return signIn(reply, project, 200, next);
       if (path === `${GATE_PREFIX}link`) {
         // The mailed link only fills the code form in: a mail scanner fetching it uses up nothing.
-        return page(reply, 200, codePage({ project: project.name, next, email: query.get('email') ?? '', code: query.get('code') ?? '' }));
+        return page(
+          reply,
+          200,
+          codePage({ project: project.name, next, email: query.get('email') ?? '', code: query.get('code') ?? '' }),
+        );
       }
       throw new Refusal(404, 'Not found', 'There is no such sign-in page.');
     }
@@ -107,7 +133,12 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance): AccessGa
         case `${GATE_PREFIX}email`: {
           const email = form.get('email') ?? '';
           const origin = originOf(req);
-          const { delivery } = await access.requestCode(project.id, email, client, (to, code) => `${origin}${GATE_PREFIX}link?${new URLSearchParams({ email: to, code, next })}`);
+          const { delivery } = await access.requestCode(
+            project.id,
+            email,
+            client,
+            (to, code) => `${origin}${GATE_PREFIX}link?${new URLSearchParams({ email: to, code, next })}`,
+          );
           deliver(project.id, delivery);
           return page(reply, 200, codePage({ project: project.name, next, email: email.trim().toLowerCase() }));
         }
@@ -122,14 +153,30 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance): AccessGa
         }
         case `${GATE_PREFIX}password`:
           try {
-            return opened(req, reply, await access.verifyPassword(project.id, form.get('password') ?? '', client), next);
+            return opened(
+              req,
+              reply,
+              await access.verifyPassword(project.id, form.get('password') ?? '', client),
+              next,
+            );
           } catch (err) {
             if (!(err instanceof HoistError) || err.code !== 'unauthorized') throw err;
             return signIn(reply, project, 401, next, { error: err.message, errorAt: 'password' });
           }
         case `${GATE_PREFIX}sign-out`:
           return reply
-            .header('set-cookie', stringifySetCookie({ name: ACCESS_COOKIE, value: '', httpOnly: true, sameSite: 'lax', secure: secure(req), path: '/', maxAge: 0 }))
+            .header(
+              'set-cookie',
+              stringifySetCookie({
+                name: ACCESS_COOKIE,
+                value: '',
+                httpOnly: true,
+                sameSite: 'lax',
+                secure: secure(req),
+                path: '/',
+                maxAge: 0,
+              }),
+            )
             .redirect(`${GATE_PREFIX}?next=${encodeURIComponent(next)}`, 303);
         default:
           throw new Refusal(404, 'Not found', 'There is no such sign-in form.');
@@ -137,9 +184,14 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance): AccessGa
     } catch (err) {
       if (err instanceof HoistError && err.code === 'rate_limited') {
         reply.header('retry-after', String(err.details.retry_after));
-        throw new Refusal(429, 'Too many attempts', `Too many sign-in attempts from your address. Try again in ${err.details.retry_after} seconds.`);
+        throw new Refusal(
+          429,
+          'Too many attempts',
+          `Too many sign-in attempts from your address. Try again in ${err.details.retry_after} seconds.`,
+        );
       }
-      if (err instanceof HoistError && err.code === 'invalid_request') return signIn(reply, project, 400, next, { error: err.message, email: form.get('email') ?? '' });
+      if (err instanceof HoistError && err.code === 'invalid_request')
+        return signIn(reply, project, 400, next, { error: err.message, email: form.get('email') ?? '' });
       throw err;
     }
   };
@@ -148,6 +200,13 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance): AccessGa
     async stops(req, reply, target) {
       if (target.visibility !== 'private') return false;
       const path = (req.url.split('?')[0] ?? '/').replace(/^\/\.hoist\/access$/, GATE_PREFIX);
+      if (
+        !path.startsWith(GATE_PREFIX) &&
+        (await cookies.opens(target.projectId, target.accessProofs, cookieOf(req.raw)))
+      ) {
+        withoutAccessCookie(req.raw);
+        return false;
+      }
       return inContext(async () => {
         const project = await access.project(target.projectId);
         if (!project) return false;
@@ -160,10 +219,6 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance): AccessGa
           }
           return true;
         }
-        if (await access.allows(project.id, cookieOf(req.raw))) {
-          withoutAccessCookie(req.raw);
-          return false;
-        }
         signIn(reply, project, 401, req.method === 'GET' || req.method === 'HEAD' ? safeNext(req.url) : '/');
         return true;
       });
@@ -171,9 +226,10 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance): AccessGa
 
     upgrade(req, socket, target, pass) {
       if (target.visibility !== 'private') return pass();
-      inContext(() => access.allows(target.projectId, cookieOf(req))).then(
+      cookies.opens(target.projectId, target.accessProofs, cookieOf(req)).then(
         (allowed) => {
-          if (!allowed) return void socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+          if (!allowed)
+            return void socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
           withoutAccessCookie(req);
           pass();
         },
@@ -185,7 +241,8 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance): AccessGa
 
 /** Where to go after signing in: a path on this host, never another site nor a gate page. */
 export function safeNext(value: string | null | undefined): string {
-  if (!value || value.length > 2048 || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return '/';
+  if (!value || value.length > 2048 || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\'))
+    return '/';
   if (/[\u0000-\u001f\u007f\\]/.test(value) || value.startsWith('/.hoist/')) return '/';
   return value;
 }
@@ -206,20 +263,32 @@ function withoutAccessCookie(req: IncomingMessage): void {
   else delete req.headers.cookie;
 }
 
-/** Refuses a form post that did not come from a page of this host (SameSite aside, the Origin check stops cross-site posts). */
+/**
+ * Refuses a form post that did not come from a page of this host (SameSite aside, the Origin check stops cross-site
+ * posts).
+ */
 function checkOrigin(req: FastifyRequest): void {
   const from = req.headers.origin ?? req.headers.referer;
   let host: string | null = null;
   try {
     host = from && from !== 'null' ? new URL(from).host : null;
-  } catch {}
-  if (!host || host !== req.headers.host?.toLowerCase()) throw new Refusal(403, 'Form refused', 'This form must be sent from the sign-in page of this site.');
+  } catch {
+    // A malformed Origin or Referer counts as none.
+  }
+  if (!host || host !== req.headers.host?.toLowerCase())
+    throw new Refusal(403, 'Form refused', 'This form must be sent from the sign-in page of this site.');
 }
 
-/** The gate's own form body (application/x-www-form-urlencoded, at most 8 KiB); other bodies stream to apps unparsed. */
+/**
+ * The gate's own form body (application/x-www-form-urlencoded, at most 8 KiB); other bodies stream to apps unparsed.
+ */
 async function readForm(req: FastifyRequest): Promise<URLSearchParams> {
-  const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-  if (type !== 'application/x-www-form-urlencoded') throw new Refusal(415, 'Form refused', 'Sign-in forms are sent as application/x-www-form-urlencoded.');
+  const type = String(req.headers['content-type'] ?? '')
+    .split(';')[0]
+    .trim()
+    .toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded')
+    throw new Refusal(415, 'Form refused', 'Sign-in forms are sent as application/x-www-form-urlencoded.');
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req.raw) {
@@ -230,7 +299,8 @@ async function readForm(req: FastifyRequest): Promise<URLSearchParams> {
   const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
   // As the API does (adapters/http/refuse-nul.ts): U+0000 never reaches a query.
   for (const [name, value] of form) {
-    if (name.includes('\u0000') || value.includes('\u0000')) throw new Refusal(400, 'Form refused', 'A form field holds the NUL character (U+0000), which no form needs.');
+    if (name.includes('\u0000') || value.includes('\u0000'))
+      throw new Refusal(400, 'Form refused', 'A form field holds the NUL character (U+0000), which no form needs.');
   }
   return form;
 }

@@ -1,4 +1,10 @@
-import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import {
+  Agent,
+  type ClientRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { createProxyServer } from 'http-proxy-3';
@@ -14,7 +20,14 @@ export interface ForwardingOptions {
 }
 
 // Headers through which a client could tell an app who it is or how it came; the edge says it itself.
-const CLIENT_CLAIMS = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port', 'x-real-ip'];
+const CLIENT_CLAIMS = [
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-port',
+  'x-real-ip',
+];
 
 /**
  * Sets X-Forwarded-For, -Host, -Proto and -Port on a request before it goes to a release. Without
@@ -36,11 +49,17 @@ export function setForwardedHeaders(req: IncomingMessage, options: ForwardingOpt
     return;
   }
   for (const name of CLIENT_CLAIMS) delete h[name];
-  Object.assign(h, { 'x-forwarded-for': peer, 'x-forwarded-host': own.host, 'x-forwarded-proto': own.proto, 'x-forwarded-port': own.port } satisfies IncomingHttpHeaders);
+  Object.assign(h, {
+    'x-forwarded-for': peer,
+    'x-forwarded-host': own.host,
+    'x-forwarded-proto': own.proto,
+    'x-forwarded-port': own.port,
+  } satisfies IncomingHttpHeaders);
 }
 
 /** The port of a Host header, else the scheme's default. */
-const portOf = (host: string | undefined, proto: string) => /:(\d+)$/.exec(host ?? '')?.[1] ?? (proto === 'https' ? '443' : '80');
+const portOf = (host: string | undefined, proto: string) =>
+  /:(\d+)$/.exec(host ?? '')?.[1] ?? (proto === 'https' ? '443' : '80');
 
 /**
  * Forwards HTTP requests and WebSocket upgrades to a Node.js release, with the X-Forwarded-* headers
@@ -48,7 +67,11 @@ const portOf = (host: string | undefined, proto: string) => /:(\d+)$/.exec(host 
  */
 export function createReleaseProxy(options: ForwardingOptions) {
   // xfwd off: http-proxy would keep a client's X-Forwarded-Host and append to its other claims.
-  const proxy = createProxyServer({ xfwd: false, ws: true, proxyTimeout: 120_000 });
+  // The agent keeps connections to releases open between requests (without one, http-proxy opens one
+  // per request and closes it). Its pool is per release address, so a connection carries one release's
+  // traffic only; a dead release's sockets error out of it.
+  const agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
+  const proxy = createProxyServer({ xfwd: false, ws: true, proxyTimeout: 120_000, agent });
   // The request to the release, so a request cut on the edge's side is ended there too.
   const outgoing = new WeakMap<IncomingMessage, ClientRequest>();
   proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => outgoing.set(req, proxyReq));
@@ -57,10 +80,16 @@ export function createReleaseProxy(options: ForwardingOptions) {
     // A body that came too slowly (slow-clients.ts): 408, and the release's request is dropped.
     if (err instanceof HoistError && err.code === 'request_timeout') {
       outgoing.get(req)?.destroy();
-      if (!res.headersSent) res.writeHead(408, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', connection: 'close' });
+      if (!res.headersSent)
+        res.writeHead(408, {
+          'content-type': 'text/plain; charset=utf-8',
+          'cache-control': 'no-store',
+          connection: 'close',
+        });
       return res.end(`${err.message}\n`);
     }
-    if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+    if (!res.headersSent)
+      res.writeHead(502, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
     res.end(badGatewayPage());
   };
   return {

@@ -2,7 +2,6 @@ import { RequestContext } from '@mikro-orm/core';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { randomBytes } from 'node:crypto';
 import { AUTH_SERVICE, type AuthService } from '../../core/auth/auth-service.js';
 import type { Kernel } from '../kernel.js';
 import { healthRoutes, instrument } from '../observability/health-routes.js';
@@ -14,6 +13,8 @@ import { ErrorBody } from './schemas.js';
 import { refuseNul } from './refuse-nul.js';
 import { requestLog } from './request-log.js';
 import { clientErrorHandler, guardSlowClients, serverTimeouts } from './slow-clients.js';
+import { lazySchemas } from './lazy-schemas.js';
+import { requestId } from './request-id.js';
 
 /** Builds the REST API (not listening): every route under /api/v1, with /api as an alias. */
 export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
@@ -21,27 +22,40 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
   const app = Fastify({
     // Upload URLs carry their secret in the path: the request log shows it redacted.
     loggerInstance: kernel.log.child({}, { serializers: { req: requestLog } }) as FastifyBaseLogger,
-    genReqId: () => `req_${randomBytes(12).toString('base64url')}`,
+    genReqId: requestId,
     trustProxy: config.trustProxy,
     // Slow clients: headers, keep-alive and whole-request timeouts; what Node refuses is answered with the error body.
     ...serverTimeouts(config),
     clientErrorHandler: clientErrorHandler(config, 'json'),
-    // Path parameters as long as environment variable names, so an over-long one gets the spec's 400, not the router's 414.
+    // Path parameters as long as environment variable names, so an over-long one gets the spec's 400, not the router's
+    // 414.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     // The floating alias /api/... runs the same handlers as /api/v1/..., with no redirect.
     rewriteUrl: (req) => (req.url ?? '/').replace(/^\/api(?=\/|$|\?)(?!\/v1(?:\/|$|\?))/, '/api/v1'),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+    // Each route's schemas compile on its first request: the API answers sooner after a start.
+    schemaController: lazySchemas(),
   });
 
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
     RequestContext.create(kernel.orm.em, done);
   });
-  // A body too slow for a route that is not reading it yet is answered here; one being read fails its reader (→ errorHandler).
+  // A body too slow for a route that is not reading it yet is answered here; one being read fails its reader (→
+  // errorHandler).
   guardSlowClients(app, config, 'json', (req, res, err) => {
     if (res.headersSent) return;
-    const body = { error: { code: err.code, message: err.message, request_id: String(res.getHeader('x-request-id') ?? ''), details: err.details } };
-    res.writeHead(408, { 'content-type': 'application/json; charset=utf-8', connection: 'close' }).end(JSON.stringify(body));
+    const body = {
+      error: {
+        code: err.code,
+        message: err.message,
+        request_id: String(res.getHeader('x-request-id') ?? ''),
+        details: err.details,
+      },
+    };
+    res
+      .writeHead(408, { 'content-type': 'application/json; charset=utf-8', connection: 'close' })
+      .end(JSON.stringify(body));
   });
   // One place for every route: no text with U+0000 reaches a handler or the database.
   app.addHook('preValidation', refuseNul);
@@ -59,10 +73,14 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
         title: 'Hoist API',
         version: '1.0.0',
         description:
-          'Upload a ZIP, get a live URL. Every path also answers under the floating alias /api/... with the same handlers. ' +
-          'Errors use the body {error: {code, message, request_id, details}}; the request id is also in the X-Request-Id header. ' +
-          'Any request may get 408 request_timeout (headers not complete within headersTimeoutMs of connecting, or a body slower than minBodyBytesPerSecond ' +
-          'averaged over bodyRateWindowMs; the connection closes) and, on a new connection, 429 rate_limited (more than maxConnectionsPerAddress open from one address).',
+          'Upload a ZIP, get a live URL. Every path also answers under the floating alias ' +
+          '/api/... with the same handlers. ' +
+          'Errors use the body {error: {code, message, request_id, details}}; the request ' +
+          'id is also in the X-Request-Id header. ' +
+          'Any request may get 408 request_timeout (headers not complete within ' +
+          'headersTimeoutMs of connecting, or a body slower than minBodyBytesPerSecond ' +
+          'averaged over bodyRateWindowMs; the connection closes) and, on a new connection, ' +
+          '429 rate_limited (more than maxConnectionsPerAddress open from one address).',
       },
       servers: [{ url: '/' }],
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },

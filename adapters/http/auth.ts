@@ -1,3 +1,4 @@
+import type { StartedBy } from '../../core/entities/operation.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AuthService } from '../../core/auth/auth-service.js';
@@ -22,6 +23,12 @@ export function bearerToken(req: FastifyRequest): string | null {
 }
 
 /** The principal of an authenticated request (routes behind `authenticate` only). */
+/** Who sent an authenticated request, as a release's provenance records it. */
+export function startedByOf(req: FastifyRequest): StartedBy {
+  const { userId, email } = principalOf(req);
+  return { user_id: userId, email };
+}
+
 export function principalOf(req: FastifyRequest): Principal {
   if (!req.principal) throw unauthorized();
   return req.principal;

@@ -19,8 +19,18 @@ export const recordParams = (record?: string) => ({
 export const PageQuery = {
   type: 'object',
   properties: {
-    cursor: { type: 'string', maxLength: 512, description: 'Opaque next_cursor of the previous page, passed back unchanged.' },
-    limit: { type: 'integer', minimum: 1, maximum: PAGE_MAX, default: PAGE_DEFAULT, description: `Page size, 1 to ${PAGE_MAX}.` },
+    cursor: {
+      type: 'string',
+      maxLength: 512,
+      description: 'Opaque next_cursor of the previous page, passed back unchanged.',
+    },
+    limit: {
+      type: 'integer',
+      minimum: 1,
+      maximum: PAGE_MAX,
+      default: PAGE_DEFAULT,
+      description: `Page size, 1 to ${PAGE_MAX}.`,
+    },
   },
 } as const;
 
@@ -28,7 +38,13 @@ export const PageQuery = {
 export const pageOf = (key: string, item: object) => ({
   type: 'object',
   required: [key, 'next_cursor'],
-  properties: { [key]: { type: 'array', items: item }, next_cursor: { type: ['string', 'null'], description: 'Pass it as cursor for the next page; null on the last page.' } },
+  properties: {
+    [key]: { type: 'array', items: item },
+    next_cursor: {
+      type: ['string', 'null'],
+      description: 'Pass it as cursor for the next page; null on the last page.',
+    },
+  },
 });
 
 /** What Analyze detected, as version records show it. */
@@ -67,7 +83,12 @@ export const VersionRecord = {
     options: {
       type: 'object',
       description: 'Upload options given with it.',
-      properties: { root_directory: { type: 'string' }, skip_build: { type: 'boolean' }, runtime: { type: 'string' }, framework: { type: 'string' } },
+      properties: {
+        root_directory: { type: 'string' },
+        skip_build: { type: 'boolean' },
+        runtime: { type: 'string' },
+        framework: { type: 'string' },
+      },
     },
     analysis: { ...nullable(Analysis), description: 'Null until Analyze succeeded.' },
     created_at: Timestamp,
@@ -95,13 +116,33 @@ export const LogSummary = {
   },
 } as const;
 
-const buildStatus = { type: 'string', enum: ['running', 'succeeded', 'failed', 'canceled'], description: 'A build packed without running build commands (skip_build) is succeeded with skipped true.' };
-const buildSkipped = { type: 'boolean', description: 'true: the archive was packed as it is, without running build commands (skip_build).' };
+const buildStatus = {
+  type: 'string',
+  enum: ['running', 'succeeded', 'failed', 'canceled'],
+  description: 'A build packed without running build commands (skip_build) is succeeded with skipped true.',
+};
+const buildSkipped = {
+  type: 'boolean',
+  description: 'true: the archive was packed as it is, without running build commands (skip_build).',
+};
 
 /** A build record. */
 export const BuildRecord = {
   type: 'object',
-  required: ['id', 'project_id', 'version_id', 'operation_id', 'status', 'skipped', 'artifact', 'log', 'log_url', 'error', 'created_at', 'finished_at'],
+  required: [
+    'id',
+    'project_id',
+    'version_id',
+    'operation_id',
+    'status',
+    'skipped',
+    'artifact',
+    'log',
+    'log_url',
+    'error',
+    'created_at',
+    'finished_at',
+  ],
   properties: {
     id: Uuid,
     project_id: Uuid,
@@ -123,7 +164,20 @@ const deploymentStatus = { type: 'string', enum: ['running', 'live', 'superseded
 /** A deployment record. */
 export const DeploymentRecord = {
   type: 'object',
-  required: ['id', 'project_id', 'status', 'url', 'build_id', 'version_id', 'operation_id', 'live', 'error', 'created_at', 'live_at', 'ended_at'],
+  required: [
+    'id',
+    'project_id',
+    'status',
+    'url',
+    'build_id',
+    'version_id',
+    'operation_id',
+    'live',
+    'error',
+    'created_at',
+    'live_at',
+    'ended_at',
+  ],
   properties: {
     id: Uuid,
     project_id: Uuid,
@@ -140,7 +194,10 @@ export const DeploymentRecord = {
   },
 } as const;
 
-const ms = (what: string) => ({ type: ['integer', 'null'], description: `${what} in milliseconds; null when the stage did not run (skipped or reused).` });
+const ms = (what: string) => ({
+  type: ['integer', 'null'],
+  description: `${what} in milliseconds; null when the stage did not run (skipped or reused).`,
+});
 
 /** A release: the deployment that went live, its version, build and timings. */
 export const ReleaseDetail = {
@@ -175,12 +232,26 @@ export const ReleaseDetail = {
     build: nullable({
       type: 'object',
       required: ['id', 'status', 'skipped', 'artifact', 'log', 'log_url'],
-      properties: { id: Uuid, status: buildStatus, skipped: buildSkipped, artifact: Artifact, log: LogSummary, log_url: { type: 'string' } },
+      properties: {
+        id: Uuid,
+        status: buildStatus,
+        skipped: buildSkipped,
+        artifact: Artifact,
+        log: LogSummary,
+        log_url: { type: 'string' },
+      },
     }),
     deployment: {
       type: 'object',
       required: ['id', 'status', 'url', 'live', 'live_at', 'ended_at'],
-      properties: { id: Uuid, status: deploymentStatus, url: text, live: { type: 'boolean' }, live_at: Timestamp, ended_at: nullable(Timestamp) },
+      properties: {
+        id: Uuid,
+        status: deploymentStatus,
+        url: text,
+        live: { type: 'boolean' },
+        live_at: Timestamp,
+        ended_at: nullable(Timestamp),
+      },
     },
     timings: {
       type: 'object',
@@ -192,24 +263,11 @@ export const ReleaseDetail = {
         analyze_ms: ms('Analyze duration'),
         build_ms: ms('Build duration'),
         deploy_ms: ms('Deploy duration'),
-        total_ms: { type: 'integer', description: 'From upload to live, in milliseconds (for a retry, this includes the time before it).' },
+        total_ms: {
+          type: 'integer',
+          description: 'From upload to live, in milliseconds (for a retry, this includes the time before it).',
+        },
       },
     },
   },
 } as const;
-
-/** The 202 answer of a build or deployment retry: the same shape as Local-to-Live's. */
-export const RetryQueued = (action: string) => ({
-  type: 'object',
-  required: ['action', 'project', 'operation', 'next_step'],
-  properties: {
-    action: { type: 'string', const: action },
-    project: { type: 'object', required: ['url'], properties: { id: Uuid, name: { type: 'string' }, slug: { type: 'string' }, url: { type: 'string' } } },
-    operation: {
-      type: 'object',
-      required: ['id', 'status', 'progress'],
-      properties: { id: Uuid, status: { type: 'string' }, progress: { type: 'integer', minimum: 0, maximum: 100 } },
-    },
-    next_step: { type: 'string' },
-  },
-});

@@ -9,7 +9,13 @@ const NUL = '\u0000';
  */
 export function nulPath(value: unknown, path = ''): string | null {
   if (typeof value === 'string') return value.includes(NUL) ? path : null;
-  if (value === null || typeof value !== 'object' || Buffer.isBuffer(value) || typeof (value as { pipe?: unknown }).pipe === 'function') return null;
+  if (
+    value === null ||
+    typeof value !== 'object' ||
+    Buffer.isBuffer(value) ||
+    typeof (value as { pipe?: unknown }).pipe === 'function'
+  )
+    return null;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const found = nulPath(value[i], path ? `${path}.${i}` : String(i));
@@ -39,7 +45,11 @@ export function refuseNulIn(text: string | undefined, field: string, where: stri
  * here, since Node's HTTP parser refuses it.
  */
 export async function refuseNul(req: FastifyRequest): Promise<void> {
-  for (const [where, value] of [['params', req.params], ['querystring', req.query], ['body', req.body]] as const) {
+  for (const [where, value] of [
+    ['params', req.params],
+    ['querystring', req.query],
+    ['body', req.body],
+  ] as const) {
     const field = nulPath(value);
     if (field !== null) throw nulError(field || where, where);
   }

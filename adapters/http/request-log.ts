@@ -5,5 +5,11 @@ export const redactUrl = (url: string): string => url.replace(/(\/upload-session
 
 /** The request as the request log lines show it (fastify's default fields), with upload URL tokens redacted. */
 export function requestLog(req: FastifyRequest) {
-  return { method: req.method, url: redactUrl(req.url ?? ''), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
+  return {
+    method: req.method,
+    url: redactUrl(req.url ?? ''),
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
 }

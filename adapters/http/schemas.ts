@@ -8,7 +8,10 @@ export const ErrorBody = {
       type: 'object',
       required: ['code', 'message', 'request_id', 'details'],
       properties: {
-        code: { type: 'string', description: 'Machine-readable code, e.g. invalid_request, unauthorized, not_found, plan_restricted.' },
+        code: {
+          type: 'string',
+          description: 'Machine-readable code, e.g. invalid_request, unauthorized, not_found, plan_restricted.',
+        },
         message: { type: 'string' },
         request_id: { type: 'string' },
         details: { type: 'object', additionalProperties: true },

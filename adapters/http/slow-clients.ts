@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { HoistConfig } from '../../config/schema.js';
 import { HoistError } from '../../core/errors.js';
+import { requestId } from './request-id.js';
 
 /**
  * Defences of the API and the edge against clients that hold connections without sending: a
@@ -15,7 +15,8 @@ export type AnswerForm = 'json' | 'text';
 
 /** The server options (fastify's) that carry the timeouts of `config`. */
 export function serverTimeouts(config: HoistConfig) {
-  // Node swaps a headersTimeout longer than requestTimeout in for it, and checks both only every connectionsCheckingInterval.
+  // Node swaps a headersTimeout longer than requestTimeout in for it, and checks both only every
+  // connectionsCheckingInterval.
   const headersTimeout = Math.min(config.headersTimeoutMs, config.requestTimeoutMs);
   return {
     requestTimeout: config.requestTimeoutMs,
@@ -25,17 +26,33 @@ export function serverTimeouts(config: HoistConfig) {
 }
 
 /** An HTTP answer written straight to a socket (for clients no route has seen), closing the connection. */
-function rawAnswer(status: number, reason: string, form: AnswerForm, code: string, message: string, extra: Record<string, string | number> = {}): string {
+function rawAnswer(
+  status: number,
+  reason: string,
+  form: AnswerForm,
+  code: string,
+  message: string,
+  extra: Record<string, string | number> = {},
+): string {
   const body =
     form === 'json'
-      ? JSON.stringify({ error: { code, message, request_id: `req_${randomBytes(12).toString('base64url')}`, details: extra } })
+      ? JSON.stringify({
+          error: { code, message, request_id: requestId(), details: extra },
+        })
       : `${message}\n`;
   const type = form === 'json' ? 'application/json; charset=utf-8' : 'text/plain; charset=utf-8';
   const retry = status === 429 ? 'Retry-After: 1\r\n' : '';
-  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n${retry}Connection: close\r\n\r\n${body}`;
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${type}\r\nContent-Length: ` +
+    `${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n${retry}Connection: ` +
+    `close\r\n\r\n${body}`
+  );
 }
 
-/** Ends a socket after `answer`, reading (and dropping) what the client still sends for a moment so it gets to read the answer. */
+/**
+ * Ends a socket after `answer`, reading (and dropping) what the client still sends for a moment so it gets to read the
+ * answer.
+ */
 function endWith(socket: Socket, answer: string): void {
   socket.on('error', () => {});
   socket.end(answer);
@@ -54,7 +71,14 @@ export function clientErrorHandler(config: HoistConfig, form: AnswerForm) {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const [status, reason, code, message] =
       err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'Request Timeout', 'request_timeout', `The request did not arrive in time: its headers must arrive within ${http.headersTimeout / 1000} s of connecting, the whole request within ${requestTimeout / 1000} s`]
+        ? [
+            408,
+            'Request Timeout',
+            'request_timeout',
+            `The request did not arrive in time: its headers must arrive within ` +
+              `${http.headersTimeout / 1000} s of connecting, the whole request within ` +
+              `${requestTimeout / 1000} s`,
+          ]
         : err.code === 'HPE_HEADER_OVERFLOW'
           ? [431, 'Request Header Fields Too Large', 'invalid_request', 'The request headers are too large']
           : [400, 'Bad Request', 'invalid_request', 'The request is not valid HTTP/1.1'];
@@ -74,8 +98,13 @@ export function addressKey(address: string | undefined): string {
   const [head, tail = ''] = address.split('%')[0].toLowerCase().split('::');
   const left = head ? head.split(':') : [];
   const right = address.includes('::') ? (tail ? tail.split(':') : []) : [];
-  const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  const groups = address.includes('::')
+    ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 /**
@@ -94,7 +123,9 @@ export function capConnectionsPerAddress(server: Server, max: number, form: Answ
     const key = addressKey(socket.remoteAddress);
     const n = open.get(key) ?? 0;
     if (n >= max) {
-      const message = `Too many open connections from your address: at most ${max} at once. Reuse or close the ones you hold, then try again`;
+      const message =
+        `Too many open connections from your address: at most ${max} at once. Reuse or ` +
+        `close the ones you hold, then try again`;
       return endWith(socket, rawAnswer(429, 'Too Many Requests', form, 'rate_limited', message, { limit: max }));
     }
     open.set(key, n + 1);
@@ -114,7 +145,8 @@ export function slowBodyError(req: IncomingMessage): HoistError | undefined {
   return (req as IncomingMessage & { [SLOW]?: HoistError })[SLOW];
 }
 
-const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+const hasBody = (req: IncomingMessage) =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
 /**
  * Watches the bodies of requests: one that arrives slower than `minBytesPerSecond`, averaged over
@@ -124,7 +156,11 @@ const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== u
  * when something reads it (which answers it: 408 request_timeout), else `answer` sends one; either
  * way the rest of the body is not read and the connection closes.
  */
-export function bodyRateGuard(minBytesPerSecond: number, windowMs: number, answer: (req: IncomingMessage, res: ServerResponse, err: HoistError) => void) {
+export function bodyRateGuard(
+  minBytesPerSecond: number,
+  windowMs: number,
+  answer: (req: IncomingMessage, res: ServerResponse, err: HoistError) => void,
+) {
   const watched = new Map<IncomingMessage, { res: ServerResponse; since: number; base: number }>();
   const tickMs = Math.max(20, Math.min(1000, Math.floor(windowMs / 10)));
   let timer: NodeJS.Timeout | null = null;
@@ -133,8 +169,10 @@ export function bodyRateGuard(minBytesPerSecond: number, windowMs: number, answe
     const secs = Math.round(elapsed / 100) / 10;
     const err = new HoistError(
       'request_timeout',
-      `The request body came too slowly: ${got} bytes in the last ${secs} s, below the minimum of ${minBytesPerSecond} bytes/s averaged over ${windowMs / 1000} s. ` +
-        'Send it faster; over a slow link, send a large archive in pieces through a resumable upload session (direct_storage_resumable)',
+      `The request body came too slowly: ${got} bytes in the last ${secs} s, below the ` +
+        `minimum of ${minBytesPerSecond} bytes/s averaged over ${windowMs / 1000} s. ` +
+        'Send it faster; over a slow link, send a large archive in pieces through a ' +
+        'resumable upload session (direct_storage_resumable)',
       { min_bytes_per_second: minBytesPerSecond, window_seconds: windowMs / 1000, received_bytes: got },
     );
     (req as IncomingMessage & { [SLOW]?: HoistError })[SLOW] = err;
@@ -179,7 +217,13 @@ export function bodyRateGuard(minBytesPerSecond: number, windowMs: number, answe
   return {
     /** Watches the body of `req` (answered by `res`), if it has one and came over a socket (not app.inject). */
     watch(req: IncomingMessage, res: ServerResponse): void {
-      if (minBytesPerSecond <= 0 || !hasBody(req) || typeof req.socket?.bytesRead !== 'number' || typeof req.socket.isPaused !== 'function') return;
+      if (
+        minBytesPerSecond <= 0 ||
+        !hasBody(req) ||
+        typeof req.socket?.bytesRead !== 'number' ||
+        typeof req.socket.isPaused !== 'function'
+      )
+        return;
       watched.set(req, { res, since: Date.now(), base: req.socket.bytesRead });
       timer ??= setInterval(tick, tickMs).unref();
     },
@@ -190,7 +234,12 @@ export function bodyRateGuard(minBytesPerSecond: number, windowMs: number, answe
  * Applies the connection cap, the client error answers and the body-rate guard to a fastify app
  * (build it with `serverTimeouts`); `answer` sends a cut body's 408 when nothing reads the body.
  */
-export function guardSlowClients(app: FastifyInstance, config: HoistConfig, form: AnswerForm, answer: (req: IncomingMessage, res: ServerResponse, err: HoistError) => void): void {
+export function guardSlowClients(
+  app: FastifyInstance,
+  config: HoistConfig,
+  form: AnswerForm,
+  answer: (req: IncomingMessage, res: ServerResponse, err: HoistError) => void,
+): void {
   if (!config.trustProxy) capConnectionsPerAddress(app.server, config.maxConnectionsPerAddress, form);
   const guard = bodyRateGuard(config.minBodyBytesPerSecond, config.bodyRateWindowMs, answer);
   app.addHook('onRequest', (req, reply, done) => {

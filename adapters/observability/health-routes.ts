@@ -1,26 +1,43 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import { timingSafeEqual } from 'node:crypto';
 import { errorBody } from '../http/error-handler.js';
 import { ErrorBody, errorResponses } from '../http/schemas.js';
 import type { Kernel } from '../kernel.js';
 import { metricsOf } from './metrics.js';
+import { requestId } from '../http/request-id.js';
 
 /** The health, readiness and metrics handlers of one role, for routes or the edge's own dispatch. */
 export function healthHandlers(kernel: Kernel, role: string) {
   const { registry } = metricsOf(kernel);
   const token = kernel.config.metricsToken ? Buffer.from(`Bearer ${kernel.config.metricsToken}`) : null;
   return {
-    healthz: async (_req: FastifyRequest, reply: FastifyReply) => reply.header('cache-control', 'no-store').send({ status: 'ok', role }),
+    healthz: async (_req: FastifyRequest, reply: FastifyReply) =>
+      reply.header('cache-control', 'no-store').send({ status: 'ok', role }),
     readyz: async (_req: FastifyRequest, reply: FastifyReply) => {
       const { ok, checks } = await kernel.ready();
-      return reply.status(ok ? 200 : 503).header('cache-control', 'no-store').send({ status: ok ? 'ready' : 'not_ready', role, checks });
+      return reply
+        .status(ok ? 200 : 503)
+        .header('cache-control', 'no-store')
+        .send({ status: ok ? 'ready' : 'not_ready', role, checks });
     },
     metrics: async (req: FastifyRequest, reply: FastifyReply) => {
       const given = Buffer.from(req.headers.authorization ?? '');
       if (token && !(given.length === token.length && timingSafeEqual(given, token))) {
-        return reply.status(401).header('www-authenticate', 'Bearer').send(errorBody(req, 'unauthorized', 'The metrics token is required'));
+        return reply
+          .status(401)
+          .header('www-authenticate', 'Bearer')
+          .send(errorBody(req, 'unauthorized', 'The metrics token is required'));
       }
-      return reply.header('cache-control', 'no-store').type(registry.contentType).send(await registry.metrics());
+      return reply
+        .header('cache-control', 'no-store')
+        .type(registry.contentType)
+        .send(await registry.metrics());
     },
   };
 }
@@ -36,7 +53,11 @@ const Ready = {
   properties: {
     status: { type: 'string', enum: ['ready', 'not_ready'] },
     role: { type: 'string' },
-    checks: { type: 'object', additionalProperties: { type: 'string' }, description: '`database` and each plugin id with a backend: `ok`, or why it is not.' },
+    checks: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      description: '`database` and each plugin id with a backend: `ok`, or why it is not.',
+    },
   },
 };
 
@@ -44,18 +65,51 @@ const Ready = {
 export const healthRoutes: FastifyPluginAsync<{ kernel: Kernel; role: string }> = async (app, { kernel, role }) => {
   const h = healthHandlers(kernel, role);
   const tags = ['Health'];
-  app.get('/healthz', { schema: { tags, summary: 'Liveness: the process answers', description: 'Never touches a backend: a 200 means the process serves requests.', response: { 200: Health, ...errorResponses(500) } } }, h.healthz);
-  app.get('/readyz', { schema: { tags, summary: 'Readiness: the database and every backend (queue, storage) answer', description: '200 when every check is `ok`, else 503 with the failing checks.', response: { 200: Ready, 503: Ready } } }, h.readyz);
-  app.get('/metrics', {
-    schema: {
-      tags,
-      summary: 'Prometheus metrics',
-      description: 'Text exposition format: HTTP request counts and latencies by role and route, operations by kind and status, stage durations, ' +
-        'queue depth, live releases, and process figures. When `metricsToken` (HOIST_METRICS_TOKEN) is set, it needs `Authorization: Bearer <token>` (else 401).',
-      produces: ['text/plain'],
-      response: { 200: { type: 'string', description: 'Prometheus text exposition format 0.0.4.' }, ...errorResponses(401) },
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags,
+        summary: 'Liveness: the process answers',
+        description: 'Never touches a backend: a 200 means the process serves requests.',
+        response: { 200: Health, ...errorResponses(500) },
+      },
     },
-  }, h.metrics);
+    h.healthz,
+  );
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags,
+        summary: 'Readiness: the database and every backend (queue, storage) answer',
+        description: '200 when every check is `ok`, else 503 with the failing checks.',
+        response: { 200: Ready, 503: Ready },
+      },
+    },
+    h.readyz,
+  );
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags,
+        summary: 'Prometheus metrics',
+        description:
+          'Text exposition format: HTTP request counts and latencies by role and route, ' +
+          'operations by kind and status, stage durations, ' +
+          'queue depth, live releases, and process figures. When `metricsToken` ' +
+          '(HOIST_METRICS_TOKEN) is set, it needs `Authorization: Bearer <token>` (else ' +
+          '401).',
+        produces: ['text/plain'],
+        response: {
+          200: { type: 'string', description: 'Prometheus text exposition format 0.0.4.' },
+          ...errorResponses(401),
+        },
+      },
+    },
+    h.metrics,
+  );
 };
 
 /** Records every answered request of `app` in the kernel's metrics, labelled by `role` and route pattern. */
@@ -70,7 +124,10 @@ export function instrument(app: FastifyInstance, kernel: Kernel, role: string): 
 
 /** A server (not listening) with only the health routes, for a role that serves no HTTP of its own (the worker). */
 export async function buildHealthServer(kernel: Kernel, role: string): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: kernel.log.child({ role }) as FastifyBaseLogger, genReqId: () => `req_${randomBytes(12).toString('base64url')}` });
+  const app = Fastify({
+    loggerInstance: kernel.log.child({ role }) as FastifyBaseLogger,
+    genReqId: requestId,
+  });
   app.addSchema(ErrorBody);
   await app.register(healthRoutes, { kernel, role });
   return app;

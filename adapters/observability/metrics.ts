@@ -61,7 +61,12 @@ export function metricsOf(kernel: Kernel): Metrics {
   });
   m = {
     registry,
-    requests: new Counter({ name: 'hoist_http_requests_total', help: 'HTTP requests answered.', labelNames: ['role', 'method', 'route', 'status'], registers: [registry] }),
+    requests: new Counter({
+      name: 'hoist_http_requests_total',
+      help: 'HTTP requests answered.',
+      labelNames: ['role', 'method', 'route', 'status'],
+      registers: [registry],
+    }),
     requestSeconds: new Histogram({
       name: 'hoist_http_request_duration_seconds',
       help: 'Time to answer an HTTP request.',

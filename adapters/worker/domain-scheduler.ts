@@ -1,5 +1,6 @@
 import { DOMAIN_CHECKER, type DomainChecker } from '../../core/domains/domain-checker.js';
 import type { Kernel } from '../kernel.js';
+import { runPeriodically } from './periodic.js';
 
 const BATCH = 20;
 
@@ -10,25 +11,12 @@ const BATCH = 20;
  */
 export function startDomainChecks(kernel: Kernel): () => Promise<void> {
   const checker = kernel.get<DomainChecker>(DOMAIN_CHECKER);
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let round: Promise<void> = Promise.resolve();
-  const run = async () => {
-    try {
+  return runPeriodically(
+    async (stopped) => {
       // A full batch means more may be due: go on at once rather than wait for the next tick.
-      while (!stopped && (await checker.checkDue(BATCH)) === BATCH);
-    } catch (err) {
-      kernel.log.error({ err }, 'customer domain checks failed');
-    }
-    if (!stopped) timer = setTimeout(tick, kernel.config.domainSchedulerSeconds * 1000);
-  };
-  const tick = () => {
-    round = run();
-  };
-  tick();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await round;
-  };
+      while (!stopped() && (await checker.checkDue(BATCH)) === BATCH);
+    },
+    kernel.config.domainSchedulerSeconds * 1000,
+    (err) => kernel.log.error({ err }, 'customer domain checks failed'),
+  );
 }

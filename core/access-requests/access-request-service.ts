@@ -10,8 +10,9 @@ import { AccessRequest } from '../entities/access-request.js';
 import { User } from '../entities/user.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import type { Clock } from '../ports/clock.js';
+import { token } from '../tokens.js';
 
-export const ACCESS_REQUEST_SERVICE = Symbol.for('hoist.AccessRequestService');
+export const ACCESS_REQUEST_SERVICE = token<AccessRequestService>('hoist.AccessRequestService');
 
 /** What a visitor sends to ask for an account. */
 export interface AccessRequestInput {
@@ -48,7 +49,15 @@ export class AccessRequestService {
     const known = await this.em.findOne(AccessRequest, { email }, { fields: ['id'] });
     if (known || (await this.em.count(User, { email }))) return;
     try {
-      await this.em.insert(AccessRequest, Object.assign(new AccessRequest(), { email, name: input.name?.trim() || null, message: input.message?.trim() || null, createdAt: this.clock.now() }));
+      await this.em.insert(
+        AccessRequest,
+        Object.assign(new AccessRequest(), {
+          email,
+          name: input.name?.trim() || null,
+          message: input.message?.trim() || null,
+          createdAt: this.clock.now(),
+        }),
+      );
     } catch (err) {
       // The same e-mail submitted concurrently: the other request's row stands.
       if (!(err instanceof UniqueConstraintViolationException)) throw err;

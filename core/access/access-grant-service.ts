@@ -7,10 +7,12 @@ import { AccessGrant } from '../entities/access-grant.js';
 import { Project } from '../entities/project.js';
 import { underOwnerLock } from '../billing/owner-lock.js';
 import { conflict, invalid, notFound } from '../errors.js';
+import type { Clock } from '../ports/clock.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import type { ProjectService } from '../projects/project-service.js';
+import { token } from '../tokens.js';
 
-export const ACCESS_GRANT_SERVICE = Symbol.for('hoist.AccessGrantService');
+export const ACCESS_GRANT_SERVICE = token<AccessGrantService>('hoist.AccessGrantService');
 
 /** What an add answers: the grant, and whether this call created it. */
 export interface AddedGrant {
@@ -28,12 +30,17 @@ export class AccessGrantService {
     private readonly em: EntityManager,
     private readonly projects: ProjectService,
     private readonly entitlements: EntitlementService,
+    private readonly clock: Clock,
   ) {}
 
   /** The grants of the account's project, oldest first, whatever its visibility; `inEffect` while it is private. */
   async list(accountId: string, projectId: string): Promise<{ grants: AccessGrant[]; inEffect: boolean }> {
     const project = await this.projects.get(accountId, projectId);
-    const grants = await this.em.find(AccessGrant, { projectId: project.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const grants = await this.em.find(
+      AccessGrant,
+      { projectId: project.id },
+      { orderBy: { createdAt: 'asc', id: 'asc' } },
+    );
     return { grants, inEffect: project.visibility === 'private' };
   }
 
@@ -46,14 +53,24 @@ export class AccessGrantService {
     if (!isEmail(address)) throw invalid(`Not a valid e-mail address: ${String(email)}`, { field: 'email' });
     const project = await this.privateProject(accountId, projectId);
     // Under the project's lock: concurrent adds cannot pass the plan's count together.
-    return underOwnerLock(this.em, Project, project.id, async (tx) => {
+    const added = await underOwnerLock(this.em, Project, project.id, async (tx) => {
       const known = await tx.findOne(AccessGrant, { projectId: project.id, email: address });
       if (known) return { grant: known, created: false };
-      await this.entitlements.assertWithin(accountId, 'access_grants_per_project', await tx.count(AccessGrant, { projectId: project.id }));
-      const grant = Object.assign(new AccessGrant(), { projectId: project.id, email: address });
+      await this.entitlements.assertWithin(
+        accountId,
+        'access_grants_per_project',
+        await tx.count(AccessGrant, { projectId: project.id }),
+      );
+      const grant = Object.assign(new AccessGrant(), {
+        projectId: project.id,
+        email: address,
+        createdAt: this.clock.now(),
+      });
       await tx.insert(grant);
       return { grant, created: true };
     });
+    if (added.created) await this.projects.routesChanged(project.id);
+    return added;
   }
 
   /**
@@ -69,14 +86,21 @@ export class AccessGrantService {
       await tx.nativeDelete(AccessCode, { grantId: grant.id });
       await tx.nativeDelete(AccessGrant, { id: grant.id });
     });
+    // The edges shut its visitors out at their next request.
+    await this.projects.routesChanged(grant.projectId);
   }
 
   private async privateProject(accountId: string, projectId: string): Promise<Project> {
     const project = await this.projects.get(accountId, projectId);
     if (project.visibility !== 'private') {
-      throw conflict(`Access grants exist only for private projects; this project is ${project.visibility}. Make it private first (PATCH /api/v1/projects/${project.id}/ with {"visibility": "private"}).`, {
-        visibility: project.visibility,
-      });
+      throw conflict(
+        `Access grants exist only for private projects; this project is ` +
+          `${project.visibility}. Make it private first (PATCH ` +
+          `/api/v1/projects/${project.id}/ with {"visibility": "private"}).`,
+        {
+          visibility: project.visibility,
+        },
+      );
     }
     return project;
   }

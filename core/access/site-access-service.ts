@@ -12,8 +12,9 @@ import type { Clock } from '../ports/clock.js';
 import type { Mailer } from '../ports/mailer.js';
 import type { PasswordHasher } from '../ports/password-hasher.js';
 import type { TokenService } from '../ports/token-service.js';
+import { token } from '../tokens.js';
 
-export const SITE_ACCESS_SERVICE = Symbol.for('hoist.SiteAccessService');
+export const SITE_ACCESS_SERVICE = token<SiteAccessService>('hoist.SiteAccessService');
 
 /** A mailed sign-in code lives this long. */
 export const CODE_TTL_SECONDS = 600;
@@ -23,7 +24,11 @@ export const CODE_DIGITS = 6;
 
 /** The one answer to every failed code or password, so a failure never tells why (no enumeration). */
 export const wrongCode = () =>
-  new HoistError('unauthorized', `That code is wrong or has expired. A code works for ${CODE_TTL_SECONDS / 60} minutes and ${CODE_TRIES} tries; ask for a new one.`);
+  new HoistError(
+    'unauthorized',
+    `That code is wrong or has expired. A code works for ${CODE_TTL_SECONDS / 60} ` +
+      `minutes and ${CODE_TRIES} tries; ask for a new one.`,
+  );
 export const wrongPassword = () => new HoistError('unauthorized', 'That password is not right.');
 
 /** A signed access token (the cookie's value) and when it expires. */
@@ -41,8 +46,19 @@ export interface GatedProject {
 }
 
 // A password cookie names the hash it was opened with: a new password (new salt) ends it.
-const passwordProof = (hash: string) => `password:${createHash('sha256').update(hash).digest('base64url').slice(0, 22)}`;
+const passwordProof = (hash: string) =>
+  `password:${createHash('sha256').update(hash).digest('base64url').slice(0, 22)}`;
 const grantProof = (grantId: string) => `grant:${grantId}`;
+
+/**
+ * What opens a private project now: the `jti` a valid access token of it may name (its password's
+ * proof, when it has one, and each grant's). The edge's routing table keeps it per project.
+ */
+export function accessProofs(passwordHash: string | null, grantIds: readonly string[]): Set<string> {
+  const proofs = new Set(grantIds.map(grantProof));
+  if (passwordHash) proofs.add(passwordProof(passwordHash));
+  return proofs;
+}
 
 /**
  * Who may see a private project's site: a granted e-mail address that proved itself with a mailed
@@ -62,7 +78,11 @@ export class SiteAccessService {
 
   /** The active project `id` as the gate needs it, or null. */
   async project(id: string): Promise<GatedProject | null> {
-    const p = await this.em.findOne(Project, { id, status: 'active' }, { fields: ['id', 'name', 'visibility', 'accessPasswordHash'] });
+    const p = await this.em.findOne(
+      Project,
+      { id, status: 'active' },
+      { fields: ['id', 'name', 'visibility', 'accessPasswordHash'] },
+    );
     return p && { id: p.id, name: p.name, visibility: p.visibility, hasPassword: p.accessPasswordHash !== null };
   }
 
@@ -73,7 +93,12 @@ export class SiteAccessService {
    * makes (and does nothing for another address): the caller runs it without awaiting the answer,
    * so neither the answer nor its timing tells the two apart.
    */
-  async requestCode(projectId: string, email: string, client: string, linkFor: (email: string, code: string) => string): Promise<{ delivery: () => Promise<void> }> {
+  async requestCode(
+    projectId: string,
+    email: string,
+    client: string,
+    linkFor: (email: string, code: string) => string,
+  ): Promise<{ delivery: () => Promise<void> }> {
     const address = normalizeEmail(String(email ?? ''));
     if (!isEmail(address)) throw invalid('Enter a valid e-mail address', { field: 'email' });
     await this.limit(`site-mail:${projectId}:${client}`);
@@ -85,10 +110,23 @@ export class SiteAccessService {
     await this.limit(`site-try:${projectId}:${client}`);
     const address = normalizeEmail(String(email ?? ''));
     const grant = await this.em.findOne(AccessGrant, { projectId, email: address }, { disableIdentityMap: true });
-    const row = grant && (await this.em.findOne(AccessCode, { grantId: grant.id, expiresAt: { $gt: this.clock.now() } }, { orderBy: { createdAt: 'desc' }, disableIdentityMap: true }));
+    const row =
+      grant &&
+      (await this.em.findOne(
+        AccessCode,
+        { grantId: grant.id, expiresAt: { $gt: this.clock.now() } },
+        { orderBy: { createdAt: 'desc' }, disableIdentityMap: true },
+      ));
     if (!grant || !row) throw wrongCode();
     // Counting the try before checking it: concurrent tries can never exceed the allowance.
-    if (!(await this.em.nativeUpdate(AccessCode, { id: row.id, attempts: { $lt: CODE_TRIES } }, { attempts: raw('"attempts" + 1') }))) throw wrongCode();
+    if (
+      !(await this.em.nativeUpdate(
+        AccessCode,
+        { id: row.id, attempts: { $lt: CODE_TRIES } },
+        { attempts: raw('"attempts" + 1') },
+      ))
+    )
+      throw wrongCode();
     const digits = String(code ?? '').replace(/\s+/g, '');
     if (!/^\d+$/.test(digits) || !(await this.hasher.verify(row.codeHash, digits))) throw wrongCode();
     if (!(await this.em.nativeDelete(AccessCode, { id: row.id }))) throw wrongCode();
@@ -98,7 +136,11 @@ export class SiteAccessService {
   /** Checks the access password of the project; the right one opens the site until the password changes. */
   async verifyPassword(projectId: string, password: string, client: string): Promise<SiteAccess> {
     await this.limit(`site-try:${projectId}:${client}`);
-    const p = await this.em.findOne(Project, { id: projectId, status: 'active' }, { fields: ['id', 'accessPasswordHash'], disableIdentityMap: true });
+    const p = await this.em.findOne(
+      Project,
+      { id: projectId, status: 'active' },
+      { fields: ['id', 'accessPasswordHash'], disableIdentityMap: true },
+    );
     const hash = p?.accessPasswordHash;
     if (!hash || typeof password !== 'string' || !(await this.hasher.verify(hash, password))) throw wrongPassword();
     return this.issue(projectId, passwordProof(hash));
@@ -115,22 +157,52 @@ export class SiteAccessService {
     if (claims.jti.startsWith('grant:')) {
       return (await this.em.count(AccessGrant, { id: claims.jti.slice('grant:'.length), projectId })) === 1;
     }
-    const p = await this.em.findOne(Project, { id: projectId }, { fields: ['id', 'accessPasswordHash'], disableIdentityMap: true });
+    const p = await this.em.findOne(
+      Project,
+      { id: projectId },
+      { fields: ['id', 'accessPasswordHash'], disableIdentityMap: true },
+    );
     return !!p?.accessPasswordHash && passwordProof(p.accessPasswordHash) === claims.jti;
   }
 
-  private async deliver(projectId: string, email: string, linkFor: (email: string, code: string) => string): Promise<void> {
+  private async deliver(
+    projectId: string,
+    email: string,
+    linkFor: (email: string, code: string) => string,
+  ): Promise<void> {
     const grant = await this.em.findOne(AccessGrant, { projectId, email }, { disableIdentityMap: true });
     if (!grant) return;
     // A granted address cannot be flooded with mail: past the limit, requests are ignored silently.
-    if (!(await this.limiter.hit(`site-mail-to:${grant.id}`, this.config.accessMaxAttempts, this.config.loginWindowSeconds)).allowed) return;
-    const project = await this.em.findOneOrFail(Project, { id: projectId }, { fields: ['id', 'name'], disableIdentityMap: true });
+    if (
+      !(
+        await this.limiter.hit(
+          `site-mail-to:${grant.id}`,
+          this.config.accessMaxAttempts,
+          this.config.loginWindowSeconds,
+        )
+      ).allowed
+    )
+      return;
+    const project = await this.em.findOneOrFail(
+      Project,
+      { id: projectId },
+      { fields: ['id', 'name'], disableIdentityMap: true },
+    );
     const code = String(randomInt(0, 10 ** CODE_DIGITS)).padStart(CODE_DIGITS, '0');
     const codeHash = await this.hasher.hash(code);
     const expiresAt = new Date(this.clock.now().getTime() + CODE_TTL_SECONDS * 1000);
     await this.em.transactional(async (tx) => {
       await tx.nativeDelete(AccessCode, { grantId: grant.id });
-      await tx.insert(AccessCode, Object.assign(new AccessCode(), { projectId, grantId: grant.id, codeHash, expiresAt, createdAt: this.clock.now() }));
+      await tx.insert(
+        AccessCode,
+        Object.assign(new AccessCode(), {
+          projectId,
+          grantId: grant.id,
+          codeHash,
+          expiresAt,
+          createdAt: this.clock.now(),
+        }),
+      );
     });
     await this.mailer.send({
       to: email,
@@ -138,7 +210,8 @@ export class SiteAccessService {
       text:
         `Your code to open ${project.name}: ${code}\n\n` +
         `Or open this link to sign in:\n${linkFor(email, code)}\n\n` +
-        `Code: ${code}\n\nThe code works for ${CODE_TTL_SECONDS / 60} minutes and ${CODE_TRIES} tries. If you did not ask for it, ignore this mail.\n`,
+        `Code: ${code}\n\nThe code works for ${CODE_TTL_SECONDS / 60} minutes and ` +
+        `${CODE_TRIES} tries. If you did not ask for it, ignore this mail.\n`,
     });
   }
 
@@ -147,7 +220,11 @@ export class SiteAccessService {
   }
 
   private async limit(key: string): Promise<void> {
-    const { allowed, retryAfter } = await this.limiter.hit(key, this.config.accessMaxAttempts, this.config.loginWindowSeconds);
+    const { allowed, retryAfter } = await this.limiter.hit(
+      key,
+      this.config.accessMaxAttempts,
+      this.config.loginWindowSeconds,
+    );
     if (!allowed) throw rateLimited('Too many attempts; try again later', retryAfter);
   }
 }

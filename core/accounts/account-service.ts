@@ -4,9 +4,11 @@ import { User } from '../entities/user.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { normalizeEmail } from '../auth/auth-service.js';
 import { plans } from '../billing/plans.js';
+import type { Clock } from '../ports/clock.js';
 import type { PasswordHasher } from '../ports/password-hasher.js';
+import { token } from '../tokens.js';
 
-export const ACCOUNT_SERVICE = Symbol.for('hoist.AccountService');
+export const ACCOUNT_SERVICE = token<AccountService>('hoist.AccountService');
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -20,19 +22,28 @@ export class AccountService {
   constructor(
     private readonly em: EntityManager,
     private readonly hasher: PasswordHasher,
+    private readonly clock: Clock,
   ) {}
 
   /** Creates an account with its first user; `password` may be omitted (set later by a reset link). */
-  async create(input: { email: string; password?: string; name?: string; plan?: string }): Promise<{ account: Account; user: User }> {
+  async create(input: {
+    email: string;
+    password?: string;
+    name?: string;
+    plan?: string;
+  }): Promise<{ account: Account; user: User }> {
     const email = normalizeEmail(input.email);
     if (!isEmail(email)) throw invalid(`Not a valid e-mail address: ${input.email}`, { field: 'email' });
-    if (input.password !== undefined && input.password.length < 8) throw invalid('Password must be at least 8 characters', { field: 'password' });
+    if (input.password !== undefined && input.password.length < 8)
+      throw invalid('Password must be at least 8 characters', { field: 'password' });
     const plan = input.plan ?? 'free';
     if (!plans[plan]) throw invalid(`Unknown plan ${plan}; known: ${Object.keys(plans).join(', ')}`, { field: 'plan' });
     if (await this.em.count(User, { email })) throw conflict(`An account with e-mail ${email} already exists`);
-    const account = Object.assign(new Account(), { name: input.name ?? email, plan });
+    const now = this.clock.now();
+    const account = Object.assign(new Account(), { name: input.name ?? email, plan, createdAt: now, updatedAt: now });
     const user = Object.assign(new User(), {
       accountId: account.id,
+      createdAt: now,
       email,
       passwordHash: input.password === undefined ? null : await this.hasher.hash(input.password),
     });
@@ -44,7 +55,10 @@ export class AccountService {
   async list(): Promise<{ account: Account; emails: string[] }[]> {
     const accounts = await this.em.find(Account, {}, { orderBy: { createdAt: 'asc' } });
     const users = await this.em.find(User, { accountId: { $in: accounts.map((a) => a.id) } });
-    return accounts.map((account) => ({ account, emails: users.filter((u) => u.accountId === account.id).map((u) => u.email) }));
+    return accounts.map((account) => ({
+      account,
+      emails: users.filter((u) => u.accountId === account.id).map((u) => u.email),
+    }));
   }
 
   /** Moves the account of the user with `email` to `plan`. */
@@ -54,6 +68,7 @@ export class AccountService {
     if (!user) throw notFound(`Account for ${email}`);
     const account = await this.em.findOneOrFail(Account, { id: user.accountId });
     account.plan = plan;
+    account.updatedAt = this.clock.now();
     await this.em.flush();
     return account;
   }

@@ -5,8 +5,9 @@ import { invalid, notFound, unauthorized } from '../errors.js';
 import type { TokenService } from '../ports/token-service.js';
 import { normalizeEmail } from './auth-service.js';
 import type { Principal } from './principal.js';
+import { token } from '../tokens.js';
 
-export const AGENT_AUTH_SERVICE = Symbol.for('hoist.AgentAuthService');
+export const AGENT_AUTH_SERVICE = token<AgentAuthService>('hoist.AgentAuthService');
 
 /** Default and bounds of an agent token's lifetime, in seconds. */
 export const AGENT_TTL = { default: 3600, min: 60, max: 30 * 24 * 3600 } as const;
@@ -22,7 +23,10 @@ export class AgentAuthService {
   ) {}
 
   /** Signs an agent token for the user with `email` (admin CLI); each carries a fresh grant id as `jti`. */
-  async mint(email: string, ttlSeconds: number = AGENT_TTL.default): Promise<{ token: string; expires_at: string; user: { id: string; email: string } }> {
+  async mint(
+    email: string,
+    ttlSeconds: number = AGENT_TTL.default,
+  ): Promise<{ token: string; expires_at: string; user: { id: string; email: string } }> {
     if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < AGENT_TTL.min || ttlSeconds > AGENT_TTL.max) {
       throw invalid(`ttl must be an integer from ${AGENT_TTL.min} to ${AGENT_TTL.max} seconds`, { field: 'ttl' });
     }

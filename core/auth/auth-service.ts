@@ -10,6 +10,9 @@ import type { PasswordHasher } from '../ports/password-hasher.js';
 import type { TokenService } from '../ports/token-service.js';
 import type { Principal } from './principal.js';
 import { rateLimited, type RateLimiter } from './rate-limiter.js';
+import { sessionKey } from './session-cache.js';
+import type { SessionRevocations } from './session-revocations.js';
+import { token } from '../tokens.js';
 
 /** The result of a successful login, as the spec shapes it. */
 export interface LoginResult {
@@ -35,9 +38,12 @@ export interface ClientInfo {
   userAgent?: string;
 }
 
-export const AUTH_SERVICE = Symbol.for('hoist.AuthService');
+export const AUTH_SERVICE = token<AuthService>('hoist.AuthService');
 
-/** Each failed login of an e-mail (all addresses together) past loginMaxPerAccount slows its next attempts by this much... */
+/**
+ * Each failed login of an e-mail (all addresses together) past loginMaxPerAccount slows its next attempts by this
+ * much...
+ */
 export const LOGIN_SLOWDOWN_STEP_MS = 250;
 /** ...up to this long. */
 export const LOGIN_SLOWDOWN_MAX_MS = 3000;
@@ -54,6 +60,7 @@ export class AuthService {
     private readonly clock: Clock,
     private readonly config: HoistConfig,
     private readonly limiter: RateLimiter,
+    private readonly revocations: SessionRevocations,
   ) {}
 
   /**
@@ -75,26 +82,39 @@ export class AuthService {
     const address = client.address ?? 'unknown';
     if (client.address) {
       const byAddress = await this.limiter.hit(`login:address:${address}`, loginMaxPerAddress, window);
-      if (!byAddress.allowed) throw rateLimited('Too many login attempts from this address; try again later', byAddress.retryAfter);
+      if (!byAddress.allowed)
+        throw rateLimited('Too many login attempts from this address; try again later', byAddress.retryAfter);
     }
     // Counted before the password is checked, so concurrent guesses cannot slip past the limit; the
     // keys hold a hash, so typed-in secrets never sit in the table.
     const who = createHash('sha256').update(normalizeEmail(email)).digest('hex');
     const pairKey = `login:account-address:${who}:${address}`;
     const pair = await this.limiter.hit(pairKey, loginMaxPerAccount, window);
-    if (!pair.allowed) throw rateLimited('Too many failed logins for this account from this address; try again later', pair.retryAfter);
+    if (!pair.allowed)
+      throw rateLimited('Too many failed logins for this account from this address; try again later', pair.retryAfter);
 
     const user = await this.em.findOne(User, { email: normalizeEmail(email) });
     const accountKey = `login:account:${who}`;
     const excess = (await this.limiter.count(accountKey, window)) - loginMaxPerAccount;
-    if (excess > 0 && !(user && client.address && (await this.em.count(Session, { userId: user.id, address: client.address.slice(0, 64) })))) {
+    if (
+      excess > 0 &&
+      !(
+        user &&
+        client.address &&
+        (await this.em.count(Session, { userId: user.id, address: client.address.slice(0, 64) }))
+      )
+    ) {
       await sleep(Math.min(LOGIN_SLOWDOWN_MAX_MS, excess * LOGIN_SLOWDOWN_STEP_MS));
     }
     this.dummyHash ??= this.hasher.hash(randomUUID());
     const ok = await this.hasher.verify(user?.passwordHash ?? (await this.dummyHash), password);
     if (!user || !user.passwordHash || !ok) {
       // Kept only up to where the slowdown is at its longest: beyond, more rows change nothing.
-      await this.limiter.hit(accountKey, loginMaxPerAccount + Math.ceil(LOGIN_SLOWDOWN_MAX_MS / LOGIN_SLOWDOWN_STEP_MS), window);
+      await this.limiter.hit(
+        accountKey,
+        loginMaxPerAccount + Math.ceil(LOGIN_SLOWDOWN_MAX_MS / LOGIN_SLOWDOWN_STEP_MS),
+        window,
+      );
       throw new HoistError('unauthorized', 'Invalid e-mail or password');
     }
     await this.limiter.clear(pairKey);
@@ -104,9 +124,11 @@ export class AuthService {
   /** Starts a session for `user` and signs its token. */
   async issue(user: User, client: ClientInfo = {}): Promise<LoginResult> {
     const ttl = this.config.tokenTtlSeconds;
+    const now = this.clock.now();
     const session = Object.assign(new Session(), {
       userId: user.id,
-      expiresAt: new Date(this.clock.now().getTime() + ttl * 1000),
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + ttl * 1000),
       address: client.address?.slice(0, 64) ?? null,
       userAgent: client.userAgent?.slice(0, 512) ?? null,
     });
@@ -116,20 +138,34 @@ export class AuthService {
     return { token, expires_at: expiresAt.toISOString(), user: { id: user.id, email: user.email } };
   }
 
-  /** Verifies a REST bearer token and its session; throws 401 for anything else (agent tokens included). */
+  /**
+   * Verifies a REST bearer token and its session; throws 401 for anything else (agent tokens included).
+   * A token verified before is answered from this process's cache until it expires, its session is
+   * revoked (logout, password reset) or `authCacheSeconds` pass.
+   */
   async authenticate(token: string): Promise<Principal> {
+    const { cache } = this.revocations;
+    const cached = cache.get(token, this.clock.now().getTime());
+    if (cached) return cached;
+    // Taken before the session is read: a revocation committed meanwhile keeps this answer out of the cache.
+    const epoch = cache.epoch;
     const claims = await this.tokens.verify('rest', token);
     if (!claims) throw unauthorized();
     const session = await this.em.findOne(Session, { id: claims.jti, userId: claims.sub });
-    if (!session || session.revokedAt || session.expiresAt <= this.clock.now()) throw unauthorized();
+    const now = this.clock.now();
+    if (!session || session.revokedAt || session.expiresAt <= now) throw unauthorized();
     const user = await this.em.findOne(User, { id: claims.sub });
     if (!user) throw unauthorized();
-    return { userId: user.id, accountId: user.accountId, email: user.email, sessionId: session.id };
+    const principal = { userId: user.id, accountId: user.accountId, email: user.email, sessionId: session.id };
+    const until = Math.min(session.expiresAt.getTime(), claims.expiresAt.getTime());
+    cache.put(token, principal, until, now.getTime(), epoch);
+    return principal;
   }
 
-  /** Revokes the session the principal came with; its token is refused from then on. */
+  /** Revokes the session the principal came with; its token is refused from then on, by every process. */
   async logout(principal: Principal): Promise<void> {
     await this.em.nativeUpdate(Session, { id: principal.sessionId, revokedAt: null }, { revokedAt: this.clock.now() });
+    await this.revocations.revoked(sessionKey(principal.sessionId));
   }
 
   /** The principal's user's sessions that are neither revoked nor expired, newest first. */

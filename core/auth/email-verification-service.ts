@@ -7,8 +7,9 @@ import type { Mailer } from '../ports/mailer.js';
 import { apiLink } from './links.js';
 import type { OneTimeTokens } from './one-time-tokens.js';
 import type { Principal } from './principal.js';
+import { token } from '../tokens.js';
 
-export const EMAIL_VERIFICATION_SERVICE = Symbol.for('hoist.EmailVerificationService');
+export const EMAIL_VERIFICATION_SERVICE = token<EmailVerificationService>('hoist.EmailVerificationService');
 
 /** Lifetime of a verification token. */
 export const VERIFY_TTL_SECONDS = 24 * 3600;
@@ -35,7 +36,8 @@ export class EmailVerificationService {
       subject: 'Confirm your e-mail address for Hoist',
       text:
         `To confirm ${user.email} for your Hoist account, send this token within 24 hours:\n\n` +
-        `  POST ${url}\n  {"token": "${token}"}\n\nToken: ${token}\n\nIf you did not ask for this, ignore this message.\n`,
+        `  POST ${url}\n  {"token": "${token}"}\n\nToken: ${token}\n\nIf you did not ask ` +
+        `for this, ignore this message.\n`,
     });
     return { status: 'sent' };
   }

@@ -17,7 +17,16 @@ export class OneTimeTokens {
   async issue(userId: string, purpose: OneTimePurpose, ttlSeconds: number): Promise<string> {
     const token = randomBytes(32).toString('base64url');
     const expiresAt = new Date(this.clock.now().getTime() + ttlSeconds * 1000);
-    await this.em.insert(OneTimeToken, Object.assign(new OneTimeToken(), { userId, purpose, tokenHash: sha256(token), expiresAt }));
+    await this.em.insert(
+      OneTimeToken,
+      Object.assign(new OneTimeToken(), {
+        userId,
+        purpose,
+        tokenHash: sha256(token),
+        expiresAt,
+        createdAt: this.clock.now(),
+      }),
+    );
     return token;
   }
 
@@ -27,8 +36,13 @@ export class OneTimeTokens {
    */
   async consume(token: string, purpose: OneTimePurpose): Promise<OneTimeToken> {
     const now = this.clock.now();
-    const row = await this.em.findOne(OneTimeToken, { tokenHash: sha256(token), purpose }, { disableIdentityMap: true });
-    if (!row || row.usedAt || row.expiresAt <= now) throw invalid('The token is unknown, used or expired', { field: 'token' });
+    const row = await this.em.findOne(
+      OneTimeToken,
+      { tokenHash: sha256(token), purpose },
+      { disableIdentityMap: true },
+    );
+    if (!row || row.usedAt || row.expiresAt <= now)
+      throw invalid('The token is unknown, used or expired', { field: 'token' });
     if (!(await this.em.nativeUpdate(OneTimeToken, { id: row.id, usedAt: null }, { usedAt: now }))) {
       throw invalid('The token is unknown, used or expired', { field: 'token' });
     }

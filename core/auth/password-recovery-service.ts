@@ -12,8 +12,11 @@ import { apiLink } from './links.js';
 import type { OneTimeTokens } from './one-time-tokens.js';
 import { mailAllowed } from './mail-limits.js';
 import type { RateLimiter } from './rate-limiter.js';
+import { userKey } from './session-cache.js';
+import type { SessionRevocations } from './session-revocations.js';
+import { token } from '../tokens.js';
 
-export const PASSWORD_RECOVERY_SERVICE = Symbol.for('hoist.PasswordRecoveryService');
+export const PASSWORD_RECOVERY_SERVICE = token<PasswordRecoveryService>('hoist.PasswordRecoveryService');
 
 /** Lifetime of a password-recovery token. */
 export const RESET_TTL_SECONDS = 3600;
@@ -32,6 +35,7 @@ export class PasswordRecoveryService {
     private readonly clock: Clock,
     private readonly config: HoistConfig,
     private readonly limiter: RateLimiter,
+    private readonly revocations: SessionRevocations,
   ) {}
 
   /**
@@ -45,7 +49,13 @@ export class PasswordRecoveryService {
     try {
       if (!(await mailAllowed(this.limiter, this.config, 'recovery', email, client.address))) return;
       const user = await this.em.findOne(User, { email: normalizeEmail(email) });
-      if (user) await this.mail(user, RESET_TTL_SECONDS, 'Reset your Hoist password', `Someone asked to reset the Hoist password of ${user.email}.`);
+      if (user)
+        await this.mail(
+          user,
+          RESET_TTL_SECONDS,
+          'Reset your Hoist password',
+          `Someone asked to reset the Hoist password of ${user.email}.`,
+        );
     } finally {
       const left = RECOVERY_FLOOR_MS - (performance.now() - started);
       if (left > 0) await sleep(left);
@@ -54,7 +64,12 @@ export class PasswordRecoveryService {
 
   /** Mails `user` a set-password token (7 days) that works like a recovery token (approved access requests). */
   async sendSetPasswordLink(user: User): Promise<void> {
-    await this.mail(user, SET_PASSWORD_TTL_SECONDS, 'Your Hoist account is ready: choose a password', `Your Hoist account for ${user.email} is ready.`);
+    await this.mail(
+      user,
+      SET_PASSWORD_TTL_SECONDS,
+      'Your Hoist account is ready: choose a password',
+      `Your Hoist account for ${user.email} is ready.`,
+    );
   }
 
   /**
@@ -74,6 +89,7 @@ export class PasswordRecoveryService {
       await em.nativeUpdate(Session, { userId: row.userId, revokedAt: null }, { revokedAt: now });
       await this.oneTime.retire(row.userId, 'reset_password');
     });
+    await this.revocations.revoked(userKey(row.userId));
   }
 
   private async mail(user: User, ttlSeconds: number, subject: string, intro: string): Promise<void> {
@@ -85,7 +101,8 @@ export class PasswordRecoveryService {
       to: user.email,
       subject,
       text:
-        `${intro}\n\nTo choose a password (at least 8 characters), send this token within ${within}; it works once:\n\n` +
+        `${intro}\n\nTo choose a password (at least 8 characters), send this token within ` +
+        `${within}; it works once:\n\n` +
         `  POST ${url}\n  {"token": "${token}", "password": "<your new password>"}\n\nToken: ${token}\n\n` +
         `If you did not ask for this, ignore this message; your password stays as it is.\n`,
     });

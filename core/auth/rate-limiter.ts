@@ -13,7 +13,8 @@ export interface RateDecision {
 }
 
 /** The error for a caller over a limit; the HTTP edge turns `retry_after` into a Retry-After header. */
-export const rateLimited = (message: string, retryAfter: number) => new HoistError('rate_limited', message, { retry_after: retryAfter });
+export const rateLimited = (message: string, retryAfter: number) =>
+  new HoistError('rate_limited', message, { retry_after: retryAfter });
 
 /** Hits kept at least this long, whatever the window, before anyone's hit may sweep them away. */
 const KEEP_MS = 24 * 3600 * 1000;
@@ -43,13 +44,20 @@ export class RateLimiter {
     if (count <= limit) {
       // The key's expired hits go as it is used; a key's first hit also sweeps keys nobody uses any more.
       await this.em.nativeDelete(RateHit, { key, at: { $lte: since } });
-      if (count === 1) await this.em.nativeDelete(RateHit, { at: { $lt: new Date(now.getTime() - Math.max(windowSeconds * 1000, KEEP_MS)) } });
+      if (count === 1)
+        await this.em.nativeDelete(RateHit, {
+          at: { $lt: new Date(now.getTime() - Math.max(windowSeconds * 1000, KEEP_MS)) },
+        });
       return { allowed: true, count, retryAfter: 0 };
     }
     await this.em.nativeDelete(RateHit, { id: row.id });
     // The next hit fits once all but limit - 1 of the others have left the window.
     const kept = count - 1;
-    const [freeing] = await this.em.find(RateHit, { key, at: { $gt: since } }, { fields: ['at'], orderBy: { at: 'asc', id: 'asc' }, offset: kept - limit, limit: 1, disableIdentityMap: true });
+    const [freeing] = await this.em.find(
+      RateHit,
+      { key, at: { $gt: since } },
+      { fields: ['at'], orderBy: { at: 'asc', id: 'asc' }, offset: kept - limit, limit: 1, disableIdentityMap: true },
+    );
     const ms = freeing ? freeing.at.getTime() + windowSeconds * 1000 - now.getTime() : 1000;
     return { allowed: false, count: kept, retryAfter: Math.max(1, Math.ceil(ms / 1000)) };
   }

@@ -2,14 +2,23 @@ import type { EntityManager } from '@mikro-orm/core';
 import { Account } from '../entities/account.js';
 import { User } from '../entities/user.js';
 import { invalid, unauthorized } from '../errors.js';
+import type { Clock } from '../ports/clock.js';
 import { plans } from './plans.js';
+import { token } from '../tokens.js';
 
-export const BILLING_SERVICE = Symbol.for('hoist.BillingService');
+export const BILLING_SERVICE = token<BillingService>('hoist.BillingService');
 
 /** The authenticated identity as the `/me` call answers it. */
 export interface Me {
   user: { id: string; email: string; email_verified: boolean };
-  account: { id: string; name: string; plan: string; billing_category: string; subscription_status: string; created_at: string };
+  account: {
+    id: string;
+    name: string;
+    plan: string;
+    billing_category: string;
+    subscription_status: string;
+    created_at: string;
+  };
 }
 
 /** The account's subscription state. */
@@ -21,24 +30,46 @@ export interface Subscription {
   billing_category: string;
 }
 
+const ME_QUERY =
+  'select u.id as user_id, u.email, u.email_verified_at, a.id as account_id, a.name, a.plan, a.billing_category, ' +
+  'a.subscription_status, a.created_at from users u join accounts a on a.id = u.account_id where u.id = ?';
+
+interface MeRow {
+  user_id: string;
+  email: string;
+  email_verified_at: unknown;
+  account_id: string;
+  name: string;
+  plan: string;
+  billing_category: string;
+  subscription_status: string;
+  created_at: Date | number | string;
+}
+
 /** Account identity and billing state of the authenticated account. */
 export class BillingService {
-  constructor(private readonly em: EntityManager) {}
+  constructor(
+    private readonly em: EntityManager,
+    private readonly clock: Clock,
+  ) {}
 
-  /** The user and their account; 401 when the user was removed since the token was issued. */
+  /**
+   * The user and their account; 401 when the user was removed since the token was issued. One plain query: every
+   * poll of `GET /me` comes here, and entities would cost several times the query itself.
+   */
   async me(userId: string): Promise<Me> {
-    const user = await this.em.findOne(User, { id: userId });
-    if (!user) throw unauthorized();
-    const account = await this.em.findOneOrFail(Account, { id: user.accountId });
+    const row = await this.em.getConnection().execute<MeRow | undefined>(ME_QUERY, [userId], 'get');
+    if (!row) throw unauthorized();
     return {
-      user: { id: user.id, email: user.email, email_verified: user.emailVerifiedAt !== null },
+      user: { id: row.user_id, email: row.email, email_verified: row.email_verified_at !== null },
       account: {
-        id: account.id,
-        name: account.name,
-        plan: account.plan,
-        billing_category: account.billingCategory,
-        subscription_status: account.subscriptionStatus,
-        created_at: account.createdAt.toISOString(),
+        id: row.account_id,
+        name: row.name,
+        plan: row.plan,
+        billing_category: row.billing_category,
+        subscription_status: row.subscription_status,
+        // A Date on PostgreSQL, epoch milliseconds on SQLite.
+        created_at: new Date(row.created_at).toISOString(),
       },
     };
   }
@@ -46,11 +77,13 @@ export class BillingService {
   /** Renames the user's account (1–200 characters, trimmed) and answers like `me`. */
   async renameAccount(userId: string, name: string): Promise<Me> {
     const trimmed = name.trim();
-    if (trimmed.length < 1 || trimmed.length > 200) throw invalid('Account name must be 1 to 200 characters', { field: 'name' });
+    if (trimmed.length < 1 || trimmed.length > 200)
+      throw invalid('Account name must be 1 to 200 characters', { field: 'name' });
     const user = await this.em.findOne(User, { id: userId });
     if (!user) throw unauthorized();
     const account = await this.em.findOneOrFail(Account, { id: user.accountId });
     account.name = trimmed;
+    account.updatedAt = this.clock.now();
     await this.em.flush();
     return this.me(userId);
   }

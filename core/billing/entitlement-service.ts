@@ -3,9 +3,10 @@ import { Account } from '../entities/account.js';
 import { Domain } from '../entities/domain.js';
 import { Project } from '../entities/project.js';
 import { planRestricted } from '../errors.js';
-import { plans, type Plan, type PlanLimits } from './plans.js';
+import { plans, type Capability, type Plan, type PlanLimits } from './plans.js';
+import { token } from '../tokens.js';
 
-export const ENTITLEMENT_SERVICE = Symbol.for('hoist.EntitlementService');
+export const ENTITLEMENT_SERVICE = token<EntitlementService>('hoist.EntitlementService');
 
 /** A limited feature: a key of PlanLimits (`projects`, `deployments_per_day`, `archive_bytes`, ...). */
 export type LimitedFeature = keyof PlanLimits;
@@ -34,6 +35,8 @@ export interface Entitlements {
     access_grants: boolean;
     environment_variables: boolean;
     customer_subdomains: boolean;
+    /** Promote an earlier release (instant rollback): POST .../releases/{releaseID}/promote. */
+    instant_rollback: boolean;
   };
 }
 
@@ -93,12 +96,31 @@ export class EntitlementService {
     });
   }
 
+  /** Throws plan_restricted (feature `capability`) unless the account's plan allows `capability`. */
+  async assertCapability(accountId: string, capability: Capability): Promise<void> {
+    const plan = await this.planOf(accountId);
+    if (plan.capabilities.includes(capability)) return;
+    throw planRestricted(`${capability} is not available on the ${plan.name} plan`, {
+      feature: capability,
+      plan: plan.id,
+      required_plan: cheapest((p) => p.capabilities.includes(capability)),
+      limit: null,
+      usage: null,
+    });
+  }
+
   /** The account's usage of what can be counted account-wide today (see Usage). */
   async usage(accountId: string): Promise<Usage> {
     const projects = await this.em.count(Project, { accountId, status: 'active' });
     const privateProjects = await this.em.count(Project, { accountId, status: 'active', visibility: 'private' });
     const domains = await this.em.count(Domain, { accountId });
-    return { projects, private_projects: privateProjects, deployments_per_day: null, customer_subdomains: domains, concurrent_builds: null };
+    return {
+      projects,
+      private_projects: privateProjects,
+      deployments_per_day: null,
+      customer_subdomains: domains,
+      concurrent_builds: null,
+    };
   }
 
   /** The plan, its limits, the account's usage and the capabilities the plan allows. */
@@ -116,6 +138,7 @@ export class EntitlementService {
         access_grants: allowed(l.access_grants_per_project),
         environment_variables: allowed(l.environment_variables_per_project),
         customer_subdomains: allowed(l.customer_subdomains),
+        instant_rollback: plan.capabilities.includes('instant_rollback'),
       },
     };
   }

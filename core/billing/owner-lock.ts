@@ -6,7 +6,12 @@ import { LockMode, type EntityManager, type EntityName } from '@mikro-orm/core';
  * the lock, so a plan limit counted inside `write` still holds at commit however many requests race.
  * PostgreSQL locks the row (SELECT ... FOR UPDATE); SQLite runs one write transaction at a time.
  */
-export function underOwnerLock<T>(em: EntityManager, owner: EntityName<object>, id: string, write: (tx: EntityManager) => Promise<T>): Promise<T> {
+export function underOwnerLock<T>(
+  em: EntityManager,
+  owner: EntityName<object>,
+  id: string,
+  write: (tx: EntityManager) => Promise<T>,
+): Promise<T> {
   return em.fork().transactional(async (tx) => {
     await tx.findOne(owner, { id } as never, { lockMode: LockMode.PESSIMISTIC_WRITE });
     return write(tx);

@@ -9,6 +9,8 @@ export interface PlanLimits {
   environment_value_bytes: number;
   customer_subdomains: number | null;
   concurrent_builds: number;
+  /** Releases kept per project, the live one included; older ones are pruned after each deploy or promote. */
+  release_retention: number;
 }
 
 export interface Plan {
@@ -19,7 +21,12 @@ export interface Plan {
   limits: PlanLimits;
   /** Visibilities a project of this plan may take. */
   visibilities: string[];
+  /** Features the plan allows beyond its limits: `instant_rollback` (promote an earlier release). */
+  capabilities: Capability[];
 }
+
+/** A feature a plan allows or not. */
+export type Capability = 'instant_rollback';
 
 /** The plans, cheapest first; `required_plan` in a restriction is the first one that allows it. */
 export const plans: Record<string, Plan> = {
@@ -28,6 +35,7 @@ export const plans: Record<string, Plan> = {
     name: 'Free',
     price_cents: 0,
     visibilities: ['draft', 'public'],
+    capabilities: [],
     limits: {
       projects: 3,
       deployments_per_day: 50,
@@ -38,6 +46,7 @@ export const plans: Record<string, Plan> = {
       environment_value_bytes: 4096,
       customer_subdomains: 0,
       concurrent_builds: 1,
+      release_retention: 1,
     },
   },
   pro: {
@@ -45,6 +54,7 @@ export const plans: Record<string, Plan> = {
     name: 'Pro',
     price_cents: 2000,
     visibilities: ['draft', 'public', 'private'],
+    capabilities: ['instant_rollback'],
     limits: {
       projects: 50,
       deployments_per_day: 500,
@@ -55,6 +65,7 @@ export const plans: Record<string, Plan> = {
       environment_value_bytes: 32768,
       customer_subdomains: 5,
       concurrent_builds: 2,
+      release_retention: 5,
     },
   },
   team: {
@@ -62,6 +73,7 @@ export const plans: Record<string, Plan> = {
     name: 'Team',
     price_cents: 8000,
     visibilities: ['draft', 'public', 'private'],
+    capabilities: ['instant_rollback'],
     limits: {
       projects: null,
       deployments_per_day: null,
@@ -72,6 +84,7 @@ export const plans: Record<string, Plan> = {
       environment_value_bytes: 65536,
       customer_subdomains: 50,
       concurrent_builds: 5,
+      release_retention: 20,
     },
   },
 };

@@ -11,6 +11,7 @@ export class BuildLog {
   private readonly chunks: string[] = [];
   private bytes = 0;
   private truncated = false;
+  private fresh: string[] = [];
   readonly summary: LogSummary = { lastLines: [], warnings: 0, errors: 0, bytes: 0 };
 
   /** Appends one line (without its newline). */
@@ -26,7 +27,15 @@ export class BuildLog {
       return;
     }
     this.chunks.push(line);
+    this.fresh.push(line);
     this.bytes += Buffer.byteLength(line) + 1;
+  }
+
+  /** The lines kept since the last call (none past the 5 MB cap), for writing as they come. */
+  drain(): string[] {
+    const lines = this.fresh;
+    this.fresh = [];
+    return lines;
   }
 
   /** The stored text of the log. */

@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { EntitlementService } from '../billing/entitlement-service.js';
 import { Build } from '../entities/build.js';
-import { Operation } from '../entities/operation.js';
+import type { Deployment } from '../entities/deployment.js';
+import { CHAIN_KINDS, Operation, type StartedBy } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { Version, type UploadOptions } from '../entities/version.js';
 import { HoistError, notFound } from '../errors.js';
@@ -10,8 +11,15 @@ import type { Clock } from '../ports/clock.js';
 import type { StoredObject } from '../ports/storage.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { OperationStore } from './operation-store.js';
+import { token } from '../tokens.js';
 
-export const DEPLOYMENT_SERVICE = Symbol.for('hoist.DeploymentService');
+export const DEPLOYMENT_SERVICE = token<DeploymentService>('hoist.DeploymentService');
+
+/** What started a deployment and who: the release's provenance. */
+export interface Provenance {
+  source: string;
+  startedBy: StartedBy | null;
+}
 
 /** An uploaded archive, already in Storage. */
 export interface UploadedArchive extends StoredObject {
@@ -19,7 +27,8 @@ export interface UploadedArchive extends StoredObject {
 }
 
 /**
- * Starts (from an upload, a version or a build), cancels and retries deployment chains (Analyze → Build → Deploy). One chain runs per
+ * Starts (from an upload, a version or a build), cancels and retries deployment chains (Analyze → Build → Deploy). One
+ * chain runs per
  * project: the project's `activeOperationId` is taken by compare-and-set and freed when the chain
  * ends.
  */
@@ -37,13 +46,20 @@ export class DeploymentService {
    * one chain per project comes before plan quotas) or plan_restricted (archive size, deployments
    * per day, concurrent builds) and writes nothing then.
    */
-  async start(accountId: string, project: Project, upload: UploadedArchive, options: UploadOptions): Promise<{ operation: Operation; version: Version }> {
+  async start(
+    accountId: string,
+    project: Project,
+    upload: UploadedArchive,
+    options: UploadOptions,
+    provenance: Provenance = { source: 'upload', startedBy: null },
+  ): Promise<{ operation: Operation; version: Version }> {
     await this.assertNoChainRunning(project.id);
     await this.entitlements.assertWithin(accountId, 'archive_bytes', upload.size, 0);
     await this.assertPlanRoom(accountId);
 
-    const created = createOperation(this.clock.now(), { skipBuild: options.skip_build === true });
-    const operation = this.newOperation(accountId, project.id, created);
+    const now = this.clock.now();
+    const created = createOperation(now, { skipBuild: options.skip_build === true });
+    const operation = Object.assign(this.newOperation(accountId, project.id, created), provenance);
     const version = Object.assign(new Version(), {
       accountId,
       projectId: project.id,
@@ -53,6 +69,7 @@ export class DeploymentService {
       archiveSize: upload.size,
       archiveSha256: upload.sha256,
       options,
+      createdAt: now,
     });
     operation.versionId = version.id;
     await this.launch(operation, created, [version]);
@@ -64,13 +81,17 @@ export class DeploymentService {
    * again with the project's current settings, then Deploy. Throws not_found, plan_restricted
    * (deployments per day) or deployment_in_progress, and writes nothing then.
    */
-  async rebuild(accountId: string, versionId: string): Promise<Operation> {
+  async rebuild(accountId: string, versionId: string, startedBy?: StartedBy): Promise<Operation> {
     const version = isUuid(versionId) ? await this.em.findOne(Version, { id: versionId, accountId }) : null;
     if (!version) throw notFound('Version');
     await this.assertNoChainRunning(version.projectId);
     await this.assertPlanRoom(accountId);
     const created = createOperation(this.clock.now(), { skipBuild: version.options.skip_build === true });
-    const operation = Object.assign(this.newOperation(accountId, version.projectId, created), { versionId: version.id });
+    const operation = Object.assign(this.newOperation(accountId, version.projectId, created), {
+      versionId: version.id,
+      source: 'retry',
+      startedBy: startedBy ?? null,
+    });
     await this.launch(operation, created);
     return operation;
   }
@@ -81,15 +102,56 @@ export class DeploymentService {
    * not_retryable (the build has no artifact), plan_restricted or deployment_in_progress, and writes
    * nothing then.
    */
-  async redeploy(accountId: string, buildId: string): Promise<Operation> {
+  async redeploy(accountId: string, buildId: string, startedBy?: StartedBy): Promise<Operation> {
     const build = isUuid(buildId) ? await this.em.findOne(Build, { id: buildId, accountId }) : null;
     if (!build) throw notFound('Build');
-    if (!build.artifactKey) throw new HoistError('not_retryable', `Build ${build.id} has no artifact to deploy (it is ${build.status}); retry the build instead`, { build_id: build.id, status: build.status });
+    if (!build.artifactKey)
+      throw new HoistError(
+        'not_retryable',
+        `Build ${build.id} has no artifact to deploy (it is ${build.status}); retry the build instead`,
+        { build_id: build.id, status: build.status },
+      );
     await this.assertNoChainRunning(build.projectId);
     await this.assertPlanRoom(accountId);
     const created = createOperation(this.clock.now(), { reuse: ['analyze', 'build'] });
     created.state.buildId = build.id;
-    const operation = Object.assign(this.newOperation(accountId, build.projectId, created), { versionId: build.versionId });
+    const operation = Object.assign(this.newOperation(accountId, build.projectId, created), {
+      versionId: build.versionId,
+      source: 'retry',
+      startedBy: startedBy ?? null,
+    });
+    await this.launch(operation, created);
+    return operation;
+  }
+
+  /**
+   * Starts a promote of `release` (a deployment of the account's project, already found): Analyze and
+   * Build are skipped, Deploy makes the release live again from what the deployer kept. A release that
+   * is live already starts nothing: its own operation is returned. Throws plan_restricted (no
+   * instant_rollback; plan_restricted comes first, so a plan without it learns nothing more),
+   * not_promotable (details.reason `never_live`, `not_kept` or `unsupported`), deployment_in_progress,
+   * and writes nothing then.
+   */
+  async promote(
+    accountId: string,
+    release: Deployment,
+    liveId: string | null,
+    canResume: boolean,
+    startedBy?: StartedBy,
+  ): Promise<Operation> {
+    await this.entitlements.assertCapability(accountId, 'instant_rollback');
+    if (liveId === release.id) return this.em.findOneOrFail(Operation, { id: release.operationId });
+    const why = unpromotable(release, canResume);
+    if (why) throw new HoistError('not_promotable', why.message, { release_id: release.id, reason: why.reason });
+    await this.assertNoChainRunning(release.projectId);
+    await this.assertConcurrentRoom(accountId);
+    const created = createOperation(this.clock.now(), { reuse: ['analyze', 'build'] });
+    created.state.promote = release.id;
+    const operation = Object.assign(this.newOperation(accountId, release.projectId, created, 'promote'), {
+      versionId: release.versionId,
+      source: 'promote',
+      startedBy: startedBy ?? null,
+    });
     await this.launch(operation, created);
     return operation;
   }
@@ -108,7 +170,9 @@ export class DeploymentService {
     const op = await this.owned(accountId, operationId);
     if (op.projectId) await this.assertNoChainRunning(op.projectId, op.id);
     await this.assertConcurrentRoom(accountId);
-    return (await this.store.apply(operationId, { type: 'retry_requested' }, (tx) => this.takeChain(tx, op.projectId!, op.id))).op;
+    return (
+      await this.store.apply(operationId, { type: 'retry_requested' }, (tx) => this.takeChain(tx, op.projectId!, op.id))
+    ).op;
   }
 
   /**
@@ -126,7 +190,7 @@ export class DeploymentService {
 
   /** The deployment operation with `id` of the account, or not_found. */
   async owned(accountId: string, id: string): Promise<Operation> {
-    const op = await this.em.findOne(Operation, { id, accountId, kind: 'deploy' });
+    const op = await this.em.findOne(Operation, { id, accountId, kind: { $in: CHAIN_KINDS } });
     if (!op) throw notFound('Operation');
     return op;
   }
@@ -137,29 +201,41 @@ export class DeploymentService {
    */
   private async assertPlanRoom(accountId: string): Promise<void> {
     const since = new Date(this.clock.now().getTime() - 24 * 3600 * 1000);
-    await this.entitlements.assertWithin(accountId, 'deployments_per_day', await this.em.count(Operation, { accountId, kind: 'deploy', createdAt: { $gte: since } }));
+    await this.entitlements.assertWithin(
+      accountId,
+      'deployments_per_day',
+      await this.em.count(Operation, { accountId, kind: 'deploy', createdAt: { $gte: since } }),
+    );
     await this.assertConcurrentRoom(accountId);
   }
 
   /** Throws plan_restricted when the account already runs its plan's concurrent_builds deployment chains. */
   private async assertConcurrentRoom(accountId: string): Promise<void> {
-    await this.entitlements.assertWithin(accountId, 'concurrent_builds', await this.em.count(Operation, { accountId, kind: 'deploy', status: 'running' }));
+    await this.entitlements.assertWithin(
+      accountId,
+      'concurrent_builds',
+      await this.em.count(Operation, { accountId, kind: { $in: CHAIN_KINDS }, status: 'running' }),
+    );
   }
 
   /** A deployment operation (not yet written) in the created state. */
-  private newOperation(accountId: string, projectId: string, created: Transition): Operation {
+  private newOperation(accountId: string, projectId: string, created: Transition, kind = 'deploy'): Operation {
+    const now = this.clock.now();
     return Object.assign(new Operation(), {
       accountId,
       projectId,
-      kind: 'deploy',
+      kind,
       status: created.state.status,
       progress: created.state.progress,
       state: created.state as unknown as Record<string, unknown>,
-      createdAt: this.clock.now(),
+      createdAt: now,
+      updatedAt: now,
     });
   }
 
-  /** Takes the project's chain and writes the operation (and `also`) in one transaction, then enqueues its first stage. */
+  /**
+   * Takes the project's chain and writes the operation (and `also`) in one transaction, then enqueues its first stage.
+   */
   private async launch(operation: Operation, created: Transition, also: object[] = []): Promise<void> {
     await this.em.fork().transactional(async (tx) => {
       await this.takeChain(tx, operation.projectId!, operation.id);
@@ -177,15 +253,46 @@ export class DeploymentService {
       const running = await tx.findOne(Operation, { id: holder });
       if (running && !isTerminal(OperationStore.stateOf(running))) throw inProgress(holder);
     }
-    const n = await tx.nativeUpdate(Project, { id: projectId, activeOperationId: holder }, { activeOperationId: operationId });
+    const n = await tx.nativeUpdate(
+      Project,
+      { id: projectId, activeOperationId: holder },
+      { activeOperationId: operationId },
+    );
     if (n !== 1) {
       const winner = (await tx.findOne(Project, { id: projectId }, { refresh: true }))?.activeOperationId;
-      throw new HoistError('deployment_in_progress', 'Another deployment of this project has just started', winner ? { operation_id: winner } : {});
+      throw new HoistError(
+        'deployment_in_progress',
+        'Another deployment of this project has just started',
+        winner ? { operation_id: winner } : {},
+      );
     }
   }
 }
 
+/** Why a release cannot be promoted, or null when it can (a superseded release the deployer still keeps). */
+export function unpromotable(release: Deployment, canResume: boolean): { reason: string; message: string } | null {
+  if (!canResume)
+    return { reason: 'unsupported', message: "This server's deployer cannot start an earlier release again" };
+  if (!release.liveAt || release.status === 'running')
+    return {
+      reason: 'never_live',
+      message: `Release ${release.id} never went live; only a release that did can be promoted`,
+    };
+  if (release.prunedAt || release.status !== 'superseded')
+    return {
+      reason: 'not_kept',
+      message:
+        `Release ${release.id} is no longer kept (pruned by the plan's release_retention, or failed); ` +
+        'deploy it again',
+    };
+  return null;
+}
+
 const inProgress = (operationId: string) =>
-  new HoistError('deployment_in_progress', `A deployment of this project is still running (operation ${operationId}); wait for it to finish or cancel it`, {
-    operation_id: operationId,
-  });
+  new HoistError(
+    'deployment_in_progress',
+    `A deployment of this project is still running (operation ${operationId}); wait for it to finish or cancel it`,
+    {
+      operation_id: operationId,
+    },
+  );

@@ -2,9 +2,18 @@ import type { EntityManager } from '@mikro-orm/core';
 import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { HoistError, notFound } from '../errors.js';
-import { transition, type Effect, type OperationEvent, type OperationState, type Stage, type Transition } from '../operations/state-machine.js';
+import {
+  transition,
+  type Effect,
+  type OperationEvent,
+  type OperationState,
+  type Stage,
+  type Transition,
+} from '../operations/state-machine.js';
+import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { Queue } from '../ports/queue.js';
+import { OPERATIONS_CHANNEL } from './log-chunks.js';
 
 /** The queue topic of deployment stages. */
 export const STAGE_TOPIC = 'stages';
@@ -32,6 +41,7 @@ export class OperationStore {
     private readonly em: EntityManager,
     private readonly queue: Queue,
     private readonly clock: Clock,
+    private readonly changes?: Pick<ChangeFeed, 'publish'>,
   ) {}
 
   /** The state of a deployment operation (throws not_found for another kind). */
@@ -57,17 +67,22 @@ export class OperationStore {
       }
       // clear: the transaction starts with an empty identity map, so its closing flush does not rewrite
       // `op` (on SQLite, MikroORM sees the dates of every loaded entity as changed).
-      const won = await em.transactional(async (tx) => {
-        const n = await tx.nativeUpdate(Operation, { id: op.id, revision: op.revision }, this.fields(op, t));
-        if (n !== 1) return false;
-        if (t.effects.some((e) => e.type === 'finish') && op.projectId) {
-          await tx.nativeUpdate(Project, { id: op.projectId, activeOperationId: op.id }, { activeOperationId: null });
-        }
-        await also?.(tx, t, op);
-        return true;
-      }, { clear: true });
+      const won = await em.transactional(
+        async (tx) => {
+          const n = await tx.nativeUpdate(Operation, { id: op.id, revision: op.revision }, this.fields(op, t));
+          if (n !== 1) return false;
+          if (t.effects.some((e) => e.type === 'finish') && op.projectId) {
+            await tx.nativeUpdate(Project, { id: op.projectId, activeOperationId: op.id }, { activeOperationId: null });
+          }
+          await also?.(tx, t, op);
+          return true;
+        },
+        { clear: true },
+      );
       if (won) {
         Object.assign(op, this.fields(op, t));
+        // Event streams of the operation (any process) wake at once; they also poll, so a lost one only delays.
+        await this.changes?.publish(OPERATIONS_CHANNEL, op.id).catch(() => undefined);
         await this.carryOut(op, t.effects);
         return { t, op };
       }

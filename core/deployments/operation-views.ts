@@ -1,10 +1,8 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { HoistConfig } from '../../config/schema.js';
-import { Build } from '../entities/build.js';
-import { Deployment } from '../entities/deployment.js';
+import type { Build } from '../entities/build.js';
 import { Operation } from '../entities/operation.js';
-import { Project } from '../entities/project.js';
-import { Version } from '../entities/version.js';
+import type { Version } from '../entities/version.js';
 import { notFound } from '../errors.js';
 import { isMaybeStuck, recommendedNextStep, type NextStep } from '../operations/guidance.js';
 import { STAGES, type OperationState, type Stage } from '../operations/state-machine.js';
@@ -12,8 +10,9 @@ import type { Clock } from '../ports/clock.js';
 import type { Queue } from '../ports/queue.js';
 import { analysisView } from './analysis-view.js';
 import { STAGE_TOPIC, stageJobKey } from './operation-store.js';
+import { token } from '../tokens.js';
 
-export const OPERATION_VIEWS = Symbol.for('hoist.OperationViews');
+export const OPERATION_VIEWS = token<OperationViews>('hoist.OperationViews');
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
 
@@ -58,9 +57,10 @@ export class OperationViews {
 
   /** The account's operation with `id` (any kind), or not_found. */
   async get(accountId: string, id: string): Promise<OperationView> {
-    const op = await this.em.findOne(Operation, { id, accountId });
-    if (!op) throw notFound('Operation');
-    return this.view(op);
+    // A plain query: the entity load cost several times the query on every poll.
+    const row = await this.row<OperationRow>(OPERATION_QUERY, [id, accountId]);
+    if (!row) throw notFound('Operation');
+    return this.view(operationOf(row));
   }
 
   /** Builds the view of an operation. */
@@ -88,17 +88,27 @@ export class OperationViews {
         build_log: null,
         queue: null,
         maybe_stuck: false,
-        next_step: done ? { action: 'none', message: `The operation ${op.status}.` } : { action: 'poll', message: `Poll GET /api/v1/operations/${op.id} every 2-10 s until its status is terminal.` },
+        next_step: done
+          ? { action: 'none', message: `The operation ${op.status}.` }
+          : {
+              action: 'poll',
+              message: `Poll GET /api/v1/operations/${op.id} every 2-10 s until its status is terminal.`,
+            },
         result: null,
       };
     }
     const state = op.state as unknown as OperationState;
     const threshold = this.config.stuckAfterSeconds * 1000;
-    const version = op.versionId ? await this.em.findOne(Version, { id: op.versionId }) : null;
+    // One plain query, not entities: every poll comes here, and hydrating four records cost more than reading them.
     // A redeploy builds nothing: its build is the one it ships.
-    const build = state.buildId
-      ? await this.em.findOne(Build, { id: state.buildId })
-      : await this.em.findOne(Build, { operationId: op.id }, { orderBy: { createdAt: 'desc' } });
+    const records = (await this.row<RecordsRow>(state.buildId ? SHIPPED_BUILD_RECORDS : OWN_BUILD_RECORDS, [
+      op.versionId,
+      state.buildId ?? op.id,
+      op.id,
+      op.projectId,
+    ]))!;
+    const analysis = json<Version['analysis']>(records.analysis);
+    const build = records.build_id ? { id: records.build_id, log: json<Build['log']>(records.build_log)! } : null;
     const stages: Record<string, unknown> = {};
     for (const name of STAGES) {
       const s = state.stages[name];
@@ -113,20 +123,33 @@ export class OperationViews {
         finished_at: s.finishedAt,
         heartbeat_at: s.heartbeatAt,
         error: s.error,
-        ...(name === 'analyze' && version?.analysis ? { result: analysisView(version.analysis) } : {}),
+        ...(name === 'analyze' && analysis ? { result: analysisView(analysis) } : {}),
       };
     }
     let queue: Record<string, unknown> | null = null;
     if (state.status === 'running' && state.current) {
       // The queue being unreachable (a NATS restart) leaves queue null rather than failing the view.
-      const p = await this.queue.position(STAGE_TOPIC, stageJobKey({ operationId: op.id, stage: state.current, attempt: state.attempt })).catch(() => null);
-      if (p) queue = { stage: state.current, state: p.state, jobs_ahead: p.jobsAhead, position: p.state === 'waiting' ? p.jobsAhead + 1 : 0, workers: p.workers };
+      const p = await this.queue
+        .position(STAGE_TOPIC, stageJobKey({ operationId: op.id, stage: state.current, attempt: state.attempt }))
+        .catch(() => null);
+      if (p)
+        queue = {
+          stage: state.current,
+          state: p.state,
+          jobs_ahead: p.jobsAhead,
+          position: p.state === 'waiting' ? p.jobsAhead + 1 : 0,
+          workers: p.workers,
+        };
     }
     let result: Record<string, unknown> | null = null;
     if (state.status === 'succeeded') {
-      const d = await this.em.findOne(Deployment, { operationId: op.id, status: { $in: ['live', 'superseded'] } }, { orderBy: { createdAt: 'desc' } });
-      const project = op.projectId ? await this.em.findOne(Project, { id: op.projectId }) : null;
-      result = { url: d?.url ?? null, deployment_id: d?.id ?? null, build_id: build?.id ?? null, live: !!d && project?.liveDeploymentId === d.id };
+      const d = records.deployment_id;
+      result = {
+        url: d ? records.url : null,
+        deployment_id: d,
+        build_id: build?.id ?? null,
+        live: !!d && records.live_deployment_id === d,
+      };
     }
     return {
       ...base,
@@ -149,4 +172,76 @@ export class OperationViews {
       result,
     };
   }
+
+  /** The first row `sql` answers, or undefined. */
+  private row<T>(sql: string, params: unknown[]): Promise<T | undefined> {
+    return this.em.getConnection().execute<T | undefined>(sql, params, 'get', this.em.getTransactionContext());
+  }
 }
+
+const OPERATION_QUERY =
+  'select id, account_id, project_id, kind, status, progress, error, state, revision, version_id, created_at, ' +
+  'updated_at, finished_at from operations where id = ? and account_id = ?';
+/**
+ * What a deployment's view shows besides the operation, in one row (parameters: version id, build id or operation
+ * id, operation id, project id): the version's analysis, the build (the one shipped, or the operation's newest),
+ * and the operation's newest deployment that went live, with the project's live deployment to say if it still is.
+ */
+const recordsQuery = (build: string) =>
+  'select v.analysis, b.id as build_id, b.log as build_log, d.id as deployment_id, d.url, p.live_deployment_id ' +
+  'from (select 1 as one) x left join versions v on v.id = ? ' +
+  `left join builds b on b.id = (select id from builds where ${build} order by created_at desc limit 1) ` +
+  'left join deployments d on d.id = (select id from deployments where operation_id = ? ' +
+  "and status in ('live', 'superseded') order by created_at desc limit 1) " +
+  'left join projects p on p.id = ?';
+const SHIPPED_BUILD_RECORDS = recordsQuery('id = ?');
+const OWN_BUILD_RECORDS = recordsQuery('operation_id = ?');
+
+interface RecordsRow {
+  analysis: unknown;
+  build_id: string | null;
+  build_log: unknown;
+  deployment_id: string | null;
+  url: string | null;
+  live_deployment_id: string | null;
+}
+
+type Timestamp = Date | number | string;
+
+interface OperationRow {
+  id: string;
+  account_id: string;
+  project_id: string | null;
+  kind: string;
+  status: string;
+  progress: number;
+  error: unknown;
+  state: unknown;
+  revision: number;
+  version_id: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  finished_at: Timestamp | null;
+}
+
+/** The operation a row holds, as the entity would load it (dates: Date on PostgreSQL, epoch ms on SQLite). */
+const operationOf = (row: OperationRow): Operation =>
+  Object.assign(new Operation(), {
+    id: row.id,
+    accountId: row.account_id,
+    projectId: row.project_id,
+    kind: row.kind,
+    status: row.status,
+    progress: Number(row.progress),
+    error: json<Operation['error']>(row.error),
+    state: json<Operation['state']>(row.state),
+    revision: Number(row.revision),
+    versionId: row.version_id,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+    finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
+  });
+
+/** A JSON column as read: text on SQLite, already parsed on PostgreSQL. */
+const json = <T>(value: unknown): T | null =>
+  value === null || value === undefined ? null : ((typeof value === 'string' ? JSON.parse(value) : value) as T);

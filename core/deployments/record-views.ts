@@ -64,4 +64,3 @@ export function deploymentView(d: Deployment, project: Project) {
 export type VersionView = ReturnType<typeof versionView>;
 export type BuildView = ReturnType<typeof buildView>;
 export type DeploymentView = ReturnType<typeof deploymentView>;
-

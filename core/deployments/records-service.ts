@@ -5,36 +5,48 @@ import { Deployment } from '../entities/deployment.js';
 import { Operation } from '../entities/operation.js';
 import type { Project } from '../entities/project.js';
 import { Version } from '../entities/version.js';
-import { HoistError, invalid, notFound } from '../errors.js';
+import { HoistError, notFound } from '../errors.js';
 import type { OperationState, Stage } from '../operations/state-machine.js';
 import type { Storage } from '../ports/storage.js';
-import { decodeCursor, encodeCursor, isUuid } from '../projects/keyset-cursor.js';
-import { PAGE_DEFAULT, PAGE_MAX, type ProjectService } from '../projects/project-service.js';
+import { isUuid } from '../projects/keyset-cursor.js';
+import { keysetPage, type PageOptions, type RecordPage } from '../projects/keyset-page.js';
+import type { ProjectService } from '../projects/project-service.js';
 import { analysisView } from './analysis-view.js';
 import type { DeploymentService } from './deployment-service.js';
 import type { Redaction } from './redaction.js';
-import { buildView, deploymentView, iso, versionView, type BuildView, type DeploymentView, type VersionView } from './record-views.js';
+import { releaseNotes, type ReleaseNotes } from './release-provenance.js';
+import type { StartedBy } from '../entities/operation.js';
+import {
+  buildView,
+  deploymentView,
+  iso,
+  versionView,
+  type BuildView,
+  type DeploymentView,
+  type VersionView,
+} from './record-views.js';
+import { token } from '../tokens.js';
 
-export const RECORDS_SERVICE = Symbol.for('hoist.RecordsService');
+export const RECORDS_SERVICE = token<RecordsService>('hoist.RecordsService');
 
-/** Where a page starts (`cursor`: a `nextCursor` of the previous page) and how long it is. */
-export interface PageOptions {
-  cursor?: string;
-  limit?: number;
-}
+export type { PageOptions, RecordPage } from '../projects/keyset-page.js';
 
-/** One page of records, newest first; `nextCursor` is null on the last page. */
-export interface RecordPage<T> {
-  items: T[];
-  nextCursor: string | null;
-}
+/** A release in the list: its deployment record and its notes (provenance, promotable). */
+export type ReleaseItem = DeploymentView & ReleaseNotes;
 
 /** A release (a deployment that went live) with its version, build and timings. */
-export interface ReleaseView {
+export interface ReleaseView extends ReleaseNotes {
   id: string;
   project_id: string;
   operation_id: string;
-  version: { id: string; filename: string | null; size: number; sha256: string; created_at: string; analysis: Record<string, unknown> | null };
+  version: {
+    id: string;
+    filename: string | null;
+    size: number;
+    sha256: string;
+    created_at: string;
+    analysis: Record<string, unknown> | null;
+  };
   build: Pick<BuildView, 'id' | 'status' | 'skipped' | 'artifact' | 'log' | 'log_url'> | null;
   deployment: Pick<DeploymentView, 'id' | 'status' | 'url' | 'live' | 'live_at' | 'ended_at'>;
   timings: {
@@ -61,6 +73,8 @@ export class RecordsService {
     private readonly deployments: DeploymentService,
     private readonly storage: Storage,
     private readonly redaction: Redaction,
+    /** Whether the deployer can start a kept release again (Deployer.resume): releases are promotable only then. */
+    private readonly canResume = false,
   ) {}
 
   /** A page of the project's versions. */
@@ -100,7 +114,9 @@ export class RecordsService {
   /** A page of the project's deployments. */
   async deploymentList(accountId: string, projectId: string, opts: PageOptions): Promise<RecordPage<DeploymentView>> {
     const project = await this.projects.get(accountId, projectId);
-    return this.redacted(await this.page(Deployment, { projectId: project.id }, opts, (d) => deploymentView(d, project)));
+    return this.redacted(
+      await this.page(Deployment, { projectId: project.id }, opts, (d) => deploymentView(d, project)),
+    );
   }
 
   /** One deployment of the project. */
@@ -109,10 +125,37 @@ export class RecordsService {
     return this.redactedView(deploymentView(await this.one(Deployment, project, id, 'Deployment'), project));
   }
 
-  /** A page of the project's releases: its deployments that went live, newest first. */
-  async releases(accountId: string, projectId: string, opts: PageOptions): Promise<RecordPage<DeploymentView>> {
+  /**
+   * A page of the project's releases: its deployments that went live, newest first, with their notes.
+   * `target` `preview` answers an empty page until previews exist.
+   */
+  async releases(
+    accountId: string,
+    projectId: string,
+    opts: PageOptions & { target?: string },
+  ): Promise<RecordPage<ReleaseItem>> {
     const project = await this.projects.get(accountId, projectId);
-    return this.redacted(await this.page(Deployment, { projectId: project.id, liveAt: { $ne: null } }, opts, (d) => deploymentView(d, project)));
+    if (opts.target === 'preview') return { items: [], nextCursor: null };
+    const rows = await this.page(Deployment, { projectId: project.id, liveAt: { $ne: null } }, opts, (d) => d);
+    const notes = await releaseNotes(this.em, rows.items, this.canResume);
+    const views = await this.redacted({ ...rows, items: rows.items.map((d) => deploymentView(d, project)) });
+    return { ...views, items: views.items.map((v) => ({ ...v, ...notes.get(v.id)! })) };
+  }
+
+  /**
+   * Promotes a release of the project (see DeploymentService.promote): not_found for a missing,
+   * malformed or foreign one, as on every record route.
+   */
+  async promote(
+    accountId: string,
+    projectId: string,
+    id: string,
+    startedBy?: StartedBy,
+  ): Promise<{ project: Project; operation: Operation }> {
+    const project = await this.projects.get(accountId, projectId);
+    const d = await this.one(Deployment, project, id, 'Release');
+    const operation = await this.deployments.promote(accountId, d, project.liveDeploymentId, this.canResume, startedBy);
+    return { project, operation };
   }
 
   /** One release: a deployment that went live, with its version, build and stage timings. */
@@ -130,7 +173,9 @@ export class RecordsService {
     };
     const b = build && buildView(build);
     const dv = deploymentView(d, project);
+    const notes = (await releaseNotes(this.em, [d], this.canResume)).get(d.id)!;
     return {
+      ...notes,
       id: d.id,
       project_id: project.id,
       operation_id: d.operationId,
@@ -142,8 +187,22 @@ export class RecordsService {
         created_at: iso(version.createdAt)!,
         analysis: version.analysis ? summary(analysisView(version.analysis)) : null,
       },
-      build: b && { id: b.id, status: b.status, skipped: b.skipped, artifact: b.artifact, log: b.log, log_url: b.log_url },
-      deployment: { id: dv.id, status: dv.status, url: dv.url, live: dv.live, live_at: dv.live_at, ended_at: dv.ended_at },
+      build: b && {
+        id: b.id,
+        status: b.status,
+        skipped: b.skipped,
+        artifact: b.artifact,
+        log: b.log,
+        log_url: b.log_url,
+      },
+      deployment: {
+        id: dv.id,
+        status: dv.status,
+        url: dv.url,
+        live: dv.live,
+        live_at: dv.live_at,
+        ended_at: dv.ended_at,
+      },
       timings: {
         uploaded_at: iso(version.createdAt)!,
         started_at: iso(op?.createdAt),
@@ -157,17 +216,27 @@ export class RecordsService {
   }
 
   /** Retries a build of the project: a new chain for its version (see DeploymentService.rebuild). */
-  async retryBuild(accountId: string, projectId: string, id: string): Promise<{ project: Project; operation: Operation }> {
+  async retryBuild(
+    accountId: string,
+    projectId: string,
+    id: string,
+    startedBy?: StartedBy,
+  ): Promise<{ project: Project; operation: Operation }> {
     const project = await this.projects.get(accountId, projectId);
     const build = await this.one(Build, project, id, 'Build');
-    return { project, operation: await this.deployments.rebuild(accountId, build.versionId) };
+    return { project, operation: await this.deployments.rebuild(accountId, build.versionId, startedBy) };
   }
 
   /** Retries a deployment of the project: a new chain deploying its build again (see DeploymentService.redeploy). */
-  async retryDeployment(accountId: string, projectId: string, id: string): Promise<{ project: Project; operation: Operation }> {
+  async retryDeployment(
+    accountId: string,
+    projectId: string,
+    id: string,
+    startedBy?: StartedBy,
+  ): Promise<{ project: Project; operation: Operation }> {
     const project = await this.projects.get(accountId, projectId);
     const d = await this.one(Deployment, project, id, 'Deployment');
-    return { project, operation: await this.deployments.redeploy(accountId, d.buildId) };
+    return { project, operation: await this.deployments.redeploy(accountId, d.buildId, startedBy) };
   }
 
   // A deployer records why a live release failed later (a crash loop) with the app's last lines:
@@ -184,27 +253,32 @@ export class RecordsService {
 
   /** The project's record `id` of `entity`; not_found (as `what`) for a missing, malformed or foreign id. */
   private async one<T extends object>(entity: EntityName<T>, project: Project, id: string, what: string): Promise<T> {
-    const row = isUuid(id) ? await this.em.findOne(entity, { id, accountId: project.accountId, projectId: project.id } as FilterQuery<T>) : null;
+    const row = isUuid(id)
+      ? await this.em.findOne(entity, { id, accountId: project.accountId, projectId: project.id } as FilterQuery<T>)
+      : null;
     if (!row) throw notFound(what);
     return row;
   }
 
   /** A keyset page of `entity` rows matching `where`, ordered by (createdAt, id) descending. */
-  private async page<T extends { id: string; createdAt: Date }, V>(entity: EntityName<T>, where: object, opts: PageOptions, view: (row: T) => V): Promise<RecordPage<V>> {
-    const limit = opts.limit ?? PAGE_DEFAULT;
-    if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_MAX) throw invalid(`limit must be 1 to ${PAGE_MAX}`, { field: 'limit' });
-    const after = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
-    const rows = await this.em.find(
-      entity,
-      { ...where, ...(after && { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] }) } as FilterQuery<T>,
-      { orderBy: { createdAt: 'desc', id: 'desc' } as never, limit: limit + 1 },
-    );
-    const items = rows.slice(0, limit);
-    return { items: items.map(view), nextCursor: rows.length > limit ? encodeCursor(items[items.length - 1]) : null };
+  private page<T extends { id: string; createdAt: Date }, V>(
+    entity: EntityName<T>,
+    where: object,
+    opts: PageOptions,
+    view: (row: T) => V,
+  ): Promise<RecordPage<V>> {
+    return keysetPage(this.em, entity, where, opts, view);
   }
 }
 
 /** The few Analyze fields a release shows. */
 function summary(a: ReturnType<typeof analysisView>): Record<string, unknown> {
-  return { runtime: a.runtime, framework: a.framework, output_dir: a.output_dir, file_count: a.file_count, total_size: a.total_size, warnings: a.warnings };
+  return {
+    runtime: a.runtime,
+    framework: a.framework,
+    output_dir: a.output_dir,
+    file_count: a.file_count,
+    total_size: a.total_size,
+    warnings: a.warnings,
+  };
 }

@@ -1,6 +1,7 @@
 import { realpathSync } from 'node:fs';
+import { token } from '../tokens.js';
 
-export const REDACTION = Symbol.for('hoist.Redaction');
+export const REDACTION = token<Redaction>('hoist.Redaction');
 
 /** Values shorter than this are not masked: they would blank out ordinary words and numbers. */
 export const MIN_SECRET_LENGTH = 4;
@@ -29,7 +30,15 @@ export class Redactor {
       for (const v of [value, ...value.split(/\r?\n/)]) {
         if (v.length < MIN_SECRET_LENGTH) continue;
         const b64 = Buffer.from(v).toString('base64');
-        for (const form of [v, b64, b64.replace(/=+$/, ''), Buffer.from(v).toString('base64url'), encodeURIComponent(v), JSON.stringify(v).slice(1, -1)]) variants.add(form);
+        for (const form of [
+          v,
+          b64,
+          b64.replace(/=+$/, ''),
+          Buffer.from(v).toString('base64url'),
+          encodeURIComponent(v),
+          JSON.stringify(v).slice(1, -1),
+        ])
+          variants.add(form);
       }
     }
     const sorted = [...variants].filter((v) => v.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
@@ -39,7 +48,10 @@ export class Redactor {
   /** The text with server paths named neutrally and secret values masked. */
   text(s: string): string {
     let out = s;
-    if (this.paths) out = out.replace(this.paths, (_m, work?: string, sub?: string, release?: string) => (release ? '<release>' : work ? (sub === 'src' ? '<workspace>' : sub ? '<release>' : '<work>') : '<data>'));
+    if (this.paths)
+      out = out.replace(this.paths, (_m, work?: string, sub?: string, release?: string) =>
+        release ? '<release>' : work ? (sub === 'src' ? '<workspace>' : sub ? '<release>' : '<work>') : '<data>',
+      );
     if (this.secrets) out = out.replace(this.secrets, '***');
     return out;
   }
@@ -69,9 +81,16 @@ export class Redaction {
     } catch {
       // not created yet: the configured path is the only one
     }
-    const roots = [...dirs].sort((a, b) => b.length - a.length).map(escape).join('|');
-    // <data>/work/<label>-<random>[/src|/release], <data>/releases/<id>, or <data> itself; not a longer sibling (<data>-old).
-    this.pattern = new RegExp(`(?:${roots})(?:/work/(${NAME})(?:/(src|release)(?![^/\\s'"\`:;,()<>]))?|/releases/(${NAME}))?(?![\\w.-])`, 'g');
+    const roots = [...dirs]
+      .sort((a, b) => b.length - a.length)
+      .map(escape)
+      .join('|');
+    // <data>/work/<label>-<random>[/src|/release], <data>/releases/<id>, or <data> itself; not a longer sibling
+    // (<data>-old).
+    this.pattern = new RegExp(
+      `(?:${roots})(?:/work/(${NAME})(?:/(src|release)(?![^/\\s'"\`:;,()<>]))?|/releases/(${NAME}))?(?![\\w.-])`,
+      'g',
+    );
     this.paths = new Redactor(this.pattern);
   }
 

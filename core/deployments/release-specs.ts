@@ -11,7 +11,11 @@ import type { Analysis } from './stages/analyze.js';
  * The release spec of a deployment, from its version's analysis, its build's artifact and the
  * runtime environment its operation was deployed with (its snapshot, not the project's current values).
  */
-export async function releaseSpec(em: EntityManager, d: Deployment, environment: EnvironmentService): Promise<ReleaseSpec | null> {
+export async function releaseSpec(
+  em: EntityManager,
+  d: Deployment,
+  environment: Pick<EnvironmentService, 'forRuntime'>,
+): Promise<ReleaseSpec | null> {
   const [version, build, project] = await Promise.all([
     em.findOne(Version, { id: d.versionId }),
     em.findOne(Build, { id: d.buildId }),
@@ -25,6 +29,7 @@ export async function releaseSpec(em: EntityManager, d: Deployment, environment:
     slug: project.slug,
     runtime: analysis.runtime,
     artifactKey: build.artifactKey,
+    ...(build.artifactRoot ? { artifactRoot: build.artifactRoot } : {}),
     startCommand: analysis.startCommand,
     env: await environment.forRuntime(d.operationId, d.projectId),
   };
@@ -34,7 +39,11 @@ export async function releaseSpec(em: EntityManager, d: Deployment, environment:
  * The specs of every live deployment, for Deployer.restore after a restart. A deployment whose
  * environment does not decrypt is left out, and `skipped` is told why (never a value).
  */
-export async function liveReleaseSpecs(em: EntityManager, environment: EnvironmentService, skipped: (deploymentId: string, err: Error) => void = () => {}): Promise<ReleaseSpec[]> {
+export async function liveReleaseSpecs(
+  em: EntityManager,
+  environment: EnvironmentService,
+  skipped: (deploymentId: string, err: Error) => void = () => {},
+): Promise<ReleaseSpec[]> {
   const specs: ReleaseSpec[] = [];
   for (const d of await em.find(Deployment, { status: 'live' })) {
     const spec = await releaseSpec(em, d, environment).catch((err: Error) => (skipped(d.id, err), null));

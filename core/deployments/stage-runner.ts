@@ -3,9 +3,11 @@ import { HoistError } from '../errors.js';
 import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { Version } from '../entities/version.js';
-import { deterministicFailure, StageError } from '../operations/stage-error.js';
-import type { OperationState, Stage, Transition } from '../operations/state-machine.js';
+import { StageError } from '../errors.js';
+import { deterministicFailure } from '../operations/stage-error.js';
+import { STAGES, type OperationState, type Stage, type Transition } from '../operations/state-machine.js';
 import type { Job, JobControl } from '../ports/queue.js';
+import type { Logger } from '../tokens.js';
 import { OperationStore, type AlsoWrite, type StageJob } from './operation-store.js';
 import type { Redaction } from './redaction.js';
 
@@ -32,6 +34,11 @@ export interface StageImpl {
   run(ctx: StageContext): Promise<StageResult>;
   /** Undoes what an unfinished run left (the operation was canceled or failed); idempotent. */
   abandon?(ctx: StageContext): Promise<void>;
+  /**
+   * Makes what a later stage needs of this one when it was `skipped` (Build under skip_build packs
+   * the upload as is); runs as that later stage starts, in its claim. Idempotent.
+   */
+  skipped?(ctx: StageContext): Promise<void>;
 }
 
 /**
@@ -55,6 +62,7 @@ export class StageRunner {
     private readonly heartbeatMs: number,
     /** How long a claim holds without a heartbeat: the queue's visibility timeout (ack wait). */
     private readonly leaseMs: number,
+    private readonly log: Logger,
     /** Rewrites error messages before they are stored; without it they are stored as thrown. */
     private readonly redaction?: Redaction,
   ) {}
@@ -62,6 +70,8 @@ export class StageRunner {
   /** The queue handler for stage jobs. */
   async handle(job: Job<StageJob>, control: JobControl): Promise<void> {
     const { operationId, stage, attempt } = job.payload;
+    // Logs a failure the stage goes on without; null stands for the missing answer.
+    const warn = (what: string) => (err: unknown) => (this.log.warn({ err, operationId, stage, attempt }, what), null);
     const started = await this.claim(job.payload, control);
     if (!started) return;
     const token = started.t.state.stages[stage].token;
@@ -73,26 +83,39 @@ export class StageRunner {
     const onStop = () => abort.abort(new Error('worker stopping'));
     control.signal.addEventListener('abort', onStop, { once: true });
     let fraction = 0;
-    const ctx: StageContext = { operation: started.op, version, project, attempt, signal: abort.signal, progress: (f) => (fraction = Math.max(fraction, f)) };
+    const ctx: StageContext = {
+      operation: started.op,
+      version,
+      project,
+      attempt,
+      signal: abort.signal,
+      progress: (f) => (fraction = Math.max(fraction, f)),
+    };
 
     let beating = Promise.resolve();
     let sent = 0;
     const timer = setInterval(() => {
       beating = beating.then(async () => {
-        await control.heartbeat().catch(() => {});
-        const event = fraction > sent ? { type: 'stage_progress' as const, stage, attempt, token, fraction } : { type: 'heartbeat' as const, stage, attempt, token };
+        // A missed heartbeat is sent again next time; the lease lapses only after several.
+        await control.heartbeat().catch(warn('the queue took no heartbeat of the stage job'));
+        const event =
+          fraction > sent
+            ? { type: 'stage_progress' as const, stage, attempt, token, fraction }
+            : { type: 'heartbeat' as const, stage, attempt, token };
         sent = fraction;
-        const r = await this.store.apply(operationId, event).catch(() => null);
+        const r = await this.store.apply(operationId, event).catch(warn('the stage heartbeat was not recorded'));
         if (r && r.t.state.stages[stage].status !== 'running') abort.abort(new Error('operation canceled'));
         else if (r && r.t.state.stages[stage].token !== token) abort.abort(new Error('claim lost'));
       });
     }, this.heartbeatMs);
 
     try {
+      for (const earlier of STAGES.slice(0, STAGES.indexOf(stage)))
+        if (started.t.state.stages[earlier].status === 'skipped') await this.stages[earlier]?.skipped?.(ctx);
       const result = await this.stages[stage].run(ctx);
       clearInterval(timer);
       await beating;
-      if (abort.signal.aborted && !control.signal.aborted) throw new StageError(`${stage}_canceled`, 'Canceled', false);
+      if (abort.signal.aborted && !control.signal.aborted) throw new StageError(`${stage}_canceled`, 'Canceled');
       const done = await this.store.apply(operationId, { type: 'stage_succeeded', stage, attempt, token }, result.also);
       // A no-op means the operation moved on (canceled) before the result was committed: undo it,
       // unless a newer claim runs the stage now (its work must not be touched).
@@ -102,23 +125,35 @@ export class StageRunner {
       clearInterval(timer);
       await beating;
       if (control.signal.aborted) {
-        // The worker is stopping: hand the claim back so the redelivered job need not wait out the lease.
-        await this.store.apply(operationId, { type: 'stage_released', stage, attempt, token }).catch(() => {});
+        // The worker is stopping: hand the claim back so the redelivered job need not wait out the lease
+        // (which it does when the release fails).
+        await this.store
+          .apply(operationId, { type: 'stage_released', stage, attempt, token })
+          .catch(warn('the claim of a stopping worker was not handed back'));
         throw err;
       }
       const before = await em.fork().findOne(Operation, { id: operationId });
-      if (before && StageRunner.claimedByOther(OperationStore.stateOf(before), stage, token)) return; // a newer claim runs it
-      await this.stages[stage].abandon?.(ctx).catch(() => {});
+      // A newer claim runs it.
+      if (before && StageRunner.claimedByOther(OperationStore.stateOf(before), stage, token)) return;
+      await this.stages[stage].abandon?.(ctx).catch(warn('undoing the failed stage failed; it may leave work behind'));
       const current = await em.fork().findOne(Operation, { id: operationId });
       if (current && OperationStore.stateOf(current).stages[stage].status !== 'running') return; // canceled meanwhile
       const failure = err instanceof StageError ? err : deterministicFailure(err, stage);
       if (failure) {
-        await this.store.apply(operationId, { type: 'stage_failed', stage, attempt, token, error: await this.shown(started.op, failure) });
+        await this.store.apply(operationId, {
+          type: 'stage_failed',
+          stage,
+          attempt,
+          token,
+          error: await this.shown(started.op, failure),
+        });
         return;
       }
       // Unexpected, and maybe passing (a dropped connection, a full disk): the queue delivers it again
       // after a short backoff, and the claim is handed back so that delivery need not wait out the lease.
-      await this.store.apply(operationId, { type: 'stage_released', stage, attempt, token }).catch(() => {});
+      await this.store
+        .apply(operationId, { type: 'stage_released', stage, attempt, token })
+        .catch(warn('the claim of a failed attempt was not handed back'));
       throw err; // the queue redelivers, then gives up through fail()
     } finally {
       control.signal.removeEventListener('abort', onStop);
@@ -133,11 +168,13 @@ export class StageRunner {
   private async claim(job: StageJob, control: JobControl): Promise<{ t: Transition; op: Operation } | null> {
     const { operationId, stage, attempt } = job;
     for (;;) {
-      const r = await this.store.apply(operationId, { type: 'stage_started', stage, attempt, leaseMs: this.leaseMs }).catch((err) => {
-        // A job for an operation or attempt that moved on (deleted, rejected transition) has nothing to do.
-        if (err instanceof HoistError && (err.code === 'not_found' || err.code === 'conflict')) return null;
-        throw err;
-      });
+      const r = await this.store
+        .apply(operationId, { type: 'stage_started', stage, attempt, leaseMs: this.leaseMs })
+        .catch((err) => {
+          // A job for an operation or attempt that moved on (deleted, rejected transition) has nothing to do.
+          if (err instanceof HoistError && (err.code === 'not_found' || err.code === 'conflict')) return null;
+          throw err;
+        });
       if (!r) return null;
       if (!r.t.noop) return r;
       if (r.t.state.stages[stage].status !== 'running' || r.t.state.attempt !== attempt) return null;
@@ -162,7 +199,10 @@ export class StageRunner {
   }
 
   /** The code and message of a failure as stored and shown: the message redacted for the operation. */
-  private async shown(op: Operation, err: { code: string; message: string }): Promise<{ code: string; message: string }> {
+  private async shown(
+    op: Operation,
+    err: { code: string; message: string },
+  ): Promise<{ code: string; message: string }> {
     if (!this.redaction) return { code: err.code, message: err.message };
     return { code: err.code, message: (await this.redaction.forOperation(op.id, op.projectId)).text(err.message) };
   }
@@ -172,10 +212,18 @@ export class StageRunner {
     const { operationId, stage, attempt } = job.payload;
     const op = await this.em.fork().findOne(Operation, { id: operationId });
     if (!op) return;
+    const guidance = 'retry the operation, and report it if it fails again';
     const error = await this.shown(op, {
       code: `${stage}_internal_error`,
-      message: `The ${stage} stage failed ${job.deliveries} times (${reason}); retry the operation, and report it if it fails again`,
-    }).catch(() => ({ code: `${stage}_internal_error`, message: `The ${stage} stage failed ${job.deliveries} times; retry the operation, and report it if it fails again` }));
-    await this.store.apply(operationId, { type: 'stage_failed', stage, attempt, error }).catch(() => {});
+      message: `The ${stage} stage failed ${job.deliveries} times (${reason}); ${guidance}`,
+    }).catch(() => ({
+      code: `${stage}_internal_error`,
+      message: `The ${stage} stage failed ${job.deliveries} times; ${guidance}`,
+    }));
+    await this.store
+      .apply(operationId, { type: 'stage_failed', stage, attempt, error })
+      .catch((err) =>
+        this.log.error({ err, operationId, stage, attempt }, 'the stage the queue gave up on was not marked failed'),
+      );
   }
 }

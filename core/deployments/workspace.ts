@@ -3,6 +3,7 @@ import { chmod, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Storage } from '../ports/storage.js';
+import type { Workspaces } from '../ports/workspaces.js';
 
 /**
  * Runs `fn` in a fresh directory under `<dataDir>/work`, removed afterwards whatever happens. Both
@@ -51,4 +52,13 @@ function alive(pid: number): boolean {
 /** Copies a stored object to a local file. */
 export async function download(storage: Storage, key: string, path: string, signal?: AbortSignal): Promise<void> {
   await pipeline(await storage.get(key), createWriteStream(path), { signal });
+}
+
+/** The Workspaces port on this Hoist's data directory (withWorkspace, swept by sweepWorkspaces). */
+export class DataDirWorkspaces implements Workspaces {
+  constructor(private readonly dataDir: string) {}
+
+  run<T>(label: string, fn: (dir: string) => Promise<T>): Promise<T> {
+    return withWorkspace(this.dataDir, label, fn);
+  }
 }

@@ -3,15 +3,32 @@ import { UniqueConstraintViolationException, type EntityManager } from '@mikro-o
 import type { HoistConfig } from '../../config/schema.js';
 import { Domain } from '../entities/domain.js';
 import { Project } from '../entities/project.js';
+import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
+import { routesChanged } from '../deployments/host-routes.js';
 import { DnsLookupError, type DnsResolver } from '../ports/dns-resolver.js';
-import { afterCheck, challengeName, displacedMessage, HOLDING_STATES, lostMessage, type CheckOutcome, type Findings } from './domain-states.js';
+import {
+  afterCheck,
+  challengeName,
+  displacedMessage,
+  HOLDING_STATES,
+  lostMessage,
+  type CheckOutcome,
+  type Findings,
+} from './domain-states.js';
+import { token } from '../tokens.js';
 
-export const DOMAIN_CHECKER = Symbol.for('hoist.DomainChecker');
+export const DOMAIN_CHECKER = token<DomainChecker>('hoist.DomainChecker');
 
 type Settings = Pick<
   HoistConfig,
-  'appsDomain' | 'dnsTimeoutMs' | 'dnsTries' | 'domainCheckSeconds' | 'domainCheckMaxSeconds' | 'domainActiveCheckSeconds' | 'domainPendingTtlSeconds'
+  | 'appsDomain'
+  | 'dnsTimeoutMs'
+  | 'dnsTries'
+  | 'domainCheckSeconds'
+  | 'domainCheckMaxSeconds'
+  | 'domainActiveCheckSeconds'
+  | 'domainPendingTtlSeconds'
 >;
 
 /**
@@ -31,6 +48,8 @@ export class DomainChecker {
     private readonly dns: DnsResolver,
     private readonly clock: Clock,
     private readonly config: Settings,
+    /** Where a change of what a hostname serves is announced to every edge. */
+    private readonly changes?: ChangeFeed,
   ) {}
 
   /** How long a claim lasts: room for both lookups with every try timing out. */
@@ -46,7 +65,11 @@ export class DomainChecker {
     const now = this.clock.now();
     const due = await this.em.fork().find(
       Domain,
-      { nextCheckAt: { $lte: now }, status: { $ne: 'failed' }, $or: [{ claimedUntil: null }, { claimedUntil: { $lt: now } }] },
+      {
+        nextCheckAt: { $lte: now },
+        status: { $ne: 'failed' },
+        $or: [{ claimedUntil: null }, { claimedUntil: { $lt: now } }],
+      },
       { fields: ['id'], orderBy: { nextCheckAt: 'asc' }, limit },
     );
     let n = 0;
@@ -65,7 +88,11 @@ export class DomainChecker {
     const claim = randomUUID();
     const claimed = await em.nativeUpdate(
       Domain,
-      { id, ...(opts.onlyDue && { nextCheckAt: { $lte: now } }), $or: [{ claimedUntil: null }, { claimedUntil: { $lt: now } }] },
+      {
+        id,
+        ...(opts.onlyDue && { nextCheckAt: { $lte: now } }),
+        $or: [{ claimedUntil: null }, { claimedUntil: { $lt: now } }],
+      },
       { claimedBy: claim, claimedUntil: new Date(now.getTime() + this.leaseMs) },
     );
     if (claimed !== 1) return null;
@@ -74,9 +101,17 @@ export class DomainChecker {
       const project = await em.findOne(Project, { id: domain.projectId }, { fields: ['slug'] });
       const target = `${project?.slug ?? '-'}.${this.config.appsDomain}`.toLowerCase();
       const findings = await this.lookup(domain.hostname);
-      const holder = await em.findOne(Domain, { ownedHostname: domain.hostname, id: { $ne: id } }, { fields: ['id', 'token'], disableIdentityMap: true });
+      const holder = await em.findOne(
+        Domain,
+        { ownedHostname: domain.hostname, id: { $ne: id } },
+        { fields: ['id', 'token', 'projectId'], disableIdentityMap: true },
+      );
       const checkedAt = this.clock.now();
-      const schedule = { checkSeconds: this.config.domainCheckSeconds, maxSeconds: this.config.domainCheckMaxSeconds, activeSeconds: this.config.domainActiveCheckSeconds };
+      const schedule = {
+        checkSeconds: this.config.domainCheckSeconds,
+        maxSeconds: this.config.domainCheckMaxSeconds,
+        activeSeconds: this.config.domainActiveCheckSeconds,
+      };
       let outcome = afterCheck({ ...domain, target }, findings, checkedAt, schedule, holder?.token ?? null);
       const expired = domain.createdAt.getTime() + this.config.domainPendingTtlSeconds * 1000 <= checkedAt.getTime();
       if (opts.onlyDue && outcome.status === 'pending' && expired) {
@@ -85,24 +120,56 @@ export class DomainChecker {
       }
       const holds = HOLDING_STATES.includes(outcome.status);
       // This domain proved control while another held the name without its token in the record: it takes the name over.
-      if (holds && holder) await em.nativeUpdate(Domain, { id: holder.id, ownedHostname: domain.hostname }, this.failed(displacedMessage(domain.hostname)));
+      if (holds && holder)
+        await em.nativeUpdate(
+          Domain,
+          { id: holder.id, ownedHostname: domain.hostname },
+          this.failed(displacedMessage(domain.hostname)),
+        );
       const write = (o: CheckOutcome) =>
-        em.nativeUpdate(Domain, { id, claimedBy: claim }, { ...o, ownedHostname: HOLDING_STATES.includes(o.status) ? domain.hostname : null, claimedBy: null, claimedUntil: null, updatedAt: this.clock.now() });
+        em.nativeUpdate(
+          Domain,
+          { id, claimedBy: claim },
+          {
+            ...o,
+            ownedHostname: HOLDING_STATES.includes(o.status) ? domain.hostname : null,
+            claimedBy: null,
+            claimedUntil: null,
+            updatedAt: this.clock.now(),
+          },
+        );
       let written: number;
       try {
         written = await write(outcome);
       } catch (err) {
         if (!(err instanceof UniqueConstraintViolationException)) throw err;
         // Another project's check got the name between our look and our write: it was first.
-        outcome = { ...outcome, status: 'failed', message: lostMessage(domain.hostname), verifiedAt: domain.verifiedAt, activatedAt: domain.activatedAt };
+        outcome = {
+          ...outcome,
+          status: 'failed',
+          message: lostMessage(domain.hostname),
+          verifiedAt: domain.verifiedAt,
+          activatedAt: domain.activatedAt,
+        };
         written = await write(outcome);
       }
       if (written !== 1) return null;
+      // The edges stop or start serving the name: this project's, and a displaced holder's.
+      if (outcome.status !== domain.status) await routesChanged(this.changes, domain.projectId);
+      if (holds && holder) await routesChanged(this.changes, holder.projectId);
       if (holds && !domain.ownedHostname) {
         // The name is this project's now: every other claim of it fails, with the reason.
-        await em.nativeUpdate(Domain, { hostname: domain.hostname, id: { $ne: id }, status: { $nin: ['failed', ...HOLDING_STATES] } }, this.failed(lostMessage(domain.hostname)));
+        await em.nativeUpdate(
+          Domain,
+          { hostname: domain.hostname, id: { $ne: id }, status: { $nin: ['failed', ...HOLDING_STATES] } },
+          this.failed(lostMessage(domain.hostname)),
+        );
       }
-      return Object.assign(domain, outcome, { ownedHostname: holds ? domain.hostname : null, claimedBy: null, claimedUntil: null });
+      return Object.assign(domain, outcome, {
+        ownedHostname: holds ? domain.hostname : null,
+        claimedBy: null,
+        claimedUntil: null,
+      });
     } catch (err) {
       await em.nativeUpdate(Domain, { id, claimedBy: claim }, { claimedBy: null, claimedUntil: null });
       throw err;
@@ -111,12 +178,23 @@ export class DomainChecker {
 
   /** What a domain that lost its hostname (or never got it) is written with. */
   private failed(message: string) {
-    return { status: 'failed', message, ownedHostname: null, failures: 0, claimedBy: null, claimedUntil: null, updatedAt: this.clock.now() };
+    return {
+      status: 'failed',
+      message,
+      ownedHostname: null,
+      failures: 0,
+      claimedBy: null,
+      claimedUntil: null,
+      updatedAt: this.clock.now(),
+    };
   }
 
   private async lookup(hostname: string): Promise<Findings> {
     try {
-      const [txt, cname] = await Promise.all([this.dns.resolveTxt(challengeName(hostname)), this.dns.resolveCname(hostname)]);
+      const [txt, cname] = await Promise.all([
+        this.dns.resolveTxt(challengeName(hostname)),
+        this.dns.resolveCname(hostname),
+      ]);
       return { ok: true, txt, cname };
     } catch (err) {
       if (err instanceof DnsLookupError) return { ok: false, reason: err.reason };

@@ -13,10 +13,14 @@ import type { ProjectService } from '../projects/project-service.js';
 import type { DomainChecker } from './domain-checker.js';
 import { domainView, type DomainView } from './domain-view.js';
 import { checkHostname } from './hostname-rules.js';
+import { token } from '../tokens.js';
 
-export const DOMAIN_SERVICE = Symbol.for('hoist.DomainService');
+export const DOMAIN_SERVICE = token<DomainService>('hoist.DomainService');
 
-type Settings = Pick<HoistConfig, 'appsDomain' | 'publicUrl' | 'appsScheme' | 'appsPort' | 'edgePort' | 'domainCheckSeconds'>;
+type Settings = Pick<
+  HoistConfig,
+  'appsDomain' | 'publicUrl' | 'appsScheme' | 'appsPort' | 'edgePort' | 'domainCheckSeconds'
+>;
 
 /** A project's customer subdomains: list, add, read, check now, remove. */
 export class DomainService {
@@ -32,7 +36,9 @@ export class DomainService {
   /** The project's domains, oldest first; not_found for another account's project. */
   async list(accountId: string, projectId: string): Promise<DomainView[]> {
     const project = await this.projects.get(accountId, projectId);
-    const rows = await this.em.fork().find(Domain, { projectId: project.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const rows = await this.em
+      .fork()
+      .find(Domain, { projectId: project.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
     return rows.map((d) => domainView(this.config, d, project.slug));
   }
 
@@ -45,7 +51,10 @@ export class DomainService {
    */
   async add(accountId: string, projectId: string, hostname: unknown): Promise<DomainView> {
     const project = await this.projects.get(accountId, projectId);
-    const name = checkHostname(hostname, { appsDomain: this.config.appsDomain, apiHost: URL.parse(this.config.publicUrl ?? '')?.hostname });
+    const name = checkHostname(hostname, {
+      appsDomain: this.config.appsDomain,
+      apiHost: URL.parse(this.config.publicUrl ?? '')?.hostname,
+    });
     // Under the account's lock: concurrent adds cannot pass the plan's count together.
     const domain = await underOwnerLock(this.em, Account, accountId, async (tx) => {
       await this.entitlements.assertWithin(accountId, 'customer_subdomains', await tx.count(Domain, { accountId }));
@@ -59,7 +68,9 @@ export class DomainService {
         hostname: name,
         token: `hoist-${randomBytes(20).toString('hex')}`,
         message: held
-          ? `${name} is in use by another project: it becomes this project's once the TXT record holds this domain's token and no longer the other's. Add both records, then call verify or wait for the next check.`
+          ? `${name} is in use by another project: it becomes this project's once the TXT ` +
+            `record holds this domain's token and no longer the other's. Add both records, ` +
+            `then call verify or wait for the next check.`
           : 'Waiting for the DNS records: add both, then call verify or wait for the next check.',
         nextCheckAt: new Date(now.getTime() + this.config.domainCheckSeconds * 1000),
         createdAt: now,
@@ -90,11 +101,11 @@ export class DomainService {
   async verify(accountId: string, projectId: string, domainId: string): Promise<DomainView> {
     const project = await this.projects.get(accountId, projectId);
     const domain = await this.row(project.id, domainId);
-    const deadline = Date.now() + this.checker.leaseMs;
+    const deadline = this.clock.now().getTime() + this.checker.leaseMs;
     for (;;) {
       const checked = await this.checker.check(domain.id);
       if (checked) return domainView(this.config, checked, project.slug);
-      if (Date.now() > deadline) break;
+      if (this.clock.now().getTime() > deadline) break;
       await sleep(100);
     }
     return domainView(this.config, await this.row(project.id, domainId), project.slug);
@@ -105,6 +116,7 @@ export class DomainService {
     const project = await this.projects.get(accountId, projectId);
     const n = isUuid(domainId) ? await this.em.fork().nativeDelete(Domain, { id: domainId, projectId: project.id }) : 0;
     if (n === 0) throw notFound('Domain');
+    await this.projects.routesChanged(project.id);
   }
 
   private async row(projectId: string, domainId: string): Promise<Domain> {
@@ -114,6 +126,10 @@ export class DomainService {
   }
 
   private taken(hostname: string, domainId: string | null) {
-    return conflict(`${hostname} is already a domain of this project`, { field: 'hostname', hostname, ...(domainId && { domain_id: domainId }) });
+    return conflict(`${hostname} is already a domain of this project`, {
+      field: 'hostname',
+      hostname,
+      ...(domainId && { domain_id: domainId }),
+    });
   }
 }

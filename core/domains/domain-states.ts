@@ -25,9 +25,12 @@ export type DomainState = (typeof DOMAIN_STATES)[number];
 export const HOLDING_STATES: readonly DomainState[] = ['verified', 'active', 'misconfigured'];
 
 export const STATES_TEXT =
-  'pending (waiting for the TXT record), verified (TXT record found, CNAME not yet), active (both records right: served), ' +
-  'misconfigured (was verified, a later check found a record gone or wrong: not served until the records are right again), ' +
-  'failed (another project holds the hostname; message says why: not served, not checked on its own, verify checks again)';
+  'pending (waiting for the TXT record), verified (TXT record found, CNAME not ' +
+  'yet), active (both records right: served), ' +
+  'misconfigured (was verified, a later check found a record gone or wrong: not ' +
+  'served until the records are right again), ' +
+  'failed (another project holds the hostname; message says why: not served, not ' +
+  'checked on its own, verify checks again)';
 
 /** What a check found in DNS. */
 export type Findings =
@@ -70,12 +73,16 @@ export const challengeName = (hostname: string) => `_hoist-challenge.${hostname}
 /** Why a claim failed: another project proved control of the hostname first. */
 export const lostMessage = (hostname: string) =>
   `${hostname} was verified by another project first, so this domain is not served or checked any more. ` +
-  `If you control the name, make the TXT record at ${challengeName(hostname)} hold this domain's token (and not the other's), then call verify to take it over; or remove this domain.`;
+  `If you control the name, make the TXT record at ${challengeName(hostname)} hold ` +
+  `this domain's token (and not the other's), then call verify to take it over; or ` +
+  `remove this domain.`;
 
 /** Why a domain that held its hostname failed: another project proved control since. */
 export const displacedMessage = (hostname: string) =>
-  `Another project proved control of ${hostname}: the TXT record at ${challengeName(hostname)} holds its token and no longer this domain's. ` +
-  'This domain is not served or checked any more; put its token back (alone) and call verify to take the name back, or remove it.';
+  `Another project proved control of ${hostname}: the TXT record at ` +
+  `${challengeName(hostname)} holds its token and no longer this domain's. ` +
+  'This domain is not served or checked any more; put its token back (alone) and ' +
+  'call verify to take the name back, or remove it.';
 
 /**
  * The state a domain moves to after a check at `now` that found `f`, and when to check it next.
@@ -83,17 +90,30 @@ export const displacedMessage = (hostname: string) =>
  * the TXT record holds it too, this domain cannot get the name (failed); when it does not, this
  * one takes the name over as if it were free.
  */
-export function afterCheck(d: DomainFacts, f: Findings, now: Date, s: CheckSchedule, holderToken: string | null = null): CheckOutcome {
+export function afterCheck(
+  d: DomainFacts,
+  f: Findings,
+  now: Date,
+  s: CheckSchedule,
+  holderToken: string | null = null,
+): CheckOutcome {
   const later = (failures: number, status: string) => {
-    const seconds = status === 'active' ? s.activeSeconds : Math.min(s.checkSeconds * 2 ** Math.min(failures, 30), s.maxSeconds);
+    const seconds =
+      status === 'active' ? s.activeSeconds : Math.min(s.checkSeconds * 2 ** Math.min(failures, 30), s.maxSeconds);
     return new Date(now.getTime() + seconds * 1000);
   };
   if (!f.ok) {
     const failures = d.failures + 1;
-    const seconds = Math.min(s.checkSeconds * 2 ** Math.min(failures - 1, 30), s.maxSeconds, d.status === 'active' ? s.activeSeconds : Infinity);
+    const seconds = Math.min(
+      s.checkSeconds * 2 ** Math.min(failures - 1, 30),
+      s.maxSeconds,
+      d.status === 'active' ? s.activeSeconds : Infinity,
+    );
     return {
       status: d.status as DomainState,
-      message: `The DNS lookup failed (${f.reason}); the records are checked again later and the domain keeps its state until then.`,
+      message:
+        `The DNS lookup failed (${f.reason}); the records are checked again later and the ` +
+        `domain keeps its state until then.`,
       failures,
       verifiedAt: d.verifiedAt,
       activatedAt: d.activatedAt,
@@ -107,12 +127,17 @@ export function afterCheck(d: DomainFacts, f: Findings, now: Date, s: CheckSched
   if (!txtOk) {
     problems.push(
       f.txt.length
-        ? `The TXT record at ${challengeName(d.hostname)} holds ${f.txt.map((t) => JSON.stringify(t)).join(', ')}, not the token ${d.token}.`
+        ? `The TXT record at ${challengeName(d.hostname)} holds ` +
+            `${f.txt.map((t) => JSON.stringify(t)).join(', ')}, not the token ${d.token}.`
         : `No TXT record at ${challengeName(d.hostname)}: add one holding ${d.token}.`,
     );
   }
   if (!cnameOk) {
-    problems.push(f.cname.length ? `${d.hostname} is a CNAME for ${f.cname.join(', ')}, not ${d.target}.` : `No CNAME record at ${d.hostname}: point it at ${d.target}.`);
+    problems.push(
+      f.cname.length
+        ? `${d.hostname} is a CNAME for ${f.cname.join(', ')}, not ${d.target}.`
+        : `No CNAME record at ${d.hostname}: point it at ${d.target}.`,
+    );
   }
   const held = txtOk && holderToken !== null && f.txt.includes(holderToken);
   let status: DomainState;
@@ -121,8 +146,12 @@ export function afterCheck(d: DomainFacts, f: Findings, now: Date, s: CheckSched
     status = 'failed';
     problems.unshift(
       held
-        ? `${d.hostname} is held by another project whose token is in the TXT record at ${challengeName(d.hostname)} too: remove that one (keep ${d.token}) and call verify to take the name over.`
-        : `This domain lost ${d.hostname} to another project and is not checked on its own any more: call verify once the TXT record at ${challengeName(d.hostname)} holds ${d.token}.`,
+        ? `${d.hostname} is held by another project whose token is in the TXT record at ` +
+            `${challengeName(d.hostname)} too: remove that one (keep ${d.token}) and call ` +
+            `verify to take the name over.`
+        : `This domain lost ${d.hostname} to another project and is not checked on its own ` +
+            `any more: call verify once the TXT record at ${challengeName(d.hostname)} holds ` +
+            `${d.token}.`,
     );
   } else if (txtOk && cnameOk) status = 'active';
   else if (d.activatedAt || (d.verifiedAt && !txtOk)) status = 'misconfigured';

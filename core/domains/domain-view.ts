@@ -30,7 +30,11 @@ export interface DomainView {
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** The API shape of `domain` of the project with `slug`. */
-export function domainView(config: Pick<HoistConfig, 'appsDomain' | 'appsScheme' | 'appsPort' | 'edgePort'>, domain: Domain, slug: string): DomainView {
+export function domainView(
+  config: Pick<HoistConfig, 'appsDomain' | 'appsScheme' | 'appsPort' | 'edgePort'>,
+  domain: Domain,
+  slug: string,
+): DomainView {
   return {
     id: domain.id,
     project_id: domain.projectId,
@@ -43,9 +47,16 @@ export function domainView(config: Pick<HoistConfig, 'appsDomain' | 'appsScheme'
         type: 'TXT',
         name: challengeName(domain.hostname),
         value: domain.token,
-        purpose: 'Proves you control the name. Keep it: it is checked again, and the domain stops being served when it is gone.',
+        purpose:
+          'Proves you control the name. Keep it: it is checked again, and the domain stops ' +
+          'being served when it is gone.',
       },
-      { type: 'CNAME', name: domain.hostname, value: `${slug}.${config.appsDomain}`, purpose: 'Sends the visitors of the name to the project.' },
+      {
+        type: 'CNAME',
+        name: domain.hostname,
+        value: `${slug}.${config.appsDomain}`,
+        purpose: 'Sends the visitors of the name to the project.',
+      },
     ],
     verified_at: iso(domain.verifiedAt),
     last_checked_at: iso(domain.lastCheckedAt),

@@ -10,7 +10,7 @@ export class AccessCode {
   /** Tries made so far; the code is dead after the fifth. */
   attempts: number = 0;
   expiresAt!: Date;
-  createdAt: Date = new Date();
+  createdAt!: Date;
 }
 
 export const AccessCodeSchema = new EntitySchema<AccessCode>({

@@ -7,7 +7,7 @@ export class AccessGrant {
   projectId!: string;
   /** Trimmed and lower-cased. */
   email!: string;
-  createdAt: Date = new Date();
+  createdAt!: Date;
 }
 
 export const AccessGrantSchema = new EntitySchema<AccessGrant>({

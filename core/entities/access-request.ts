@@ -9,7 +9,7 @@ export class AccessRequest {
   message: string | null = null;
   /** `pending` or `approved`. */
   status: string = 'pending';
-  createdAt: Date = new Date();
+  createdAt!: Date;
   approvedAt: Date | null = null;
 }
 

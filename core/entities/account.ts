@@ -10,8 +10,8 @@ export class Account {
   billingCategory: string = 'individual';
   /** Subscription state: `active`, `past_due` or `canceled`. */
   subscriptionStatus: string = 'active';
-  createdAt: Date = new Date();
-  updatedAt: Date = new Date();
+  createdAt!: Date;
+  updatedAt!: Date;
 }
 
 export const AccountSchema = new EntitySchema<Account>({
@@ -24,6 +24,6 @@ export const AccountSchema = new EntitySchema<Account>({
     billingCategory: { type: 'string', length: 32 },
     subscriptionStatus: { type: 'string', length: 32 },
     createdAt: { type: 'datetime' },
-    updatedAt: { type: 'datetime', onUpdate: () => new Date() },
+    updatedAt: { type: 'datetime' },
   },
 });

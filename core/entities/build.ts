@@ -18,13 +18,19 @@ export class Build {
   operationId!: string;
   /** `running`, `succeeded`, `failed` or `canceled`. */
   status: string = 'running';
+  /** Storage key of the artifact: a packed build output, or the upload itself when nothing was built. */
   artifactKey: string | null = null;
+  /**
+   * The folder of the artifact ZIP that is the release's root, as Archive.inspect's `rootDirectory`
+   * (after its one top-level folder is unwrapped); null for the whole ZIP. Set when the upload is the artifact.
+   */
+  artifactRoot: string | null = null;
   artifactSha256: string | null = null;
   artifactSize: number | null = null;
   logKey: string | null = null;
   log: LogSummary = { lastLines: [], warnings: 0, errors: 0, bytes: 0 };
   error: { code: string; message: string } | null = null;
-  createdAt: Date = new Date();
+  createdAt!: Date;
   finishedAt: Date | null = null;
 }
 
@@ -40,6 +46,7 @@ export const BuildSchema = new EntitySchema<Build>({
     operationId: { type: 'uuid', index: true },
     status: { type: 'string', length: 16 },
     artifactKey: { type: 'string', length: 300, nullable: true },
+    artifactRoot: { type: 'string', length: 1100, nullable: true },
     artifactSha256: { type: 'string', length: 64, nullable: true },
     artifactSize: { type: 'integer', nullable: true },
     logKey: { type: 'string', length: 300, nullable: true },

@@ -1,8 +1,8 @@
 import { EntitySchema } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
+import type { ReleaseTarget } from '../ports/deployer.js';
 
-/** Where the edge sends a live deployment's traffic. */
-export type ReleaseTarget = { kind: 'static'; root: string } | { kind: 'http'; url: string };
+export type { ReleaseTarget };
 
 /** One run of the Deploy stage: a release of a build, live or not. */
 export class Deployment {
@@ -17,9 +17,11 @@ export class Deployment {
   target: ReleaseTarget | null = null;
   url: string | null = null;
   error: { code: string; message: string } | null = null;
-  createdAt: Date = new Date();
+  createdAt!: Date;
   liveAt: Date | null = null;
   endedAt: Date | null = null;
+  /** When retention pruned it: its release directory or image is gone, and it can no longer be promoted. */
+  prunedAt: Date | null = null;
 }
 
 export const DeploymentSchema = new EntitySchema<Deployment>({
@@ -40,5 +42,6 @@ export const DeploymentSchema = new EntitySchema<Deployment>({
     createdAt: { type: 'datetime' },
     liveAt: { type: 'datetime', nullable: true },
     endedAt: { type: 'datetime', nullable: true },
+    prunedAt: { type: 'datetime', nullable: true },
   },
 });

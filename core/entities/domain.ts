@@ -25,13 +25,13 @@ export class Domain {
   /** First time the domain went active; from then on a failed check makes it misconfigured. */
   activatedAt: Date | null = null;
   lastCheckedAt: Date | null = null;
-  nextCheckAt: Date = new Date();
+  nextCheckAt!: Date;
   /** A checker holds the domain until then (set by conditional update, so one checker at a time). */
   claimedUntil: Date | null = null;
   /** Random id of the claim's holder: its result is written only while it still holds the claim. */
   claimedBy: string | null = null;
-  createdAt: Date = new Date();
-  updatedAt: Date = new Date();
+  createdAt!: Date;
+  updatedAt!: Date;
 }
 
 export const DomainSchema = new EntitySchema<Domain>({

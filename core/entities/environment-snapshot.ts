@@ -10,7 +10,7 @@ export class EnvironmentSnapshot {
   projectId!: string;
   /** Null when the project had no variables. */
   sealed: string | null = null;
-  createdAt: Date = new Date();
+  createdAt!: Date;
 }
 
 export const EnvironmentSnapshotSchema = new EntitySchema<EnvironmentSnapshot>({

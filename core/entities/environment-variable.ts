@@ -11,8 +11,8 @@ export class EnvironmentVariable {
   ciphertext!: string;
   /** Keyed digest of the value (HMAC-SHA-256 under a key derived from the project's data key). */
   digest!: string;
-  createdAt: Date = new Date();
-  updatedAt: Date = new Date();
+  createdAt!: Date;
+  updatedAt!: Date;
 }
 
 export const EnvironmentVariableSchema = new EntitySchema<EnvironmentVariable>({

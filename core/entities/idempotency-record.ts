@@ -7,7 +7,7 @@ export class IdempotencyRecord {
   requestHash!: string;
   status!: number;
   body!: unknown;
-  createdAt: Date = new Date();
+  createdAt!: Date;
 }
 
 export const IdempotencyRecordSchema = new EntitySchema<IdempotencyRecord>({

@@ -3,16 +3,15 @@ import { AccessGrantSchema } from './access-grant.js';
 import { AccessRequestSchema } from './access-request.js';
 import { AccountSchema } from './account.js';
 import { BuildSchema } from './build.js';
+import { BuildLogChunkSchema } from './build-log-chunk.js';
 import { DeploymentSchema } from './deployment.js';
 import { EnvironmentSnapshotSchema } from './environment-snapshot.js';
 import { EnvironmentVariableSchema } from './environment-variable.js';
 import { DomainSchema } from './domain.js';
 import { IdempotencyRecordSchema } from './idempotency-record.js';
-import { JobRowSchema } from './job.js';
 import { VersionSchema } from './version.js';
 import { OneTimeTokenSchema } from './one-time-token.js';
 import { OperationSchema } from './operation.js';
-import { OutboxMailSchema } from './outbox-mail.js';
 import { ProjectSchema } from './project.js';
 import { ProjectKeySchema } from './project-key.js';
 import { RateHitSchema } from './rate-hit.js';
@@ -20,7 +19,11 @@ import { SessionSchema } from './session.js';
 import { UserSchema } from './user.js';
 import { UploadSessionSchema } from './upload-session.js';
 
-/** Every entity schema; the database adapter registers these. */
+/**
+ * Every entity schema of core; the database opens with these and the plugins' own (PluginDefinition.entities).
+ * Timestamps (`createdAt`, `updatedAt`) have no default: whoever creates or changes a row sets them from the
+ * Clock port, so a test's clock is the time every record shows.
+ */
 export const entities = [
   AccountSchema,
   UserSchema,
@@ -29,11 +32,10 @@ export const entities = [
   AccessRequestSchema,
   ProjectSchema,
   OperationSchema,
-  OutboxMailSchema,
   RateHitSchema,
-  JobRowSchema,
   VersionSchema,
   BuildSchema,
+  BuildLogChunkSchema,
   DeploymentSchema,
   IdempotencyRecordSchema,
   UploadSessionSchema,

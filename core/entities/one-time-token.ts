@@ -11,7 +11,7 @@ export class OneTimeToken {
   tokenHash!: string;
   expiresAt!: Date;
   usedAt: Date | null = null;
-  createdAt: Date = new Date();
+  createdAt!: Date;
 }
 
 export const OneTimeTokenSchema = new EntitySchema<OneTimeToken>({

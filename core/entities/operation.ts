@@ -6,7 +6,7 @@ export class Operation {
   id: string = randomUUID();
   accountId!: string;
   projectId: string | null = null;
-  /** `deploy` or `delete_project`. */
+  /** `deploy`, `promote` or `delete_project`. */
   kind!: string;
   /** `queued`, `running`, `succeeded`, `failed` or `canceled`. */
   status: string = 'queued';
@@ -18,15 +18,34 @@ export class Operation {
   revision: number = 0;
   /** The version a deployment operation ships. */
   versionId: string | null = null;
-  createdAt: Date = new Date();
-  updatedAt: Date = new Date();
+  /** What started a deployment: `upload`, `upload_session`, `promote` or `retry` (null: before it was recorded). */
+  source: string | null = null;
+  /** Who started it (null: not recorded, e.g. an operation older than the field). */
+  startedBy: StartedBy | null = null;
+  createdAt!: Date;
+  updatedAt!: Date;
   finishedAt: Date | null = null;
+}
+
+/** The kinds of operation that run a deployment chain (Analyze → Build → Deploy, or Deploy alone for a promote). */
+export const CHAIN_KINDS = ['deploy', 'promote'];
+
+/** The user (and the e-mail it had then) who started an operation. */
+export interface StartedBy {
+  user_id: string;
+  email: string;
 }
 
 export const OperationSchema = new EntitySchema<Operation>({
   class: Operation,
   tableName: 'operations',
-  indexes: [{ properties: ['projectId', 'status'] }, { properties: ['accountId'] }],
+  // (accountId | projectId, createdAt, id): GET /operations pages newest first by keyset, per account or project.
+  indexes: [
+    { properties: ['projectId', 'status'] },
+    { properties: ['accountId'] },
+    { properties: ['accountId', 'createdAt', 'id'] },
+    { properties: ['projectId', 'createdAt', 'id'] },
+  ],
   properties: {
     id: { type: 'uuid', primary: true },
     accountId: { type: 'uuid' },
@@ -37,9 +56,11 @@ export const OperationSchema = new EntitySchema<Operation>({
     error: { type: 'json', nullable: true },
     state: { type: 'json', nullable: true },
     revision: { type: 'integer' },
+    source: { type: 'string', length: 16, nullable: true },
+    startedBy: { type: 'json', nullable: true },
     versionId: { type: 'uuid', nullable: true },
     createdAt: { type: 'datetime' },
-    updatedAt: { type: 'datetime', onUpdate: () => new Date() },
+    updatedAt: { type: 'datetime' },
     finishedAt: { type: 'datetime', nullable: true },
   },
 });

@@ -5,8 +5,8 @@ export class ProjectKey {
   projectId!: string;
   keyId!: string;
   wrapped!: string;
-  createdAt: Date = new Date();
-  updatedAt: Date = new Date();
+  createdAt!: Date;
+  updatedAt!: Date;
 }
 
 export const ProjectKeySchema = new EntitySchema<ProjectKey>({

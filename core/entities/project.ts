@@ -31,8 +31,8 @@ export class Project {
   liveDeploymentId: string | null = null;
   /** The deployment chain now running; set by compare-and-set, so only one chain runs per project. */
   activeOperationId: string | null = null;
-  createdAt: Date = new Date();
-  updatedAt: Date = new Date();
+  createdAt!: Date;
+  updatedAt!: Date;
 }
 
 export const ProjectSchema = new EntitySchema<Project>({
@@ -51,6 +51,6 @@ export const ProjectSchema = new EntitySchema<Project>({
     liveDeploymentId: { type: 'uuid', nullable: true },
     activeOperationId: { type: 'uuid', nullable: true },
     createdAt: { type: 'datetime' },
-    updatedAt: { type: 'datetime', onUpdate: () => new Date() },
+    updatedAt: { type: 'datetime' },
   },
 });

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 export class Session {
   id: string = randomUUID();
   userId!: string;
-  createdAt: Date = new Date();
+  createdAt!: Date;
   expiresAt!: Date;
   revokedAt: Date | null = null;
   userAgent: string | null = null;

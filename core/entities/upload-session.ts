@@ -5,7 +5,10 @@ import type { UploadOptions } from './version.js';
 /** How the ZIP reaches an upload session: one multipart POST through the API, or resumable chunks. */
 export type UploadTransport = 'proxied_multipart' | 'direct_storage_resumable';
 
-export const UPLOAD_TRANSPORTS = ['proxied_multipart', 'direct_storage_resumable'] as const satisfies readonly UploadTransport[];
+export const UPLOAD_TRANSPORTS = [
+  'proxied_multipart',
+  'direct_storage_resumable',
+] as const satisfies readonly UploadTransport[];
 
 /**
  * A received piece of a resumable upload, in upload order. Local storage keeps each as the object
@@ -48,7 +51,7 @@ export class UploadSession {
   expiresAt!: Date;
   /** Set once, by compare-and-set, when the URL is spent. */
   usedAt: Date | null = null;
-  createdAt: Date = new Date();
+  createdAt!: Date;
 }
 
 export const UploadSessionSchema = new EntitySchema<UploadSession>({

@@ -10,7 +10,7 @@ export class User {
   /** argon2id hash; null until a password is set (approved access requests). */
   passwordHash: string | null = null;
   emailVerifiedAt: Date | null = null;
-  createdAt: Date = new Date();
+  createdAt!: Date;
 }
 
 export const UserSchema = new EntitySchema<User>({

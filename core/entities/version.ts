@@ -22,7 +22,7 @@ export class Version {
   options: UploadOptions = {};
   /** The Analyze result (runtime, framework, output dir, file count, sizes, warnings, reasons). */
   analysis: Record<string, unknown> | null = null;
-  createdAt: Date = new Date();
+  createdAt!: Date;
 }
 
 export const VersionSchema = new EntitySchema<Version>({

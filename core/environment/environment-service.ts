@@ -5,13 +5,14 @@ import { EnvironmentVariable } from '../entities/environment-variable.js';
 import { Project } from '../entities/project.js';
 import { underOwnerLock } from '../billing/owner-lock.js';
 import { ProjectKey } from '../entities/project-key.js';
-import { invalid, notFound } from '../errors.js';
-import { StageError } from '../operations/stage-error.js';
+import { invalid, notFound, StageError } from '../errors.js';
 import { DecryptError, type Cipher, type WrappedKey } from '../ports/cipher.js';
+import type { Clock } from '../ports/clock.js';
 import type { ProjectService } from '../projects/project-service.js';
 import { checkName, checkScope, checkValue, type Scope } from './variable-rules.js';
+import { token } from '../tokens.js';
 
-export const ENVIRONMENT_SERVICE = Symbol.for('hoist.EnvironmentService');
+export const ENVIRONMENT_SERVICE = token<EnvironmentService>('hoist.EnvironmentService');
 
 /** A variable as the API shows it: never its value. */
 export interface VariableView {
@@ -52,12 +53,15 @@ export class EnvironmentService {
     private readonly cipher: Cipher,
     private readonly projects: ProjectService,
     private readonly entitlements: EntitlementService,
+    private readonly clock: Clock,
   ) {}
 
   /** The project's variables by name; not_found for another account's project. */
   async list(accountId: string, projectId: string): Promise<VariableView[]> {
     const project = await this.projects.get(accountId, projectId);
-    const rows = await this.em.fork().find(EnvironmentVariable, { projectId: project.id }, { orderBy: { name: 'asc' } });
+    const rows = await this.em
+      .fork()
+      .find(EnvironmentVariable, { projectId: project.id }, { orderBy: { name: 'asc' } });
     return rows.map(view);
   }
 
@@ -65,7 +69,11 @@ export class EnvironmentService {
    * Creates or replaces one variable. Throws invalid_request (name, value, scope), plan_restricted
    * (environment_value_bytes; environment_variables_per_project when it adds one) or not_found.
    */
-  async set(accountId: string, projectId: string, input: { name: string; value: unknown; scope?: unknown }): Promise<{ variable: VariableView; created: boolean }> {
+  async set(
+    accountId: string,
+    projectId: string,
+    input: { name: string; value: unknown; scope?: unknown },
+  ): Promise<{ variable: VariableView; created: boolean }> {
     const name = checkName(input.name);
     const value = checkValue(name, input.value);
     const scope = checkScope(name, input.scope);
@@ -74,14 +82,23 @@ export class EnvironmentService {
     const sealed = await this.seal(this.em, project.id, { name, value, scope });
     // Under the project's lock: the count and the insert cannot interleave with another set.
     return underOwnerLock(this.em, Project, project.id, async (tx) => {
-      const now = new Date();
+      const now = this.clock.now();
       const row = await tx.findOne(EnvironmentVariable, { projectId: project.id, name });
       if (row) {
         await tx.nativeUpdate(EnvironmentVariable, { id: row.id }, { ...sealed, updatedAt: now });
         return { variable: view(Object.assign(row, sealed, { updatedAt: now })), created: false };
       }
-      await this.entitlements.assertWithin(accountId, 'environment_variables_per_project', await tx.count(EnvironmentVariable, { projectId: project.id }));
-      const fresh = Object.assign(new EnvironmentVariable(), { projectId: project.id, ...sealed, createdAt: now, updatedAt: now });
+      await this.entitlements.assertWithin(
+        accountId,
+        'environment_variables_per_project',
+        await tx.count(EnvironmentVariable, { projectId: project.id }),
+      );
+      const fresh = Object.assign(new EnvironmentVariable(), {
+        projectId: project.id,
+        ...sealed,
+        createdAt: now,
+        updatedAt: now,
+      });
       await tx.insert(fresh);
       return { variable: view(fresh), created: true };
     });
@@ -107,7 +124,8 @@ export class EnvironmentService {
       // The parser's message quotes the text, which holds secrets: it is not passed on.
       throw invalid(`The ${field} part is not valid JSON: send an object {"NAME": "value", ...}`, { field });
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw invalid(`The ${field} part must be a JSON object {"NAME": "value", ...}`, { field });
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw invalid(`The ${field} part must be a JSON object {"NAME": "value", ...}`, { field });
     const vars: NewVariable[] = [];
     for (const [rawName, entry] of Object.entries(parsed)) {
       const name = checkName(rawName, `${field}.${rawName.slice(0, 100)}`);
@@ -116,11 +134,23 @@ export class EnvironmentService {
         vars.push({ name, value: checkValue(name, entry, at), scope: 'both' });
         continue;
       }
-      if (typeof entry !== 'object' || entry === null || Array.isArray(entry) || Object.keys(entry).some((k) => k !== 'value' && k !== 'scope')) {
-        throw invalid(`${name} must be a string or an object {"value": "...", "scope": "build|runtime|both"}`, { field: at, name });
+      if (
+        typeof entry !== 'object' ||
+        entry === null ||
+        Array.isArray(entry) ||
+        Object.keys(entry).some((k) => k !== 'value' && k !== 'scope')
+      ) {
+        throw invalid(`${name} must be a string or an object {"value": "...", "scope": "build|runtime|both"}`, {
+          field: at,
+          name,
+        });
       }
       const e = entry as { value?: unknown; scope?: unknown };
-      vars.push({ name, value: checkValue(name, e.value, `${at}.value`), scope: checkScope(name, e.scope, `${at}.scope`) });
+      vars.push({
+        name,
+        value: checkValue(name, e.value, `${at}.value`),
+        scope: checkScope(name, e.scope, `${at}.scope`),
+      });
     }
     await this.entitlements.assertWithin(accountId, 'environment_variables_per_project', 0, vars.length);
     for (const v of vars) await this.assertValueSize(accountId, v.value);
@@ -132,7 +162,11 @@ export class EnvironmentService {
     if (!vars.length) return;
     const em = this.em.fork();
     const rows: EnvironmentVariable[] = [];
-    for (const v of vars) rows.push(Object.assign(new EnvironmentVariable(), { projectId, ...(await this.seal(em, projectId, v)) }));
+    const now = this.clock.now();
+    for (const v of vars) {
+      const sealed = await this.seal(em, projectId, v);
+      rows.push(Object.assign(new EnvironmentVariable(), { projectId, ...sealed, createdAt: now, updatedAt: now }));
+    }
     await em.insertMany(rows);
   }
 
@@ -141,7 +175,9 @@ export class EnvironmentService {
     return this.scoped(operationId, projectId, 'build');
   }
 
-  /** The variables a deployment's release gets (scope runtime or both), from its snapshot (taken now if it has none). */
+  /**
+   * The variables a deployment's release gets (scope runtime or both), from its snapshot (taken now if it has none).
+   */
   async forRuntime(operationId: string, projectId: string): Promise<Record<string, string>> {
     return this.scoped(operationId, projectId, 'runtime');
   }
@@ -165,7 +201,11 @@ export class EnvironmentService {
     for (const row of await em.find(ProjectKey, { keyId: { $ne: current } })) {
       const next = await this.cipher.rewrap({ keyId: row.keyId, wrapped: row.wrapped });
       // Conditional on the old wrapping, so a concurrent re-wrap is never overwritten with an older one.
-      n += await em.nativeUpdate(ProjectKey, { projectId: row.projectId, keyId: row.keyId, wrapped: row.wrapped }, { keyId: next.keyId, wrapped: next.wrapped, updatedAt: new Date() });
+      n += await em.nativeUpdate(
+        ProjectKey,
+        { projectId: row.projectId, keyId: row.keyId, wrapped: row.wrapped },
+        { keyId: next.keyId, wrapped: next.wrapped, updatedAt: this.clock.now() },
+      );
     }
     return n;
   }
@@ -173,11 +213,16 @@ export class EnvironmentService {
   /** How many project data keys each master key wraps. */
   async keyUsage(): Promise<Record<string, number>> {
     const usage: Record<string, number> = {};
-    for (const row of await this.em.fork().find(ProjectKey, {}, { fields: ['keyId'] })) usage[row.keyId] = (usage[row.keyId] ?? 0) + 1;
+    for (const row of await this.em.fork().find(ProjectKey, {}, { fields: ['keyId'] }))
+      usage[row.keyId] = (usage[row.keyId] ?? 0) + 1;
     return usage;
   }
 
-  private async scoped(operationId: string, projectId: string, want: 'build' | 'runtime'): Promise<Record<string, string>> {
+  private async scoped(
+    operationId: string,
+    projectId: string,
+    want: 'build' | 'runtime',
+  ): Promise<Record<string, string>> {
     const vars = await this.snapshot(operationId, projectId);
     return Object.fromEntries(vars.filter((v) => v.scope === want || v.scope === 'both').map((v) => [v.name, v.value]));
   }
@@ -192,10 +237,15 @@ export class EnvironmentService {
       if (rows.length) {
         const key = await this.existingKey(em, projectId);
         const vars: NewVariable[] = [];
-        for (const r of rows) vars.push({ name: r.name, scope: r.scope as Scope, value: await this.open(key, r.name, r.ciphertext, valueAad(projectId, r.name)) });
+        for (const r of rows)
+          vars.push({
+            name: r.name,
+            scope: r.scope as Scope,
+            value: await this.open(key, r.name, r.ciphertext, valueAad(projectId, r.name)),
+          });
         sealed = await this.cipher.encrypt(key, JSON.stringify(vars), snapshotAad(projectId, operationId));
       }
-      snap = Object.assign(new EnvironmentSnapshot(), { operationId, projectId, sealed });
+      snap = Object.assign(new EnvironmentSnapshot(), { operationId, projectId, sealed, createdAt: this.clock.now() });
       try {
         await em.insert(snap);
       } catch (err) {
@@ -211,7 +261,9 @@ export class EnvironmentService {
     if (!snap.sealed) return [];
     if (snap.projectId !== projectId) throw undecryptable('(snapshot)', 'it belongs to another project');
     const key = await this.existingKey(this.em, projectId);
-    return JSON.parse(await this.open(key, '(snapshot)', snap.sealed, snapshotAad(projectId, operationId))) as NewVariable[];
+    return JSON.parse(
+      await this.open(key, '(snapshot)', snap.sealed, snapshotAad(projectId, operationId)),
+    ) as NewVariable[];
   }
 
   private async open(key: WrappedKey, name: string, sealed: string, aad: string): Promise<string> {
@@ -227,9 +279,18 @@ export class EnvironmentService {
     await this.entitlements.assertWithin(accountId, 'environment_value_bytes', Buffer.byteLength(value, 'utf8'), 0);
   }
 
-  private async seal(em: EntityManager, projectId: string, v: NewVariable): Promise<Pick<EnvironmentVariable, 'name' | 'scope' | 'ciphertext' | 'digest'>> {
+  private async seal(
+    em: EntityManager,
+    projectId: string,
+    v: NewVariable,
+  ): Promise<Pick<EnvironmentVariable, 'name' | 'scope' | 'ciphertext' | 'digest'>> {
     const key = await this.projectKey(em, projectId);
-    return { name: v.name, scope: v.scope, ciphertext: await this.cipher.encrypt(key, v.value, valueAad(projectId, v.name)), digest: await this.cipher.digest(key, v.value) };
+    return {
+      name: v.name,
+      scope: v.scope,
+      ciphertext: await this.cipher.encrypt(key, v.value, valueAad(projectId, v.name)),
+      digest: await this.cipher.digest(key, v.value),
+    };
   }
 
   private async existingKey(em: EntityManager, projectId: string): Promise<WrappedKey> {
@@ -244,7 +305,8 @@ export class EnvironmentService {
     if (row) return { keyId: row.keyId, wrapped: row.wrapped };
     const key = await this.cipher.createDataKey();
     try {
-      await em.fork().insert(Object.assign(new ProjectKey(), { projectId, ...key }));
+      const now = this.clock.now();
+      await em.fork().insert(Object.assign(new ProjectKey(), { projectId, ...key, createdAt: now, updatedAt: now }));
       return key;
     } catch (err) {
       if (!(err instanceof UniqueConstraintViolationException)) throw err;
@@ -257,8 +319,10 @@ export class EnvironmentService {
 function undecryptable(name: string, why: string, cause?: unknown): StageError {
   return new StageError(
     'environment_undecryptable',
-    `Environment variable ${name} does not decrypt (${why}): its stored value was not encrypted for this project and name, was altered, or its master key is missing. Set it again with PUT /api/v1/projects/{projectID}/environment/${name === '(all)' || name === '(snapshot)' ? '{name}' : name}.`,
-    false,
+    `Environment variable ${name} does not decrypt (${why}): its stored value was not ` +
+      `encrypted for this project and name, was altered, or its master key is missing. ` +
+      `Set it again with PUT ` +
+      `/api/v1/projects/{projectID}/environment/${name === '(all)' || name === '(snapshot)' ? '{name}' : name}.`,
     { name },
     { cause },
   );

@@ -14,17 +14,25 @@ export const RESERVED_PREFIXES = ['HOIST_', 'NPM_CONFIG_'] as const;
 
 /** The rules in words, for route documentation and error messages. */
 export const RULES_TEXT =
-  `Names follow POSIX rules (${NAME_PATTERN}, at most ${NAME_MAX} characters); ${RESERVED_NAMES.join(', ')} and names starting with ` +
+  `Names follow POSIX rules (${NAME_PATTERN}, at most ${NAME_MAX} characters); ` +
+  `${RESERVED_NAMES.join(', ')} and names starting with ` +
   `${RESERVED_PREFIXES.join(' or ')} (any case) are reserved. A value is text without NUL characters.`;
 
 /** Throws invalid_request (details.field and details.name) unless `name` is an allowed variable name. */
 export function checkName(name: unknown, field = 'name'): string {
   if (typeof name !== 'string' || name.length < 1 || name.length > NAME_MAX || !new RegExp(NAME_PATTERN).test(name)) {
-    throw invalid(`Variable name ${JSON.stringify(typeof name === 'string' ? name.slice(0, 100) : name)} is not allowed: use letters, digits and _, not starting with a digit, at most ${NAME_MAX} characters`, { field, name });
+    throw invalid(
+      `Variable name ` +
+        `${JSON.stringify(typeof name === 'string' ? name.slice(0, 100) : name)} is not ` +
+        `allowed: use letters, digits and _, not starting with a digit, at most ` +
+        `${NAME_MAX} characters`,
+      { field, name },
+    );
   }
   const upper = name.toUpperCase();
   if ((RESERVED_NAMES as readonly string[]).includes(name) || RESERVED_PREFIXES.some((p) => upper.startsWith(p))) {
-    throw invalid(`Variable name ${name} is reserved: Hoist sets it itself (reserved: ${RESERVED_NAMES.join(', ')}, ${RESERVED_PREFIXES.map((p) => `${p}*`).join(', ')})`, { field, name });
+    const reserved = [...RESERVED_NAMES, ...RESERVED_PREFIXES.map((p) => `${p}*`)].join(', ');
+    throw invalid(`Variable name ${name} is reserved: Hoist sets it itself (reserved: ${reserved})`, { field, name });
   }
   return name;
 }
@@ -32,13 +40,15 @@ export function checkName(name: unknown, field = 'name'): string {
 /** Throws invalid_request naming the variable (never echoing the value) unless `value` is text without NUL. */
 export function checkValue(name: string, value: unknown, field = 'value'): string {
   if (typeof value !== 'string') throw invalid(`The value of ${name} must be a string`, { field, name });
-  if (value.includes('\0')) throw invalid(`The value of ${name} contains a NUL character, which an environment cannot hold`, { field, name });
+  if (value.includes('\0'))
+    throw invalid(`The value of ${name} contains a NUL character, which an environment cannot hold`, { field, name });
   return value;
 }
 
 /** Throws invalid_request unless `scope` is build, runtime or both; absent means both. */
 export function checkScope(name: string, scope: unknown, field = 'scope'): Scope {
   if (scope === undefined) return 'both';
-  if (typeof scope !== 'string' || !(SCOPES as readonly string[]).includes(scope)) throw invalid(`The scope of ${name} must be one of ${SCOPES.join(', ')}`, { field, name });
+  if (typeof scope !== 'string' || !(SCOPES as readonly string[]).includes(scope))
+    throw invalid(`The scope of ${name} must be one of ${SCOPES.join(', ')}`, { field, name });
   return scope as Scope;
 }

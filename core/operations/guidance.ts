@@ -21,26 +21,49 @@ function silenceMs(state: OperationState, now: Date): number {
 }
 
 /** The recommended next step for the client; `operationId` fills the paths in the message. */
-export function recommendedNextStep(state: OperationState, now: Date, thresholdMs: number, operationId = '{operationID}'): NextStep {
+export function recommendedNextStep(
+  state: OperationState,
+  now: Date,
+  thresholdMs: number,
+  operationId = '{operationID}',
+): NextStep {
   const path = `/api/v1/operations/${operationId}`;
   const stage = state.current;
-  if (state.status === 'succeeded') return { action: 'none', message: 'The deployment succeeded; nothing is left to do.' };
+  if (state.status === 'succeeded')
+    return { action: 'none', message: 'The deployment succeeded; nothing is left to do.' };
   if (state.status === 'canceled') {
-    return { action: 'retry', message: `The deployment was canceled during the ${stage} stage; to resume it, retry with POST ${path}/retry (finished stages are reused).` };
+    return {
+      action: 'retry',
+      message:
+        `The deployment was canceled during the ${stage} stage; to resume it, retry with ` +
+        `POST ${path}/retry (finished stages are reused).`,
+    };
   }
   if (state.status === 'failed') {
     const error = state.error ?? { code: 'unknown', message: 'no reason was recorded' };
     const why = `The ${stage} stage failed (${error.code}: ${error.message})`;
     if (INPUT_ERROR_PREFIXES.some((p) => error.code.startsWith(p))) {
-      return { action: 'fix_input', message: `${why}. Fix the archive or the project settings and upload it again; a retry would fail the same way.` };
+      return {
+        action: 'fix_input',
+        message:
+          `${why}. Fix the archive or the project settings and upload it again; a retry ` + `would fail the same way.`,
+      };
     }
-    return { action: 'retry', message: `${why}. Fix the cause if it is in your code or settings, then retry with POST ${path}/retry (finished stages are reused).` };
+    return {
+      action: 'retry',
+      message:
+        `${why}. Fix the cause if it is in your code or settings, then retry with POST ` +
+        `${path}/retry (finished stages are reused).`,
+    };
   }
   const silence = silenceMs(state, now);
   if (silence > thresholdMs) {
     return {
       action: 'cancel',
-      message: `The ${stage} stage has sent no heartbeat for ${Math.round(silence / 1000)} s and may be stuck. Keep polling GET ${path} (a stalled job is redelivered to another worker), or cancel with POST ${path}/cancel and then retry.`,
+      message:
+        `The ${stage} stage has sent no heartbeat for ${Math.round(silence / 1000)} s and ` +
+        `may be stuck. Keep polling GET ${path} (a stalled job is redelivered to another ` +
+        `worker), or cancel with POST ${path}/cancel and then retry.`,
     };
   }
   return { action: 'poll', message: `Poll GET ${path} every 2–10 s until status is succeeded, failed or canceled.` };

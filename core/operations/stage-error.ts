@@ -1,22 +1,21 @@
-/**
- * Why a stage failed, shown in the operation's child state. `code` is stable (`archive_*`,
- * `analyze_*`, `build_*`, `deploy_*`); `retryable` is false when only a change of the input helps.
- */
-export class StageError extends Error {
-  override name = 'StageError';
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly retryable: boolean,
-    readonly details: Record<string, unknown> = {},
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
+import { StageError } from '../errors.js';
 
 /** System error codes a redelivery a few seconds later would meet again: a name, a path or a permission is at fault. */
-const DETERMINISTIC_SYSTEM_ERRORS = new Set(['ENAMETOOLONG', 'ELOOP', 'ENOTDIR', 'EISDIR', 'EINVAL', 'EEXIST', 'EILSEQ', 'EFBIG', 'ENOTEMPTY', 'EXDEV', 'EACCES', 'EPERM', 'EROFS']);
+const DETERMINISTIC_SYSTEM_ERRORS = new Set([
+  'ENAMETOOLONG',
+  'ELOOP',
+  'ENOTDIR',
+  'EISDIR',
+  'EINVAL',
+  'EEXIST',
+  'EILSEQ',
+  'EFBIG',
+  'ENOTEMPTY',
+  'EXDEV',
+  'EACCES',
+  'EPERM',
+  'EROFS',
+]);
 
 /**
  * What a stage's unexpected error means for its operation: a StageError (ending the stage at once)
@@ -31,8 +30,10 @@ export function deterministicFailure(err: unknown, stage: string): StageError | 
   const setup = ['EACCES', 'EPERM', 'EROFS'].includes(e.code);
   return new StageError(
     `${stage}_filesystem_error`,
-    `The ${stage} stage failed on a file system error (${e.message})${setup ? '; retry once the server is fixed, and report it if it fails again' : '; change the file or folder it names, or report it if it names none of yours'}`,
-    setup,
+    `The ${stage} stage failed on a file system error (${e.message})` +
+      (setup
+        ? '; retry once the server is fixed, and report it if it fails again'
+        : '; change the file or folder it names, or report it if it names none of yours'),
     { errno: e.code },
     { cause: err },
   );

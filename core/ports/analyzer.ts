@@ -1,4 +1,30 @@
 import type { BuildSettings } from '../entities/project.js';
+import { token } from '../tokens.js';
+
+/** The framework names an analyzer may detect (`Detection.framework`); a project may name the same ones. */
+export const FRAMEWORKS = [
+  'static',
+  'vite',
+  'react',
+  'create-react-app',
+  'vue',
+  'svelte',
+  'angular',
+  'astro',
+  'nextjs',
+  'nuxt',
+  'remix',
+  'sveltekit',
+  'gatsby',
+  'docusaurus',
+  'eleventy',
+  'express',
+  'fastify',
+  'koa',
+  'hono',
+  'nestjs',
+  'node',
+] as const;
 
 /** What an analyzer sees: the unpacked, unwrapped source tree (root_directory applied). */
 export interface AnalyzerInput {
@@ -43,4 +69,4 @@ export interface Analyzer {
   detect(input: AnalyzerInput): Promise<Detection | null>;
 }
 
-export const ANALYZERS = Symbol.for('hoist.Analyzers');
+export const ANALYZERS = token<Analyzer[]>('hoist.Analyzers');

@@ -1,3 +1,5 @@
+import { token } from '../tokens.js';
+
 /** A file of an inspected archive, relative to the effective root (unwrapped, root_directory applied). */
 export interface ArchiveFile {
   path: string;
@@ -16,7 +18,9 @@ export interface ArchiveManifest {
 
 /** An archive whose files were all checked, open to read single files; close it when done. */
 export interface ArchiveReader {
-  /** The file at `path` (relative to the manifest's root), or null when there is none or it is larger than `maxBytes`. */
+  /**
+   * The file at `path` (relative to the manifest's root), or null when there is none or it is larger than `maxBytes`.
+   */
   readFile(path: string, maxBytes: number): Promise<Buffer | null>;
   close(): void;
 }
@@ -38,12 +42,6 @@ export interface Archive {
   read(zipPath: string, manifest: ArchiveManifest, signal?: AbortSignal): Promise<ArchiveReader>;
   /** Packs the directory as a deterministic ZIP at `destZipPath`; refuses symlinks. */
   pack(srcDir: string, destZipPath: string): Promise<void>;
-  /**
-   * Packs the manifest's files under `dir` (relative to the manifest's root; `.` for all) at
-   * `destZipPath` as `pack` packs that folder once extracted, checking every file as `extract`
-   * does, without extracting them where it can: for a build that runs nothing.
-   */
-  repack(zipPath: string, manifest: ArchiveManifest, dir: string, destZipPath: string, signal?: AbortSignal): Promise<void>;
 }
 
-export const ARCHIVE = Symbol.for('hoist.Archive');
+export const ARCHIVE = token<Archive>('hoist.Archive');

@@ -1,4 +1,5 @@
 import type { Detection } from './analyzer.js';
+import { token } from '../tokens.js';
 
 /** What a builder gets: a fresh workspace holding the source tree, and how to report. */
 export interface BuildInput {
@@ -31,10 +32,10 @@ export interface Builder {
   /**
    * Optional. When the detection needs nothing run, the output directory (relative to the source
    * root, normalized; `.` for the root) after the checks `build` would make, judged on the tree's
-   * file list, so the stage packs the artifact straight from the upload without unpacking it.
+   * file list: the stage then ships the upload itself as the artifact, that folder its root, unpacking nothing.
    * Null when there is something to run: the stage then unpacks and calls `build`.
    */
   outputWithoutBuild?(input: { detection: Detection; files: string[]; log(line: string): void }): string | null;
 }
 
-export const BUILDERS = Symbol.for('hoist.Builders');
+export const BUILDERS = token<Builder[]>('hoist.Builders');

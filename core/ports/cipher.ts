@@ -1,3 +1,5 @@
+import { token } from '../tokens.js';
+
 /** A data key as stored: encrypted ("wrapped") by the master key named `keyId`. */
 export interface WrappedKey {
   keyId: string;
@@ -30,11 +32,17 @@ export interface Cipher {
   encrypt(key: WrappedKey, plaintext: string, aad: string): Promise<string>;
   /** Opens what `encrypt` made with the same key and `aad`; throws DecryptError otherwise. */
   decrypt(key: WrappedKey, sealed: string, aad: string): Promise<string>;
-  /** A keyed digest of `value` (HMAC under a key derived from the data key): equal values give equal digests within one data key only. */
+  /**
+   * A keyed digest of `value` (HMAC under a key derived from the data key): equal values give equal digests within one
+   * data key only.
+   */
   digest(key: WrappedKey, value: string): Promise<string>;
   /** The same data key wrapped by the current master key (unchanged when it already is). */
   rewrap(key: WrappedKey): Promise<WrappedKey>;
-  /** A keyed fingerprint of `data` under a service-wide key derived from the master keys, for comparing requests without storing their secrets. */
+  /**
+   * A keyed fingerprint of `data` under a service-wide key derived from the master keys, for comparing requests without
+   * storing their secrets.
+   */
   fingerprint(data: string): string;
   /** The master keys known now, the current one marked. */
   masterKeys(): Promise<MasterKeyInfo[]>;
@@ -45,4 +53,4 @@ export interface Cipher {
   addMasterKey(): Promise<MasterKeyInfo>;
 }
 
-export const CIPHER = Symbol.for('hoist.Cipher');
+export const CIPHER = token<Cipher>('hoist.Cipher');

@@ -1,4 +1,7 @@
-import type { ReleaseTarget } from '../entities/deployment.js';
+import { token } from '../tokens.js';
+
+/** Where the edge sends a live release's traffic: files under a directory, or an HTTP address. */
+export type ReleaseTarget = { kind: 'static'; root: string } | { kind: 'http'; url: string };
 
 /** A release to run: one deployment of a built artifact. */
 export interface ReleaseSpec {
@@ -6,11 +9,44 @@ export interface ReleaseSpec {
   projectId: string;
   slug: string;
   runtime: 'static' | 'node';
-  /** Storage key of the artifact (a ZIP of the build output). */
+  /** Storage key of the artifact (a ZIP of the build output, or the upload itself when nothing was built). */
   artifactKey: string;
+  /**
+   * The folder of the artifact to take as the release's root (Archive.inspect's `rootDirectory`);
+   * absent for the whole artifact. Deployers unpack only that folder.
+   */
+  artifactRoot?: string;
   startCommand: string | null;
   /** Runtime environment variables. */
   env: Record<string, string>;
+}
+
+/**
+ * What a deployer tells core about a release once `prepare` or `restore` has made it ready; core
+ * records it on the deployment (masking server paths and the release's secrets in what it stores).
+ * Core passes the same object to every call. Each method resolves once recorded and never rejects.
+ */
+export interface ReleaseReports {
+  /** The release answers at a new address now (it was restarted after a crash, or brought back by `restore`). */
+  targetChanged(deploymentId: string, target: ReleaseTarget): Promise<void>;
+  /**
+   * The release kept crashing and was stopped for good: core marks it failed (`deploy_crash_loop`).
+   * `summary` says how (`The app crashed 5 times within a minute and was stopped.`); `lastLines`
+   * are the last lines it printed.
+   */
+  exited(deploymentId: string, summary: string, lastLines: string[]): Promise<void>;
+  /** `restore` could not bring the release back (`reason` says why): core marks it failed (`deploy_restore_failed`). */
+  failed(deploymentId: string, reason: string): Promise<void>;
+}
+
+/** What `prepare` gets from core besides the spec. */
+export interface PrepareControl {
+  /** Aborted when the deploy is canceled. */
+  signal: AbortSignal;
+  /** A line of the deploy's progress. */
+  log(line: string): void;
+  /** Where to report what becomes of the release after `prepare` returned (a new address, a crash loop). */
+  report: ReleaseReports;
 }
 
 /**
@@ -24,11 +60,33 @@ export interface Deployer {
    * sends it. Throws a StageError with a `deploy_*` code when it cannot; what it made is
    * removed then. Honours `signal` (cancel): stops and removes what it made, and rejects.
    */
-  prepare(spec: ReleaseSpec, control: { signal: AbortSignal; log(line: string): void }): Promise<ReleaseTarget>;
+  prepare(spec: ReleaseSpec, control: PrepareControl): Promise<ReleaseTarget>;
   /** Stops and removes a release's resources; idempotent. */
   remove(deploymentId: string): Promise<void>;
-  /** Brings back live releases after a restart (processes, containers); static releases may be no-ops. */
-  restore(specs: ReleaseSpec[]): Promise<void>;
+  /**
+   * Stops a superseded release (its process or container) but keeps what `resume` needs to start it
+   * again (deployer-local: its release directory; docker: its image); idempotent. Optional: a deployer
+   * without it (and `resume`) has its superseded releases removed, and they cannot be promoted.
+   */
+  suspend?(deploymentId: string): Promise<void>;
+  /**
+   * Makes a release `prepare` made earlier ready again from what `suspend` kept, without unpacking or
+   * building, and returns where the edge sends it (a static release: its directory at once). Throws a
+   * StageError `deploy_release_gone` when nothing is kept any more, or a `deploy_*` code as `prepare` does.
+   * Honours `signal` like `prepare`. Optional, with `suspend`.
+   */
+  resume?(spec: ReleaseSpec, control: PrepareControl): Promise<ReleaseTarget>;
+  /**
+   * Brings back live releases after a restart (processes, containers); static releases may be no-ops.
+   * Reports the address of each it brought back (`targetChanged`) and each it could not (`failed`).
+   */
+  restore(specs: ReleaseSpec[], report: ReleaseReports): Promise<void>;
+  /**
+   * Frees what no release uses any more and may still be on the deployer's disk (deployer-local: blobs of its
+   * file store that no release links to). Optional; the worker calls it periodically. Resolves to how many
+   * items it removed.
+   */
+  collectGarbage?(): Promise<number>;
 }
 
-export const DEPLOYER = Symbol.for('hoist.Deployer');
+export const DEPLOYER = token<Deployer>('hoist.Deployer');

@@ -1,4 +1,5 @@
 import { HoistError } from '../errors.js';
+import { token } from '../tokens.js';
 
 /**
  * Looks DNS records up. Plugin: `resolver-system` (node:dns, the system's resolver or the servers named
@@ -15,7 +16,7 @@ export interface DnsResolver {
   resolve4(name: string): Promise<string[]>;
 }
 
-export const DNS_RESOLVER = Symbol.for('hoist.DnsResolver');
+export const DNS_RESOLVER = token<DnsResolver>('hoist.DnsResolver');
 
 /** Why a lookup failed: no answer in time, the server failed or refused, or anything else. */
 export type DnsFailure = 'timeout' | 'servfail' | 'refused' | 'unreachable' | 'other';

@@ -1,3 +1,5 @@
+import { token } from '../tokens.js';
+
 /** An e-mail message Hoist sends: plain text, one recipient. */
 export interface MailMessage {
   to: string;
@@ -11,4 +13,4 @@ export interface Mailer {
   send(message: MailMessage): Promise<void>;
 }
 
-export const MAILER = Symbol.for('hoist.Mailer');
+export const MAILER = token<Mailer>('hoist.Mailer');

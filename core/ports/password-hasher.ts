@@ -1,3 +1,5 @@
+import { token } from '../tokens.js';
+
 /** Hashes and checks passwords. Plugin: `hasher-argon2` (argon2id). */
 export interface PasswordHasher {
   /** Returns a self-describing hash string (algorithm, parameters and salt included). */
@@ -6,4 +8,4 @@ export interface PasswordHasher {
   verify(hash: string, password: string): Promise<boolean>;
 }
 
-export const PASSWORD_HASHER = Symbol.for('hoist.PasswordHasher');
+export const PASSWORD_HASHER = token<PasswordHasher>('hoist.PasswordHasher');

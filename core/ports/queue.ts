@@ -1,3 +1,5 @@
+import { token } from '../tokens.js';
+
 /** A unit of work taken from the queue. */
 export interface Job<P = unknown> {
   id: string;
@@ -69,4 +71,4 @@ export interface Queue {
   depth?(topic: string): Promise<{ waiting: number; running: number }>;
 }
 
-export const QUEUE = Symbol.for('hoist.Queue');
+export const QUEUE = token<Queue>('hoist.Queue');

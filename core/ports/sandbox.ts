@@ -1,3 +1,5 @@
+import { token } from '../tokens.js';
+
 /**
  * Where tenant code runs. Every piece of code an account sends (install commands and their
  * lifecycle scripts, build commands, Node.js releases) runs through this port and nowhere else.
@@ -123,4 +125,4 @@ export class SandboxError extends Error {
   override name = 'SandboxError';
 }
 
-export const SANDBOX = Symbol.for('hoist.Sandbox');
+export const SANDBOX = token<Sandbox>('hoist.Sandbox');

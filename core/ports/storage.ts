@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { HoistError, invalid } from '../errors.js';
+import { token } from '../tokens.js';
 
 /** What `put` stored: the key, the byte count and the SHA-256 of the bytes (lowercase hex). */
 export interface StoredObject {
@@ -49,9 +50,15 @@ export interface DirectUploads {
   readonly minPartBytes: number;
   /** Starts a multipart upload that `completeMultipart` turns into the object at `key`; resolves with its upload id. */
   createMultipart(key: string): Promise<string>;
-  /** A URL that takes part `number` (1 to 10,000) of the upload as the body of a plain HTTP PUT for `expiresInSeconds`; the answer's ETag header names the part. */
+  /**
+   * A URL that takes part `number` (1 to 10,000) of the upload as the body of a plain HTTP PUT for `expiresInSeconds`;
+   * the answer's ETag header names the part.
+   */
   partUrl(key: string, uploadId: string, number: number, expiresInSeconds: number): Promise<string>;
-  /** The parts received so far, by ascending number; HoistError('not_found') when the upload is unknown (completed or aborted). */
+  /**
+   * The parts received so far, by ascending number; HoistError('not_found') when the upload is unknown (completed or
+   * aborted).
+   */
   listParts(key: string, uploadId: string): Promise<UploadedPart[]>;
   /**
    * Joins `parts` (ascending numbers, each with its ETag) into the object at `key`, which appears
@@ -113,7 +120,7 @@ export interface Storage {
   readonly direct?: DirectUploads;
 }
 
-export const STORAGE = Symbol.for('hoist.Storage');
+export const STORAGE = token<Storage>('hoist.Storage');
 
 const SEGMENT = '[a-z0-9_-][a-z0-9._-]*';
 const KEY = new RegExp(`^${SEGMENT}(/${SEGMENT})*$`);
@@ -128,9 +135,13 @@ export function checkKey(key: string): string {
   return key;
 }
 
-/** Returns `prefix` when some valid key could start with it (or it is `''`); throws HoistError('invalid_request') otherwise. */
+/**
+ * Returns `prefix` when some valid key could start with it (or it is `''`); throws HoistError('invalid_request')
+ * otherwise.
+ */
 export function checkPrefix(prefix: string): string {
-  if (typeof prefix !== 'string' || prefix.length > 1024 || !PREFIX.test(prefix)) throw invalid(`Invalid storage prefix ${JSON.stringify(prefix)}`, { prefix });
+  if (typeof prefix !== 'string' || prefix.length > 1024 || !PREFIX.test(prefix))
+    throw invalid(`Invalid storage prefix ${JSON.stringify(prefix)}`, { prefix });
   return prefix;
 }
 
@@ -145,7 +156,12 @@ export function contentAddressedKey(prefix: string, sha256: string, suffix = '')
  */
 export function checkRange(range: ByteRange, size: number): { start: number; end: number } {
   const { start, end = Infinity } = range;
-  if (!Number.isSafeInteger(start) || start < 0 || start >= size || !(end === Infinity || (Number.isSafeInteger(end) && end >= start))) {
+  if (
+    !Number.isSafeInteger(start) ||
+    start < 0 ||
+    start >= size ||
+    !(end === Infinity || (Number.isSafeInteger(end) && end >= start))
+  ) {
     throw invalid(`Range ${start}-${range.end ?? ''} does not fit an object of ${size} bytes`, { size });
   }
   return { start, end: Math.min(end, size - 1) };
@@ -156,7 +172,10 @@ export function checkRange(range: ByteRange, size: number): { start: number; end
  * way: iterating throws HoistError('payload_too_large', {limit}) as soon as they pass `maxBytes`.
  * `digest()` gives their size and SHA-256 once the body has ended.
  */
-export function metered(body: Readable, maxBytes?: number): { chunks: AsyncIterable<Buffer>; digest(): { size: number; sha256: string } } {
+export function metered(
+  body: Readable,
+  maxBytes?: number,
+): { chunks: AsyncIterable<Buffer>; digest(): { size: number; sha256: string } } {
   const hash = createHash('sha256');
   let size = 0;
   async function* chunks() {

@@ -1,3 +1,5 @@
+import { token } from '../tokens.js';
+
 /**
  * The kinds of token Hoist issues; each is valid only where its kind is expected. `site` is the
  * edge's access cookie of a private project (sub: project id, jti: what opened it).
@@ -22,4 +24,4 @@ export interface TokenService {
   verify(kind: TokenKind, token: string): Promise<TokenClaims | null>;
 }
 
-export const TOKEN_SERVICE = Symbol.for('hoist.TokenService');
+export const TOKEN_SERVICE = token<TokenService>('hoist.TokenService');

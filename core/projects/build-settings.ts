@@ -1,33 +1,12 @@
 import type { BuildSettings } from '../entities/project.js';
 import { invalid } from '../errors.js';
+import { FRAMEWORKS } from '../ports/analyzer.js';
 
 /** Runtimes a project can run on. */
 export const RUNTIMES = ['static', 'node'] as const;
 
-/** Frameworks a project may name (Analyze detects the same ones). */
-export const FRAMEWORKS = [
-  'static',
-  'vite',
-  'react',
-  'create-react-app',
-  'vue',
-  'svelte',
-  'angular',
-  'astro',
-  'nextjs',
-  'nuxt',
-  'remix',
-  'sveltekit',
-  'gatsby',
-  'docusaurus',
-  'eleventy',
-  'express',
-  'fastify',
-  'koa',
-  'hono',
-  'nestjs',
-  'node',
-] as const;
+/** Frameworks a project may name: those Analyze detects (the Analyzer port's list). */
+export { FRAMEWORKS };
 
 /** Every build setting key, in display order. */
 export const BUILD_SETTING_KEYS = [
@@ -56,8 +35,10 @@ const NODE_RANGE = new RegExp(String.raw`^\s*${COMPARATOR}(?:\s*(?:\|\||-|\s)\s*
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function checkDirectory(key: string, v: string): void {
-  if (v.length > DIRECTORY_MAX || CONTROL.test(v)) throw invalid(`${key} must be at most ${DIRECTORY_MAX} printable characters`, { field: key });
-  if (v.startsWith('/') || v.startsWith('\\') || /^[a-zA-Z]:/.test(v)) throw invalid(`${key} must be a relative path`, { field: key });
+  if (v.length > DIRECTORY_MAX || CONTROL.test(v))
+    throw invalid(`${key} must be at most ${DIRECTORY_MAX} printable characters`, { field: key });
+  if (v.startsWith('/') || v.startsWith('\\') || /^[a-zA-Z]:/.test(v))
+    throw invalid(`${key} must be a relative path`, { field: key });
   if (v.split(/[/\\]/).includes('..')) throw invalid(`${key} must not contain .. segments`, { field: key });
 }
 
@@ -70,16 +51,21 @@ function checkOne(key: keyof BuildSettings, v: string): void {
     case 'build_command':
     case 'start_command':
       if (v.trim() === '' || v.length > COMMAND_MAX || CONTROL.test(v))
-        throw invalid(`${key} must be 1 to ${COMMAND_MAX} printable characters on one line (null clears it)`, { field: key });
+        throw invalid(`${key} must be 1 to ${COMMAND_MAX} printable characters on one line (null clears it)`, {
+          field: key,
+        });
       return;
     case 'node_version':
-      if (v.length > NODE_VERSION_MAX || !NODE_RANGE.test(v)) throw invalid(`node_version must be a semver range such as 20, 20.x or >=18`, { field: key });
+      if (v.length > NODE_VERSION_MAX || !NODE_RANGE.test(v))
+        throw invalid(`node_version must be a semver range such as 20, 20.x or >=18`, { field: key });
       return;
     case 'framework':
-      if (!(FRAMEWORKS as readonly string[]).includes(v)) throw invalid(`framework must be one of ${FRAMEWORKS.join(', ')} or null`, { field: key });
+      if (!(FRAMEWORKS as readonly string[]).includes(v))
+        throw invalid(`framework must be one of ${FRAMEWORKS.join(', ')} or null`, { field: key });
       return;
     case 'runtime':
-      if (!(RUNTIMES as readonly string[]).includes(v)) throw invalid(`runtime must be one of ${RUNTIMES.join(', ')} or null`, { field: key });
+      if (!(RUNTIMES as readonly string[]).includes(v))
+        throw invalid(`runtime must be one of ${RUNTIMES.join(', ')} or null`, { field: key });
       return;
   }
 }
@@ -87,7 +73,8 @@ function checkOne(key: keyof BuildSettings, v: string): void {
 /** Checks every key and value of `patch`; throws invalid_request naming the first bad field. */
 export function validateBuildSettings(patch: Record<string, unknown>): BuildSettingsPatch {
   for (const [key, v] of Object.entries(patch)) {
-    if (!(BUILD_SETTING_KEYS as readonly string[]).includes(key)) throw invalid(`${key} is not a known build setting`, { field: key });
+    if (!(BUILD_SETTING_KEYS as readonly string[]).includes(key))
+      throw invalid(`${key} is not a known build setting`, { field: key });
     if (v === null || v === undefined) continue;
     if (typeof v !== 'string') throw invalid(`${key} must be a string or null`, { field: key });
     checkOne(key as keyof BuildSettings, v);

@@ -1,16 +1,19 @@
 import type { EntityManager } from '@mikro-orm/core';
+import { BuildLogChunk } from '../entities/build-log-chunk.js';
 import { Build } from '../entities/build.js';
 import { Deployment } from '../entities/deployment.js';
 import { Domain } from '../entities/domain.js';
-import { Operation } from '../entities/operation.js';
+import { CHAIN_KINDS, Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { deleteAccessOf } from '../access/access-grant-service.js';
 import { deleteEnvironmentOf } from '../environment/delete-environment.js';
 import { Version } from '../entities/version.js';
+import type { Clock } from '../ports/clock.js';
 import type { Deployer } from '../ports/deployer.js';
 import type { Storage } from '../ports/storage.js';
+import { token } from '../tokens.js';
 
-export const PROJECT_DELETER = Symbol.for('hoist.ProjectDeleter');
+export const PROJECT_DELETER = token<ProjectDeleter>('hoist.ProjectDeleter');
 
 const UNFINISHED = ['queued', 'running'];
 
@@ -23,6 +26,7 @@ export class ProjectDeleter {
     private readonly em: EntityManager,
     private readonly deployer: Deployer,
     private readonly storage: Storage,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -36,32 +40,38 @@ export class ProjectDeleter {
     const projectId = op.projectId;
     if (projectId) {
       // Releases stop first; uploads and logs go; artifacts stay, being content-addressed and possibly shared.
-      for (const d of await em.find(Deployment, { projectId, status: { $in: ['running', 'live', 'superseded'] } })) await this.deployer.remove(d.id);
+      for (const d of await em.find(Deployment, { projectId, status: { $in: ['running', 'live', 'superseded'] } }))
+        await this.deployer.remove(d.id);
       for (const v of await em.find(Version, { projectId })) await this.storage.delete(v.archiveKey);
       for (const b of await em.find(Build, { projectId, logKey: { $ne: null } })) await this.storage.delete(b.logKey!);
     }
     await em.transactional(async (tx) => {
       if (projectId) {
         await tx.nativeDelete(Deployment, { projectId });
+        const builds = await tx.find(Build, { projectId }, { fields: ['id'] });
+        await tx.nativeDelete(BuildLogChunk, { buildId: { $in: builds.map((b) => b.id) } });
         await tx.nativeDelete(Build, { projectId });
         await tx.nativeDelete(Version, { projectId });
         await deleteAccessOf(tx, projectId);
         await deleteEnvironmentOf(tx, projectId);
         await tx.nativeDelete(Domain, { projectId });
-        await tx.nativeDelete(Operation, { projectId, kind: 'deploy' });
+        await tx.nativeDelete(Operation, { projectId, kind: { $in: CHAIN_KINDS } });
         await tx.nativeDelete(Project, { id: projectId, status: 'deleting' });
       }
+      const now = this.clock.now();
       await tx.nativeUpdate(
         Operation,
         { id: op.id, status: { $in: UNFINISHED } },
-        { status: 'succeeded', progress: 100, finishedAt: new Date(), updatedAt: new Date() },
+        { status: 'succeeded', progress: 100, finishedAt: now, updatedAt: now },
       );
     });
   }
 
   /** Finishes every unfinished deletion, oldest first (after a restart); returns how many it ran. */
   async finishUnfinished(): Promise<number> {
-    const ops = await this.em.fork().find(Operation, { kind: 'delete_project', status: { $in: UNFINISHED } }, { orderBy: { createdAt: 'asc' } });
+    const ops = await this.em
+      .fork()
+      .find(Operation, { kind: 'delete_project', status: { $in: UNFINISHED } }, { orderBy: { createdAt: 'asc' } });
     for (const op of ops) await this.run(op.id);
     return ops.length;
   }

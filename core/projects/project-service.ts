@@ -1,16 +1,21 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import type { EntitlementService } from '../billing/entitlement-service.js';
+import { deleteEnvironmentOf } from '../environment/delete-environment.js';
 import { Account } from '../entities/account.js';
 import { Operation } from '../entities/operation.js';
 import { underOwnerLock } from '../billing/owner-lock.js';
 import { Project } from '../entities/project.js';
 import { HoistError, invalid, notFound } from '../errors.js';
+import type { Clock } from '../ports/clock.js';
+import type { ChangeFeed } from '../ports/change-feed.js';
+import { routesChanged } from '../deployments/host-routes.js';
 import type { PasswordHasher } from '../ports/password-hasher.js';
 import { applyBuildSettings, validateBuildSettings } from './build-settings.js';
 import { decodeCursor, encodeCursor, isUuid } from './keyset-cursor.js';
 import { isReservedSlug, slugify, withSuffix } from './slug.js';
+import { token } from '../tokens.js';
 
-export const PROJECT_SERVICE = Symbol.for('hoist.ProjectService');
+export const PROJECT_SERVICE = token<ProjectService>('hoist.ProjectService');
 
 /** Visibilities a project may take; the plan says which of them an account may use. */
 export const VISIBILITIES = ['draft', 'public', 'private'] as const;
@@ -54,19 +59,33 @@ export class ProjectService {
     private readonly em: EntityManager,
     private readonly entitlements: EntitlementService,
     private readonly hasher: PasswordHasher,
+    private readonly clock: Clock,
+    /** Where a change of what the edge serves for a project is announced to every edge. */
+    private readonly changes?: ChangeFeed,
   ) {}
+
+  /**
+   * Announces, after its write committed, that what the edge serves for project `id` changed
+   * (visibility, status, access password or grants, customer domains).
+   */
+  routesChanged(id: string): Promise<void> {
+    return routesChanged(this.changes, id);
+  }
 
   /** A page of the account's active projects, newest first; `cursor` is a `nextCursor` of a previous page. */
   async list(accountId: string, opts: { cursor?: string; limit?: number } = {}): Promise<ProjectPage> {
     const limit = opts.limit ?? PAGE_DEFAULT;
-    if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_MAX) throw invalid(`limit must be 1 to ${PAGE_MAX}`, { field: 'limit' });
+    if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_MAX)
+      throw invalid(`limit must be 1 to ${PAGE_MAX}`, { field: 'limit' });
     const after = opts.cursor === undefined ? null : decodeCursor(opts.cursor);
     const rows = await this.em.find(
       Project,
       {
         accountId,
         status: 'active',
-        ...(after && { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] }),
+        ...(after && {
+          $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }],
+        }),
       },
       { orderBy: { createdAt: 'desc', id: 'desc' }, limit: limit + 1 },
     );
@@ -82,6 +101,11 @@ export class ProjectService {
     return project;
   }
 
+  /** The account's active project called `name` (the oldest), or null. */
+  async findByName(accountId: string, name: string): Promise<Project | null> {
+    return this.em.fork().findOne(Project, { accountId, name, status: 'active' }, { orderBy: { createdAt: 'asc' } });
+  }
+
   /**
    * Creates a project with a slug unique across the service (derived from the name, suffixed when
    * taken). Visibility defaults to draft; the plan's visibilities, projects and private_projects
@@ -95,11 +119,25 @@ export class ProjectService {
     await this.entitlements.assertVisibility(accountId, visibility);
     // Under the account's lock: concurrent creates cannot pass the plan's counts together.
     return underOwnerLock(this.em, Account, accountId, async (tx) => {
-      await this.entitlements.assertWithin(accountId, 'projects', await tx.count(Project, { accountId, status: 'active' }));
+      await this.entitlements.assertWithin(
+        accountId,
+        'projects',
+        await tx.count(Project, { accountId, status: 'active' }),
+      );
       if (visibility === 'private') await this.assertPrivateRoom(tx, accountId);
       const base = slugify(name);
+      const now = this.clock.now();
       for (let attempt = 1; ; attempt++) {
-        const project = Object.assign(new Project(), { accountId, name, visibility, settings, accessPasswordHash: accessPasswordHash ?? null, slug: await this.freeSlug(tx, base) });
+        const project = Object.assign(new Project(), {
+          accountId,
+          name,
+          visibility,
+          settings,
+          accessPasswordHash: accessPasswordHash ?? null,
+          slug: await this.freeSlug(tx, base),
+          createdAt: now,
+          updatedAt: now,
+        });
         try {
           // In a savepoint: a concurrent create that took the slug does not end the transaction.
           await tx.transactional((sp) => sp.insert(project));
@@ -118,7 +156,8 @@ export class ProjectService {
     const settings = change.settings === undefined ? undefined : validateBuildSettings(change.settings);
     const accessPasswordHash = await this.accessPasswordHash(change.accessPassword);
     const project = await this.get(accountId, id);
-    if (name === undefined && visibility === undefined && settings === undefined && accessPasswordHash === undefined) return project;
+    if (name === undefined && visibility === undefined && settings === undefined && accessPasswordHash === undefined)
+      return project;
     if (visibility !== undefined && visibility !== project.visibility) {
       await this.entitlements.assertVisibility(accountId, visibility);
       if (visibility === 'private') {
@@ -132,7 +171,9 @@ export class ProjectService {
     if (visibility !== undefined) project.visibility = visibility;
     if (settings !== undefined) project.settings = applyBuildSettings(project.settings ?? {}, settings);
     if (accessPasswordHash !== undefined) project.accessPasswordHash = accessPasswordHash;
+    project.updatedAt = this.clock.now();
     await this.em.flush();
+    if (visibility !== undefined || accessPasswordHash !== undefined) await this.routesChanged(project.id);
     return project;
   }
 
@@ -142,26 +183,70 @@ export class ProjectService {
    */
   async requestDeletion(accountId: string, id: string): Promise<Operation> {
     const project = await this.get(accountId, id);
+    const op = await this.queueDeletion(accountId, project);
+    // The edges stop serving it at once.
+    await this.routesChanged(project.id);
+    return op;
+  }
+
+  private async queueDeletion(accountId: string, project: Project): Promise<Operation> {
     if (project.activeOperationId) {
-      const running = await this.em.findOne(Operation, { id: project.activeOperationId, status: { $in: ['queued', 'running'] } });
+      const running = await this.em.findOne(Operation, {
+        id: project.activeOperationId,
+        status: { $in: ['queued', 'running'] },
+      });
       if (running) {
-        throw new HoistError('deployment_in_progress', 'A deployment of this project is running; cancel it or wait for it to finish, then delete', { operation_id: running.id });
+        throw new HoistError(
+          'deployment_in_progress',
+          'A deployment of this project is running; cancel it or wait for it to finish, then delete',
+          { operation_id: running.id },
+        );
       }
     }
     return this.em.transactional(async (em) => {
-      const n = await em.nativeUpdate(Project, { id: project.id, accountId, status: 'active' }, { status: 'deleting', slug: tombstone(project.id) });
+      const n = await em.nativeUpdate(
+        Project,
+        { id: project.id, accountId, status: 'active' },
+        { status: 'deleting', slug: tombstone(project.id) },
+      );
       if (n !== 1) throw notFound('Project');
-      const op = Object.assign(new Operation(), { accountId, projectId: project.id, kind: 'delete_project', status: 'running', progress: 5 });
+      const now = this.clock.now();
+      const op = Object.assign(new Operation(), {
+        accountId,
+        projectId: project.id,
+        kind: 'delete_project',
+        status: 'running',
+        progress: 5,
+        createdAt: now,
+        updatedAt: now,
+      });
       await em.persist(op).flush();
       return op;
+    });
+  }
+
+  /**
+   * Removes a project created moments ago, and its environment, while nothing has started on it (no
+   * deployment chain taken, nothing live): what a refused upload that created it leaves behind.
+   */
+  async discardNew(id: string): Promise<void> {
+    await this.em.fork().transactional(async (tx) => {
+      if (await tx.nativeDelete(Project, { id, liveDeploymentId: null, activeOperationId: null }))
+        await deleteEnvironmentOf(tx, id);
     });
   }
 
   /** The hash to store for an access password given (null removes it; undefined leaves it). */
   private async accessPasswordHash(password: string | null | undefined): Promise<string | null | undefined> {
     if (password === undefined || password === null) return password;
-    if (typeof password !== 'string' || [...password].length < ACCESS_PASSWORD_MIN || [...password].length > ACCESS_PASSWORD_MAX) {
-      throw invalid(`access_password must be ${ACCESS_PASSWORD_MIN} to ${ACCESS_PASSWORD_MAX} characters`, { field: 'access_password' });
+    if (
+      typeof password !== 'string' ||
+      [...password].length < ACCESS_PASSWORD_MIN ||
+      [...password].length > ACCESS_PASSWORD_MAX
+    ) {
+      throw invalid(`access_password must be ${ACCESS_PASSWORD_MIN} to ${ACCESS_PASSWORD_MAX} characters`, {
+        field: 'access_password',
+      });
     }
     return this.hasher.hash(password);
   }
@@ -183,11 +268,13 @@ export class ProjectService {
 
 function checkName(name: string): string {
   const trimmed = typeof name === 'string' ? name.trim() : '';
-  if (trimmed.length < 1 || trimmed.length > NAME_MAX) throw invalid(`name must be 1 to ${NAME_MAX} characters`, { field: 'name' });
+  if (trimmed.length < 1 || trimmed.length > NAME_MAX)
+    throw invalid(`name must be 1 to ${NAME_MAX} characters`, { field: 'name' });
   return trimmed;
 }
 
 function checkVisibility(v: string): string {
-  if (!(VISIBILITIES as readonly string[]).includes(v)) throw invalid(`visibility must be one of ${VISIBILITIES.join(', ')}`, { field: 'visibility' });
+  if (!(VISIBILITIES as readonly string[]).includes(v))
+    throw invalid(`visibility must be one of ${VISIBILITIES.join(', ')}`, { field: 'visibility' });
   return v;
 }

@@ -4,7 +4,10 @@ import type { HoistConfig } from '../../config/schema.js';
  * The public URL of a project: `<appsScheme>://<slug>.<appsDomain>[:port]/`. The port is
  * `appsPort`, else `edgePort`, and is left out when it is the scheme's default (80 / 443).
  */
-export function projectUrl(config: Pick<HoistConfig, 'appsScheme' | 'appsDomain' | 'appsPort' | 'edgePort'>, slug: string): string {
+export function projectUrl(
+  config: Pick<HoistConfig, 'appsScheme' | 'appsDomain' | 'appsPort' | 'edgePort'>,
+  slug: string,
+): string {
   return hostUrl(config, `${slug}.${config.appsDomain}`);
 }
 

@@ -19,7 +19,9 @@ export interface ProjectView {
 
 /** The API shape of `project`. */
 export function projectView(config: HoistConfig, project: Project): ProjectView {
-  const settings = Object.fromEntries(BUILD_SETTING_KEYS.map((k) => [k, project.settings?.[k] ?? null])) as ProjectView['settings'];
+  const settings = Object.fromEntries(
+    BUILD_SETTING_KEYS.map((k) => [k, project.settings?.[k] ?? null]),
+  ) as ProjectView['settings'];
   return {
     id: project.id,
     name: project.name,

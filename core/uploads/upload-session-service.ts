@@ -10,8 +10,9 @@ import { HoistError, invalid, notFound } from '../errors.js';
 import type { Clock } from '../ports/clock.js';
 import { metered, type Storage, type StoredObject, type UploadedPart } from '../ports/storage.js';
 import type { ProjectService } from '../projects/project-service.js';
+import { token, type Logger } from '../tokens.js';
 
-export const UPLOAD_SESSION_SERVICE = Symbol.for('hoist.UploadSessionService');
+export const UPLOAD_SESSION_SERVICE = token<UploadSessionService>('hoist.UploadSessionService');
 
 /** Largest ZIP of the resumable transport: the spec's canonical maximum. */
 export const RESUMABLE_MAX_BYTES = 100_000_000;
@@ -77,14 +78,22 @@ const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 const sha256 = (token: string) => createHash('sha256').update(token).digest('hex');
 // One answer for used and expired alike: it says nothing more about the token.
 const gone = () => new HoistError('gone', 'This upload URL has been used or has expired; create a new upload session');
-const wrongOffset = (offset: number) => new HoistError('conflict', `Upload-Offset does not match; the upload is at byte ${offset}`, { field: 'Upload-Offset', offset });
-const pastSize = (size: number) => new HoistError('payload_too_large', `This would take the upload past its declared size of ${size} bytes`, { limit: size });
+const wrongOffset = (offset: number) =>
+  new HoistError('conflict', `Upload-Offset does not match; the upload is at byte ${offset}`, {
+    field: 'Upload-Offset',
+    offset,
+  });
+const pastSize = (size: number) =>
+  new HoistError('payload_too_large', `This would take the upload past its declared size of ${size} bytes`, {
+    limit: size,
+  });
 const how: Record<UploadMode, string> = {
   multipart: 'a multipart/form-data POST',
   tus: 'tus 1.0.0 (HEAD and PATCH)',
   parts: 'PUTs of its parts to their presigned URLs, then a POST of their ETags as JSON to upload_url',
 };
-const badParts = (message: string, details: Record<string, unknown> = {}) => invalid(message, { field: 'parts', ...details });
+const badParts = (message: string, details: Record<string, unknown> = {}) =>
+  invalid(message, { field: 'parts', ...details });
 
 /**
  * Upload sessions: short-lived, one-time upload URLs whose token is the credential. Creates them,
@@ -99,6 +108,7 @@ export class UploadSessionService {
     private readonly projects: ProjectService,
     private readonly clock: Clock,
     private readonly config: Pick<HoistConfig, 'uploadSessionTtlSeconds' | 'maxArchiveBytes'>,
+    private readonly log: Logger,
   ) {}
 
   /** The largest ZIP `transport` takes. */
@@ -116,14 +126,20 @@ export class UploadSessionService {
   async create(accountId: string, input: NewUploadSession): Promise<CreatedSession> {
     if (input.environment !== undefined) throw invalid(SECRETS, { field: 'environment' });
     if (input.accessPassword !== undefined) throw invalid(SECRETS, { field: 'access_password' });
-    if (input.filename !== undefined && !/^[^/\\]+\.zip$/i.test(input.filename)) throw invalid('filename must be the name of a ZIP, ending in .zip', { field: 'filename' });
+    if (input.filename !== undefined && !/^[^/\\]+\.zip$/i.test(input.filename))
+      throw invalid('filename must be the name of a ZIP, ending in .zip', { field: 'filename' });
     const transport = input.transport ?? 'proxied_multipart';
     const size = input.size ?? null;
     if (transport === 'direct_storage_resumable' && size === null) {
-      throw invalid('size (the ZIP\'s size in bytes) is required for the direct_storage_resumable transport', { field: 'size' });
+      throw invalid("size (the ZIP's size in bytes) is required for the direct_storage_resumable transport", {
+        field: 'size',
+      });
     }
     const max = this.maxBytes(transport);
-    if (size !== null && size > max) throw new HoistError('payload_too_large', `The ZIP is larger than ${max} bytes, the most ${transport} takes`, { limit: max });
+    if (size !== null && size > max)
+      throw new HoistError('payload_too_large', `The ZIP is larger than ${max} bytes, the most ${transport} takes`, {
+        limit: max,
+      });
     if (size !== null) await this.entitlements.assertWithin(accountId, 'archive_bytes', size, 0);
     const project = await this.target(accountId, input);
 
@@ -150,7 +166,7 @@ export class UploadSessionService {
     try {
       await this.em.insert(session);
     } catch (err) {
-      if (direct) await direct.abortMultipart(storageKey, session.multipartUploadId!).catch(() => {});
+      if (direct) await this.abortMultipart(storageKey, session.multipartUploadId!);
       throw err;
     }
     const plan = await this.entitlements.planOf(accountId);
@@ -164,7 +180,9 @@ export class UploadSessionService {
    * invalid_request when the session's upload goes another way.
    */
   async open(token: string, ...modes: UploadMode[]): Promise<UploadSession> {
-    const session = TOKEN.test(token) ? await this.em.findOne(UploadSession, { tokenHash: sha256(token) }, { disableIdentityMap: true }) : null;
+    const session = TOKEN.test(token)
+      ? await this.em.findOne(UploadSession, { tokenHash: sha256(token) }, { disableIdentityMap: true })
+      : null;
     if (!session) throw notFound('Upload URL');
     if (session.usedAt) throw gone();
     if (session.expiresAt <= this.clock.now()) {
@@ -173,7 +191,10 @@ export class UploadSessionService {
     }
     const mode = modeOf(session);
     if (!modes.includes(mode)) {
-      throw invalid(`This upload URL belongs to a ${session.transport} session: send the ZIP with ${how[mode]}`, { field: 'transport', transport: session.transport });
+      throw invalid(`This upload URL belongs to a ${session.transport} session: send the ZIP with ${how[mode]}`, {
+        field: 'transport',
+        transport: session.transport,
+      });
     }
     return session;
   }
@@ -181,7 +202,14 @@ export class UploadSessionService {
   /** Spends the session before its one upload; of concurrent uses one wins, the others (and a late one) get gone. */
   async claim(session: UploadSession): Promise<void> {
     const now = this.clock.now();
-    if ((await this.em.nativeUpdate(UploadSession, { id: session.id, usedAt: null, expiresAt: { $gt: now } }, { usedAt: now })) !== 1) throw gone();
+    if (
+      (await this.em.nativeUpdate(
+        UploadSession,
+        { id: session.id, usedAt: null, expiresAt: { $gt: now } },
+        { usedAt: now },
+      )) !== 1
+    )
+      throw gone();
   }
 
   /** Records the deployment the session's upload started. */
@@ -196,7 +224,12 @@ export class UploadSessionService {
    * yields before it ends is kept, so a piece cut short by a dropped connection counts. The piece
    * that completes the upload spends the session (`complete`); `assemble` comes next.
    */
-  async append(session: UploadSession, offset: number, body: Readable, length?: number): Promise<{ session: UploadSession; complete: boolean }> {
+  async append(
+    session: UploadSession,
+    offset: number,
+    body: Readable,
+    length?: number,
+  ): Promise<{ session: UploadSession; complete: boolean }> {
     const size = session.declaredSize!;
     const room = size - session.offset;
     if (offset !== session.offset || (length !== undefined && length > room)) {
@@ -204,7 +237,8 @@ export class UploadSessionService {
       throw offset !== session.offset ? wrongOffset(session.offset) : pastSize(size);
     }
     const number = session.parts.length + 1;
-    // A random suffix: a concurrent piece at the same offset must not overwrite this one before the compare-and-set decides.
+    // A random suffix: a concurrent piece at the same offset must not overwrite this one before the compare-and-set
+    // decides.
     const key = `uploads/${session.id}/part-${number}-${randomBytes(6).toString('hex')}`;
     const stored = await this.storage.put(key, body, { maxBytes: room }).catch((err) => {
       throw err instanceof HoistError && err.code === 'payload_too_large' ? pastSize(size) : err;
@@ -216,7 +250,11 @@ export class UploadSessionService {
     const parts: UploadPart[] = [...session.parts, { number, size: stored.size, key }];
     const next = session.offset + stored.size;
     const usedAt = next === size ? this.clock.now() : null;
-    const won = await this.em.nativeUpdate(UploadSession, { id: session.id, offset: session.offset, usedAt: null }, { offset: next, parts, usedAt });
+    const won = await this.em.nativeUpdate(
+      UploadSession,
+      { id: session.id, offset: session.offset, usedAt: null },
+      { offset: next, parts, usedAt },
+    );
     if (won !== 1) {
       await this.storage.delete(key);
       const now = await this.em.findOne(UploadSession, { id: session.id }, { disableIdentityMap: true });
@@ -249,7 +287,11 @@ export class UploadSessionService {
     const ttl = Math.max(1, Math.ceil((session.expiresAt.getTime() - this.clock.now().getTime()) / 1000));
     const urls = [];
     for (let number = 1; (number - 1) * partSize < size; number++) {
-      urls.push({ number, url: await direct.partUrl(session.storageKey, session.multipartUploadId!, number, ttl), size: Math.min(partSize, size - (number - 1) * partSize) });
+      urls.push({
+        number,
+        url: await direct.partUrl(session.storageKey, session.multipartUploadId!, number, ttl),
+        size: Math.min(partSize, size - (number - 1) * partSize),
+      });
     }
     return { partSize, urls };
   }
@@ -268,25 +310,31 @@ export class UploadSessionService {
     const size = session.declaredSize!;
     if (!parts.length) throw badParts('parts must list the uploaded parts, from part_number 1');
     parts.forEach((p, i) => {
-      if (p.number !== i + 1) throw badParts(`parts must be numbered 1, 2, 3… in order; entry ${i + 1} has part_number ${p.number}`, { part_number: p.number });
+      if (p.number !== i + 1)
+        throw badParts(`parts must be numbered 1, 2, 3… in order; entry ${i + 1} has part_number ${p.number}`, {
+          part_number: p.number,
+        });
     });
     const received = new Map((await direct.listParts(key, uploadId!)).map((p) => [p.number, p]));
     const named: UploadedPart[] = [];
     for (const p of parts) {
       const got = received.get(p.number);
-      if (!got) throw badParts(`Part ${p.number} has not reached storage: PUT it to its URL`, { part_number: p.number });
-      if (got.etag !== p.etag.replace(/"/g, '')) throw badParts(`The ETag of part ${p.number} does not match the part storage holds`, { part_number: p.number });
+      if (!got)
+        throw badParts(`Part ${p.number} has not reached storage: PUT it to its URL`, { part_number: p.number });
+      if (got.etag !== p.etag.replace(/"/g, ''))
+        throw badParts(`The ETag of part ${p.number} does not match the part storage holds`, { part_number: p.number });
       named.push(got);
     }
     const total = named.reduce((n, p) => n + p.size, 0);
     if (total > size) throw pastSize(size);
-    if (total < size) throw invalid(`The parts hold ${total} bytes, not the declared size of ${size}`, { field: 'parts', size: total });
+    if (total < size)
+      throw invalid(`The parts hold ${total} bytes, not the declared size of ${size}`, { field: 'parts', size: total });
 
     await this.claim(session);
     try {
       await direct.completeMultipart(key, uploadId!, named);
     } catch (err) {
-      await direct.abortMultipart(key, uploadId!).catch(() => {});
+      await this.abortMultipart(key, uploadId!);
       throw err;
     }
     try {
@@ -307,27 +355,42 @@ export class UploadSessionService {
     const input = metered(await this.storage.get(key), limit);
     for await (const _ of input.chunks);
     const { size, sha256 } = input.digest();
-    if (size !== limit) throw invalid(`The ZIP is ${size} bytes, not the declared size of ${limit}`, { field: 'parts', size });
+    if (size !== limit)
+      throw invalid(`The ZIP is ${size} bytes, not the declared size of ${limit}`, { field: 'parts', size });
     return { key, size, sha256 };
   }
 
-  /** Checks name / project_id and, for a project the upload would create, the plan, now rather than after the upload. */
+  /**
+   * Checks name / project_id and, for a project the upload would create, the plan, now rather than after the upload.
+   */
   private async target(accountId: string, { name, projectId, visibility }: NewUploadSession): Promise<Project | null> {
     if (projectId !== undefined) {
-      if (name !== undefined) throw invalid('Give either name (the project to create or select) or project_id, not both', { field: 'name' });
-      if (visibility !== undefined) throw invalid('visibility applies only to a project the upload creates (a session with name)', { field: 'visibility' });
+      if (name !== undefined)
+        throw invalid('Give either name (the project to create or select) or project_id, not both', { field: 'name' });
+      if (visibility !== undefined)
+        throw invalid('visibility applies only to a project the upload creates (a session with name)', {
+          field: 'visibility',
+        });
       return this.projects.get(accountId, projectId);
     }
     const trimmed = name?.trim();
-    if (!trimmed) throw invalid('name is required: the project to create or select (or give project_id)', { field: 'name' });
+    if (!trimmed)
+      throw invalid('name is required: the project to create or select (or give project_id)', { field: 'name' });
     if (!(await this.em.count(Project, { accountId, name: trimmed, status: 'active' }))) {
       await this.entitlements.assertVisibility(accountId, visibility ?? 'draft');
-      await this.entitlements.assertWithin(accountId, 'projects', await this.em.count(Project, { accountId, status: 'active' }));
+      await this.entitlements.assertWithin(
+        accountId,
+        'projects',
+        await this.em.count(Project, { accountId, status: 'active' }),
+      );
     }
     return null;
   }
 
-  /** Deletes the pieces the session holds (and discards its unfinished storage multipart upload); an unfinished upload starts over. */
+  /**
+   * Deletes the pieces the session holds (and discards its unfinished storage multipart upload); an unfinished upload
+   * starts over.
+   */
   private async dropParts(session: UploadSession): Promise<void> {
     if (session.multipartUploadId && !session.usedAt) {
       await this.storage.direct?.abortMultipart(session.storageKey, session.multipartUploadId);
@@ -335,16 +398,32 @@ export class UploadSessionService {
     }
     if (!session.parts.length) return;
     for (const part of session.parts) if (part.key) await this.storage.delete(part.key);
-    await this.em.nativeUpdate(UploadSession, { id: session.id }, { parts: [], ...(session.usedAt ? {} : { offset: 0 }) });
+    await this.em.nativeUpdate(
+      UploadSession,
+      { id: session.id },
+      { parts: [], ...(session.usedAt ? {} : { offset: 0 }) },
+    );
   }
 
   /** Deletes the pieces of the account's expired, unfinished resumable uploads. */
   private async sweep(accountId: string): Promise<void> {
     const stale = await this.em.find(
       UploadSession,
-      { accountId, usedAt: null, expiresAt: { $lte: this.clock.now() }, $or: [{ offset: { $gt: 0 } }, { multipartUploadId: { $ne: null } }] },
+      {
+        accountId,
+        usedAt: null,
+        expiresAt: { $lte: this.clock.now() },
+        $or: [{ offset: { $gt: 0 } }, { multipartUploadId: { $ne: null } }],
+      },
       { disableIdentityMap: true },
     );
     for (const session of stale) await this.dropParts(session);
+  }
+
+  /** Aborts the multipart upload of a failed step; one left behind holds its parts in storage until removed. */
+  private async abortMultipart(key: string, uploadId: string): Promise<void> {
+    await this.storage
+      .direct!.abortMultipart(key, uploadId)
+      .catch((err) => this.log.warn({ err, key }, 'an unfinished multipart upload could not be aborted'));
   }
 }

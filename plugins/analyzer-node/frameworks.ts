@@ -1,5 +1,4 @@
-import type { AnalyzerInput } from '../../core/ports/analyzer.js';
-import type { FRAMEWORKS } from '../../core/projects/build-settings.js';
+import type { AnalyzerInput, FRAMEWORKS } from '../../core/ports/analyzer.js';
 import type { PackageJson } from './package-json.js';
 
 /** What a framework implies: how it runs, where it writes, its default build and start commands. */
@@ -29,8 +28,12 @@ interface Rule {
   traits(ctx: RuleContext): Promise<Omit<FrameworkTraits, 'name' | 'reason'> & { why?: string }>;
 }
 
-const staticSite = (outputDir: string, build: string) => async ({ exec }: RuleContext) => ({ runtime: 'static' as const, outputDir, build: exec(build), start: null });
-const server = (build: string | null, start: string | null) => async ({ exec }: RuleContext) => ({ runtime: 'node' as const, outputDir: null, build: build && exec(build), start });
+const staticSite =
+  (outputDir: string, build: string) =>
+  async ({ exec }: RuleContext) => ({ runtime: 'static' as const, outputDir, build: exec(build), start: null });
+const server =
+  (build: string | null, start: string | null) =>
+  async ({ exec }: RuleContext) => ({ runtime: 'node' as const, outputDir: null, build: build && exec(build), start });
 
 /** `output: 'export'` in a next.config file. */
 async function nextExports(input: AnalyzerInput): Promise<string | null> {
@@ -48,16 +51,35 @@ const RULES: Rule[] = [
     async traits({ input, exec }) {
       const config = await nextExports(input);
       return config
-        ? { runtime: 'static', outputDir: 'out', build: exec('next build'), start: null, why: `${config} sets output: 'export'` }
-        : { runtime: 'node', outputDir: null, build: exec('next build'), start: exec('next start'), why: `no output: 'export' in next.config, so Next.js runs as a server` };
+        ? {
+            runtime: 'static',
+            outputDir: 'out',
+            build: exec('next build'),
+            start: null,
+            why: `${config} sets output: 'export'`,
+          }
+        : {
+            runtime: 'node',
+            outputDir: null,
+            build: exec('next build'),
+            start: exec('next start'),
+            why: `no output: 'export' in next.config, so Next.js runs as a server`,
+          };
     },
   },
   {
     name: 'astro',
     deps: ['astro'],
     async traits(ctx) {
-      if (ctx.pkg.deps.has('@astrojs/node')) return { ...(await server('astro build', 'node ./dist/server/entry.mjs')(ctx)), why: 'the @astrojs/node adapter makes it a server' };
-      return { ...(await staticSite('dist', 'astro build')(ctx)), why: 'no server adapter, so Astro builds static files' };
+      if (ctx.pkg.deps.has('@astrojs/node'))
+        return {
+          ...(await server('astro build', 'node ./dist/server/entry.mjs')(ctx)),
+          why: 'the @astrojs/node adapter makes it a server',
+        };
+      return {
+        ...(await staticSite('dist', 'astro build')(ctx)),
+        why: 'no server adapter, so Astro builds static files',
+      };
     },
   },
   { name: 'gatsby', deps: ['gatsby'], traits: staticSite('public', 'gatsby build') },
@@ -69,9 +91,16 @@ const RULES: Rule[] = [
     name: 'sveltekit',
     deps: ['@sveltejs/kit'],
     async traits(ctx) {
-      if (ctx.pkg.deps.has('@sveltejs/adapter-static')) return { ...(await staticSite('build', 'vite build')(ctx)), why: '@sveltejs/adapter-static builds static files' };
+      if (ctx.pkg.deps.has('@sveltejs/adapter-static'))
+        return {
+          ...(await staticSite('build', 'vite build')(ctx)),
+          why: '@sveltejs/adapter-static builds static files',
+        };
       const node = ctx.pkg.deps.has('@sveltejs/adapter-node');
-      return { ...(await server('vite build', node ? 'node build' : null)(ctx)), why: node ? '@sveltejs/adapter-node makes it a server' : 'no adapter-static, so SvelteKit runs as a server' };
+      return {
+        ...(await server('vite build', node ? 'node build' : null)(ctx)),
+        why: node ? '@sveltejs/adapter-node makes it a server' : 'no adapter-static, so SvelteKit runs as a server',
+      };
     },
   },
   { name: 'remix', deps: ['@remix-run/dev', '@remix-run/node'], traits: server(null, null) },

@@ -1,11 +1,11 @@
-import { ANALYZERS, type Analyzer } from '../../core/ports/analyzer.js';
-import type { PluginDefinition } from '../../core/plugin.js';
+import { definePlugin, PLUGIN_API_VERSION } from '../../core/plugin.js';
 import { NodeAnalyzer } from './node-analyzer.js';
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'analyzer-node',
   port: 'analyzer',
   name: 'node',
-  token: ANALYZERS,
+  deps: {},
   create: () => new NodeAnalyzer(),
-} satisfies PluginDefinition<Analyzer>;
+});

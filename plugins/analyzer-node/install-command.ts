@@ -13,14 +13,20 @@ export interface InstallChoice {
  */
 export function chooseInstallCommand(pm: PackageManager, files: string[], setting: string | undefined): InstallChoice {
   if (setting) return { command: setting, reason: 'project setting install_command' };
-  if (files.some((f) => f.startsWith('node_modules/'))) return { command: null, reason: 'committed node_modules is used as is' };
+  if (files.some((f) => f.startsWith('node_modules/')))
+    return { command: null, reason: 'committed node_modules is used as is' };
   const locked = pm.lockfile !== null;
-  const why = locked ? `${pm.lockfile} pins the dependencies` : `no ${pm.name} lockfile, so dependencies are resolved afresh`;
+  const why = locked
+    ? `${pm.lockfile} pins the dependencies`
+    : `no ${pm.name} lockfile, so dependencies are resolved afresh`;
   switch (pm.name) {
     case 'npm':
       return { command: `npm ${locked ? 'ci' : 'install'} --no-audit --no-fund`, reason: why };
     case 'yarn':
-      return { command: locked ? `yarn install ${pm.yarnBerry ? '--immutable' : '--frozen-lockfile'}` : 'yarn install', reason: why };
+      return {
+        command: locked ? `yarn install ${pm.yarnBerry ? '--immutable' : '--frozen-lockfile'}` : 'yarn install',
+        reason: why,
+      };
     default:
       return { command: locked ? `${pm.name} install --frozen-lockfile` : `${pm.name} install`, reason: why };
   }

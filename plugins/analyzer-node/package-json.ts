@@ -1,4 +1,4 @@
-import { StageError } from '../../core/operations/stage-error.js';
+import { StageError } from '../../core/errors.js';
 
 /** The parts of a package.json the Node analyzer reads, with their types checked. */
 export interface PackageJson {
@@ -11,7 +11,10 @@ export interface PackageJson {
 }
 
 const invalid = (problem: string) =>
-  new StageError('analyze_invalid_package_json', `package.json at the root is invalid: ${problem}. Fix it and upload again.`, false);
+  new StageError(
+    'analyze_invalid_package_json',
+    `package.json at the root is invalid: ${problem}. Fix it and upload again.`,
+  );
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -38,13 +41,19 @@ export function parsePackageJson(text: string | null): PackageJson {
   } catch (err) {
     throw invalid(`it is not valid JSON (${(err as Error).message})`);
   }
-  if (!isObject(pkg)) throw invalid(`it must hold a JSON object, not ${Array.isArray(pkg) ? 'an array' : pkg === null ? 'null' : `a ${typeof pkg}`}`);
+  if (!isObject(pkg))
+    throw invalid(
+      `it must hold a JSON object, not ${Array.isArray(pkg) ? 'an array' : pkg === null ? 'null' : `a ${typeof pkg}`}`,
+    );
   const scripts: Record<string, string> = {};
   for (const [name, cmd] of Object.entries(objectField(pkg, 'scripts'))) {
     if (typeof cmd !== 'string') throw invalid(`"scripts.${name}" must be a string`);
     scripts[name] = cmd;
   }
-  const deps = new Set([...Object.keys(objectField(pkg, 'dependencies')), ...Object.keys(objectField(pkg, 'devDependencies'))]);
+  const deps = new Set([
+    ...Object.keys(objectField(pkg, 'dependencies')),
+    ...Object.keys(objectField(pkg, 'devDependencies')),
+  ]);
   return {
     scripts,
     deps,

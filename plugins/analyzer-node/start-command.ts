@@ -19,9 +19,16 @@ function mainFile(main: string, files: string[]): string | null {
  * `main`, else server.{js,mjs,cjs}, else index.js; null when there is none (the project setting
  * start_command is applied by the caller).
  */
-export function findStartCommand(pkg: PackageJson, files: string[], pm: PackageManager, framework: FrameworkTraits | null): StartChoice | null {
-  if (pkg.scripts.start) return { command: runScript(pm, 'start'), reason: `scripts.start in package.json ("${pkg.scripts.start}")` };
-  if (framework?.start) return { command: framework.start, reason: `the ${framework.name} server (no start script in package.json)` };
+export function findStartCommand(
+  pkg: PackageJson,
+  files: string[],
+  pm: PackageManager,
+  framework: FrameworkTraits | null,
+): StartChoice | null {
+  if (pkg.scripts.start)
+    return { command: runScript(pm, 'start'), reason: `scripts.start in package.json ("${pkg.scripts.start}")` };
+  if (framework?.start)
+    return { command: framework.start, reason: `the ${framework.name} server (no start script in package.json)` };
   const main = pkg.main && mainFile(pkg.main, files);
   if (main) return { command: `node ${main}`, reason: `"main": "${pkg.main}" in package.json` };
   const file = ['server.js', 'server.mjs', 'server.cjs', 'index.js'].find((f) => files.includes(f));

@@ -1,12 +1,12 @@
-import { BUILDERS, type Builder } from '../../core/ports/builder.js';
-import type { PluginDefinition } from '../../core/plugin.js';
-import { SANDBOX, type Sandbox } from '../../core/ports/sandbox.js';
+import { CONFIG, definePlugin, PLUGIN_API_VERSION } from '../../core/plugin.js';
+import { SANDBOX } from '../../core/ports/sandbox.js';
 import { NodeBuilder } from './node-builder.js';
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'builder-node',
   port: 'builder',
   name: 'node',
-  token: BUILDERS,
-  create: ({ config, get }) => new NodeBuilder(config, get<Sandbox>(SANDBOX)),
-} satisfies PluginDefinition<Builder>;
+  deps: { config: CONFIG, sandbox: SANDBOX },
+  create: ({ config, sandbox }) => new NodeBuilder(config, sandbox),
+});

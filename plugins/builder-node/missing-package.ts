@@ -25,7 +25,10 @@ function fromUrl(url: string): string {
   }
   const [where, tarball] = path.split('/-/');
   const parts = where.split('/').filter(Boolean);
-  const name = parts.length > 1 && parts[parts.length - 2].startsWith('@') ? parts.slice(-2).join('/') : (parts.at(-1) ?? url);
+  const name =
+    parts.length > 1 && parts[parts.length - 2].startsWith('@') ? parts.slice(-2).join('/') : (parts.at(-1) ?? url);
   const base = name.split('/').pop()!;
-  return tarball?.startsWith(`${base}-`) && tarball.endsWith('.tgz') ? `${name}@${tarball.slice(base.length + 1, -4)}` : name;
+  return tarball?.startsWith(`${base}-`) && tarball.endsWith('.tgz')
+    ? `${name}@${tarball.slice(base.length + 1, -4)}`
+    : name;
 }

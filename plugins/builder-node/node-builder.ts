@@ -3,19 +3,28 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
-import type { HoistConfig } from '../../config/schema.js';
-import { StageError } from '../../core/operations/stage-error.js';
+import type { HoistConfig } from '../../core/plugin.js';
+import { StageError } from '../../core/errors.js';
 import type { Detection } from '../../core/ports/analyzer.js';
 import type { BuildInput, Builder, BuildOutput } from '../../core/ports/builder.js';
 import { HOME_DIR, type Sandbox } from '../../core/ports/sandbox.js';
 import { buildCommand, checkRealDirectory, nodeHeapCap, runTenant } from '../shared/sandbox/run-tenant.js';
 import { missingPackage } from './missing-package.js';
 import { defaultNpmRegistry } from './npm-registry.js';
+import { nothingToInstall } from './nothing-to-install.js';
 import { replaceSymlinks } from './replace-symlinks.js';
 
 // Host variables a build needs to reach the registry (its proxy and CA bundle, which the sandbox's
 // read-only /etc/ssl holds); nothing else of the host leaks in.
-const HOST_VARS = ['NODE_EXTRA_CA_CERTS', 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
+const HOST_VARS = [
+  'NODE_EXTRA_CA_CERTS',
+  'HTTPS_PROXY',
+  'https_proxy',
+  'HTTP_PROXY',
+  'http_proxy',
+  'NO_PROXY',
+  'no_proxy',
+];
 // Managers that may be absent here; corepack would download them, which the registry-only network forbids.
 const OPTIONAL_MANAGERS = ['pnpm', 'yarn', 'bun'];
 
@@ -77,28 +86,56 @@ export class NodeBuilder implements Builder {
         ...buildCommand(this.config, deadline),
       }).catch((err) => {
         if (!(err instanceof StageError) || err.code !== 'build_timeout') throw err;
-        throw new StageError('build_timeout', `"${command}" was stopped: the build exceeded its time limit of ${this.config.buildTimeoutSeconds} s (HOIST_BUILD_TIMEOUT_SECONDS).`, true, {}, { cause: err });
+        throw new StageError(
+          'build_timeout',
+          `"${command}" was stopped: the build exceeded its time limit of ` +
+            `${this.config.buildTimeoutSeconds} s (HOIST_BUILD_TIMEOUT_SECONDS).`,
+          {},
+          { cause: err },
+        );
       });
     };
     const steps = d.runtime === 'node' ? 3 : 2;
 
-    if (d.installCommand) {
+    // The analyzer's own install command (not a project setting) is skipped when it would fetch nothing.
+    const skipInstall =
+      d.installCommand !== null &&
+      d.reasons.install_command !== 'project setting install_command' &&
+      (await nothingToInstall(workspace));
+    if (skipInstall)
+      log(`No install: package.json declares no dependencies and no install scripts ("${d.installCommand}" skipped).`);
+    else if (d.installCommand) {
       const lines: string[] = [];
       // Without NODE_ENV=production: the build usually needs the dev dependencies (pruned afterwards).
       const { NODE_ENV: _, ...installEnv } = base;
-      await run(d.installCommand, installEnv, lines).catch((err) => Promise.reject(installError(err, lines, d.installCommand!, registry)));
+      await run(d.installCommand, installEnv, lines).catch((err) =>
+        Promise.reject(installError(err, lines, d.installCommand!, registry)),
+      );
     } else log('No install command: the committed node_modules is used as is.');
     progress(1 / steps);
     if (d.buildCommand) await run(d.buildCommand, { ...base, NODE_ENV: env.NODE_ENV ?? 'production' });
     progress(2 / steps);
     if (d.runtime === 'static') return { outputDir: await staticOutput(workspace, d) };
 
-    const prune = /^npm\s/.test(d.installCommand ?? '') ? 'npm prune --omit=dev' : /^pnpm\s/.test(d.installCommand ?? '') ? 'pnpm prune --prod' : null;
-    if (prune) await run(prune, base);
-    else log(d.installCommand ? `Dev dependencies are kept: Hoist prunes them only after an npm or pnpm install.` : 'The committed node_modules is not pruned.');
+    const prune = /^npm\s/.test(d.installCommand ?? '')
+      ? 'npm prune --omit=dev'
+      : /^pnpm\s/.test(d.installCommand ?? '')
+        ? 'pnpm prune --prod'
+        : null;
+    if (skipInstall) log('Nothing to prune: nothing was installed.');
+    else if (prune) await run(prune, base);
+    else
+      log(
+        d.installCommand
+          ? `Dev dependencies are kept: Hoist prunes them only after an npm or pnpm install.`
+          : 'The committed node_modules is not pruned.',
+      );
     if (existsSync(join(workspace, 'node_modules'))) {
       const replaced = await replaceSymlinks(workspace, join(workspace, 'node_modules'));
-      if (replaced) log(`Replaced ${replaced} symbolic links under node_modules with shims or copies (an artifact holds only files).`);
+      if (replaced)
+        log(
+          `Replaced ${replaced} symbolic links under node_modules with shims or copies (an artifact holds only files).`,
+        );
     }
     progress(1);
     return { outputDir: workspace };
@@ -111,13 +148,17 @@ async function checkPackageManager(d: Detection, env: Record<string, string>): P
   if (!OPTIONAL_MANAGERS.includes(pm)) return;
   const uses = (command: string | null) => !!command && new RegExp(`(^|[\\s;&|(])${pm}(\\s|$)`).test(command);
   if (!uses(d.installCommand) && !uses(d.buildCommand)) return;
-  const found = await promisify(execFile)('sh', ['-c', `command -v ${pm}`], { env }).then(() => true, () => false);
+  const found = await promisify(execFile)('sh', ['-c', `command -v ${pm}`], { env }).then(
+    () => true,
+    () => false,
+  );
   if (found) return;
   const why = d.reasons.package_manager ?? 'as detected';
   throw new StageError(
     'build_package_manager_missing',
-    `This project uses ${pm} (${why}) but ${pm} is not installed on this host. Remove the lockfile to use npm, or set install_command${uses(d.buildCommand) ? ' and build_command' : ''}.`,
-    false,
+    `This project uses ${pm} (${why}) but ${pm} is not installed on this host. Remove ` +
+      `the lockfile to use npm, or set ` +
+      `install_command${uses(d.buildCommand) ? ' and build_command' : ''}.`,
     { package_manager: pm },
   );
 }
@@ -129,29 +170,40 @@ function installError(err: unknown, lines: string[], command: string, registry: 
   if (pkg) {
     return new StageError(
       'build_dependency_unavailable',
-      `The package ${pkg} is not available from the npm registry ${registry}, so "${command}" failed. Depend on a version the registry has, or remove the dependency.`,
-      false,
+      `The package ${pkg} is not available from the npm registry ${registry}, so ` +
+        `"${command}" failed. Depend on a version the registry has, or remove the ` +
+        `dependency.`,
       { package: pkg, registry },
       { cause: err },
     );
   }
   const first = lines.map((l) => l.trim()).find((l) => /^(?:npm error (?!code )|ERR_PNPM_|error )\S/.test(l));
-  return new StageError('build_install_failed', `Installing dependencies ("${command}") failed with exit code ${err.details.exit_code ?? err.details.signal}${first ? `: ${first}` : ''}`, true, err.details, { cause: err });
+  return new StageError(
+    'build_install_failed',
+    `Installing dependencies ("${command}") failed with exit code ${err.details.exit_code ?? err.details.signal}` +
+      (first ? `: ${first}` : ''),
+    err.details,
+    { cause: err },
+  );
 }
 
 /** The static site's output directory, checked like builder-static does. */
 async function staticOutput(workspace: string, d: Detection): Promise<string> {
   const outputDir = resolve(workspace, d.outputDir);
   if (outputDir !== workspace && !outputDir.startsWith(workspace + sep)) {
-    throw new StageError('build_output_invalid', `output_directory "${d.outputDir}" leaves the project`, false);
+    throw new StageError('build_output_invalid', `output_directory "${d.outputDir}" leaves the project`);
   }
   await checkRealDirectory(workspace, outputDir, d.outputDir);
   if (!existsSync(outputDir) || !statSync(outputDir).isDirectory()) {
     const by = d.buildCommand ? `"${d.buildCommand}"` : 'The project (no build command)';
-    throw new StageError('build_output_missing', `${by} did not produce the output directory "${d.outputDir}". Check build_command and output_directory.`, false, { output_directory: d.outputDir });
+    throw new StageError(
+      'build_output_missing',
+      `${by} did not produce the output directory "${d.outputDir}". Check build_command and output_directory.`,
+      { output_directory: d.outputDir },
+    );
   }
   if (!existsSync(join(outputDir, 'index.html'))) {
-    throw new StageError('build_output_no_index_html', `The output directory "${d.outputDir}" has no index.html.`, false);
+    throw new StageError('build_output_no_index_html', `The output directory "${d.outputDir}" has no index.html.`);
   }
   return outputDir;
 }

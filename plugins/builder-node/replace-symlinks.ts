@@ -1,6 +1,6 @@
 import { chmod, cp, readdir, readlink, realpath, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, resolve, sep } from 'node:path';
-import { StageError } from '../../core/operations/stage-error.js';
+import { join, relative, resolve, sep } from 'node:path';
+import { StageError } from '../../core/errors.js';
 
 const inside = (path: string, root: string) => path === root || path.startsWith(root + sep);
 
@@ -25,7 +25,12 @@ export async function replaceSymlinks(root: string, dir: string): Promise<number
       const target = await realpath(path).catch(() => null);
       if (!(target ? inside(target, realRoot) : inside(written, root) || inside(written, realRoot))) {
         const name = relative(realRoot, path);
-        throw new StageError('build_symlink_outside', `${name} is a symbolic link to ${target ?? written}, outside the project; an artifact can only hold the project's own files.`, false, { path: name });
+        throw new StageError(
+          'build_symlink_outside',
+          `${name} is a symbolic link to ${target ?? written}, outside the project; an ` +
+            `artifact can only hold the project's own files.`,
+          { path: name },
+        );
       }
       if (inside(path, scope)) links.push({ path, dir: d, target });
     }

@@ -1,10 +1,9 @@
 import { existsSync, statSync } from 'node:fs';
 import { posix, resolve, sep } from 'node:path';
-import type { HoistConfig } from '../../config/schema.js';
-import { StageError } from '../../core/operations/stage-error.js';
+import { StageError } from '../../core/errors.js';
 import type { Detection } from '../../core/ports/analyzer.js';
-import { BUILDERS, type BuildInput, type Builder, type BuildOutput } from '../../core/ports/builder.js';
-import type { PluginDefinition } from '../../core/plugin.js';
+import type { BuildInput, Builder, BuildOutput } from '../../core/ports/builder.js';
+import { CONFIG, definePlugin, PLUGIN_API_VERSION, type HoistConfig } from '../../core/plugin.js';
 import { SANDBOX, type Sandbox } from '../../core/ports/sandbox.js';
 import { buildCommand, checkRealDirectory, nodeHeapCap, runTenant } from '../shared/sandbox/run-tenant.js';
 
@@ -45,7 +44,15 @@ export class StaticBuilder implements Builder {
     return { outputDir };
   }
 
-  outputWithoutBuild({ detection, files, log }: { detection: Detection; files: string[]; log(line: string): void }): string | null {
+  outputWithoutBuild({
+    detection,
+    files,
+    log,
+  }: {
+    detection: Detection;
+    files: string[];
+    log(line: string): void;
+  }): string | null {
     if (detection.installCommand || detection.buildCommand) return null;
     log('Plain static site: nothing to build.');
     const dir = posix.normalize(detection.outputDir).replace(/(.)\/$/, '$1');
@@ -57,15 +64,21 @@ export class StaticBuilder implements Builder {
   }
 }
 
-const outputInvalid = (d: Detection) => new StageError('build_output_invalid', `output_directory "${d.outputDir}" leaves the project`, false);
+const outputInvalid = (d: Detection) =>
+  new StageError('build_output_invalid', `output_directory "${d.outputDir}" leaves the project`);
 const outputMissing = (d: Detection) =>
-  new StageError('build_output_missing', `The build did not produce the output directory "${d.outputDir}". Check build_command and output_directory.`, false);
-const noIndexHtml = (d: Detection) => new StageError('build_output_no_index_html', `The output directory "${d.outputDir}" has no index.html.`, false);
+  new StageError(
+    'build_output_missing',
+    `The build did not produce the output directory "${d.outputDir}". Check build_command and output_directory.`,
+  );
+const noIndexHtml = (d: Detection) =>
+  new StageError('build_output_no_index_html', `The output directory "${d.outputDir}" has no index.html.`);
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'builder-static',
   port: 'builder',
   name: 'static',
-  token: BUILDERS,
-  create: ({ config, get }) => new StaticBuilder(config, get<Sandbox>(SANDBOX)),
-} satisfies PluginDefinition<Builder>;
+  deps: { config: CONFIG, sandbox: SANDBOX },
+  create: ({ config, sandbox }) => new StaticBuilder(config, sandbox),
+});

@@ -15,11 +15,14 @@ function seal(key: Buffer, plaintext: Buffer, aad: string): string {
 }
 
 function open(key: Buffer, sealed: string, aad: string): Buffer {
-  if (typeof sealed !== 'string' || !sealed.startsWith(`${FORMAT}.`)) throw new DecryptError('not a sealed value of a known format');
+  if (typeof sealed !== 'string' || !sealed.startsWith(`${FORMAT}.`))
+    throw new DecryptError('not a sealed value of a known format');
   const raw = Buffer.from(sealed.slice(FORMAT.length + 1), 'base64url');
   if (raw.length < IV_BYTES + TAG_BYTES) throw new DecryptError('sealed value is truncated');
   try {
-    const d = createDecipheriv('aes-256-gcm', key, raw.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES }).setAAD(Buffer.from(aad, 'utf8'));
+    const d = createDecipheriv('aes-256-gcm', key, raw.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES }).setAAD(
+      Buffer.from(aad, 'utf8'),
+    );
     d.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
     return Buffer.concat([d.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), d.final()]);
   } catch (err) {
@@ -51,7 +54,9 @@ export class AesGcmCipher implements Cipher {
   }
 
   async digest(key: WrappedKey, value: string): Promise<string> {
-    return `hmac-sha256:${createHmac('sha256', derive(this.unwrap(key), 'hoist-value-digest')).update(value, 'utf8').digest('hex')}`;
+    return `hmac-sha256:${createHmac('sha256', derive(this.unwrap(key), 'hoist-value-digest'))
+      .update(value, 'utf8')
+      .digest('hex')}`;
   }
 
   async rewrap(key: WrappedKey): Promise<WrappedKey> {
@@ -62,7 +67,9 @@ export class AesGcmCipher implements Cipher {
   fingerprint(data: string): string {
     // The oldest key stays in the ring across rotations, so fingerprints stay comparable.
     const keys = this.ring.list();
-    const base = keys.find((k) => k.createdAt && keys.every((o) => !o.createdAt || o.createdAt >= k.createdAt!)) ?? keys[keys.length - 1];
+    const base =
+      keys.find((k) => k.createdAt && keys.every((o) => !o.createdAt || o.createdAt >= k.createdAt!)) ??
+      keys[keys.length - 1];
     return createHmac('sha256', derive(base.key, 'hoist-fingerprint')).update(data, 'utf8').digest('hex');
   }
 
@@ -82,7 +89,10 @@ export class AesGcmCipher implements Cipher {
 
   private unwrap(key: WrappedKey): Buffer {
     const master = this.ring.get(key.keyId);
-    if (!master) throw new DecryptError(`master key ${JSON.stringify(key.keyId)} is not configured (masterKeyFile or HOIST_MASTER_KEY)`);
+    if (!master)
+      throw new DecryptError(
+        `master key ${JSON.stringify(key.keyId)} is not configured (masterKeyFile or HOIST_MASTER_KEY)`,
+      );
     const dataKey = open(master.key, key.wrapped, wrapAad(key.keyId));
     if (dataKey.length !== 32) throw new DecryptError('unwrapped data key has the wrong length');
     return dataKey;

@@ -1,5 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 
 /** One master key: 32 bytes for AES-256. */
@@ -23,7 +33,8 @@ const ID = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Decodes base64 or base64url key material; throws unless it is 32 bytes. */
 function material(text: string, id: string): Buffer {
   const key = Buffer.from(text.trim(), text.includes('-') || text.includes('_') ? 'base64url' : 'base64');
-  if (key.length !== 32) throw new Error(`master key ${JSON.stringify(id)} must be 32 bytes (base64), got ${key.length}`);
+  if (key.length !== 32)
+    throw new Error(`master key ${JSON.stringify(id)} must be 32 bytes (base64), got ${key.length}`);
   return key;
 }
 
@@ -35,10 +46,14 @@ export function keysFromConfig(spec: string): KeyRing {
   const keys = spec.split(',').map((entry, i) => {
     const at = entry.indexOf(':');
     const id = entry.slice(0, at).trim();
-    if (at < 1 || !ID.test(id)) throw new Error(`masterKey (HOIST_MASTER_KEY) entry ${i + 1} must be id:base64 with an id of letters, digits, _ . -`);
+    if (at < 1 || !ID.test(id))
+      throw new Error(
+        `masterKey (HOIST_MASTER_KEY) entry ${i + 1} must be id:base64 with an id of letters, digits, _ . -`,
+      );
     return { id, key: material(entry.slice(at + 1), id), createdAt: null };
   });
-  if (new Set(keys.map((k) => k.id)).size !== keys.length) throw new Error('masterKey (HOIST_MASTER_KEY) names one id twice');
+  if (new Set(keys.map((k) => k.id)).size !== keys.length)
+    throw new Error('masterKey (HOIST_MASTER_KEY) names one id twice');
   return { current: () => keys[0], get: (id) => keys.find((k) => k.id === id), list: () => keys, add: () => null };
 }
 
@@ -121,14 +136,17 @@ export class FileKeyRing implements KeyRing {
     try {
       file = JSON.parse(readFileSync(this.path, 'utf8')) as KeyFile;
     } catch (err) {
-      throw new Error(`master key file ${this.path} is not valid JSON: ${(err as Error).message}`);
+      throw new Error(`master key file ${this.path} is not valid JSON: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     if (!Array.isArray(file.keys) || !file.keys.length) throw new Error(`master key file ${this.path} holds no keys`);
     const keys = file.keys.map((k) => {
       if (!ID.test(String(k.id))) throw new Error(`master key file ${this.path}: bad key id ${JSON.stringify(k.id)}`);
       return { id: k.id, key: material(String(k.key), k.id), createdAt: k.created_at ? new Date(k.created_at) : null };
     });
-    if (!keys.some((k) => k.id === file.current)) throw new Error(`master key file ${this.path}: current key ${JSON.stringify(file.current)} is not in the file`);
+    if (!keys.some((k) => k.id === file.current))
+      throw new Error(`master key file ${this.path}: current key ${JSON.stringify(file.current)} is not in the file`);
     this.keys = keys;
     this.currentId = file.current;
     this.seen = stamp;
@@ -139,7 +157,11 @@ function serialize(keys: MasterKey[], current: string | null): string {
   const file: KeyFile = {
     version: 1,
     current: current ?? keys[keys.length - 1].id,
-    keys: keys.map((k) => ({ id: k.id, key: k.key.toString('base64'), created_at: (k.createdAt ?? new Date(0)).toISOString() })),
+    keys: keys.map((k) => ({
+      id: k.id,
+      key: k.key.toString('base64'),
+      created_at: (k.createdAt ?? new Date(0)).toISOString(),
+    })),
   };
   return `${JSON.stringify(file, null, 2)}\n`;
 }

@@ -1,19 +1,23 @@
-import type { EntityManager } from '@mikro-orm/core';
 import type Docker from 'dockerode';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { withWorkspace } from '../../core/deployments/workspace.js';
-import { Deployment, type ReleaseTarget } from '../../core/entities/deployment.js';
-import { StageError } from '../../core/operations/stage-error.js';
+import { StageError } from '../../core/errors.js';
 import type { Lifecycle } from '../../core/plugin.js';
 import type { Archive } from '../../core/ports/archive.js';
-import type { Deployer, ReleaseSpec } from '../../core/ports/deployer.js';
+import type {
+  Deployer,
+  PrepareControl,
+  ReleaseReports,
+  ReleaseSpec,
+  ReleaseTarget,
+} from '../../core/ports/deployer.js';
 import type { Storage } from '../../core/ports/storage.js';
-import { lastLogLines } from './docker-logs.js';
+import type { Workspaces } from '../../core/ports/workspaces.js';
 import { engineStatus } from '../shared/docker/connection.js';
-import { guardBridge, hostDnsServers } from '../shared/docker/firewall.js';
+import { guardReleaseNetwork } from '../shared/docker/firewall.js';
 import { tenantHostConfig } from '../shared/docker/hardening.js';
-import { bridgeInterface, ensureBridgeNetwork } from '../shared/docker/network.js';
+import { lastLogLines } from '../shared/docker/logs.js';
+import { ensureBridgeNetwork } from '../shared/docker/network.js';
 import {
   MAX_RESTARTS,
   RELEASE_PORT,
@@ -24,11 +28,11 @@ import {
   releaseLabels,
   releaseTmpfs,
   stageBuildContext,
+  unhealthy,
   waitUntilAnswering,
-} from './release-image.js';
+} from '../shared/docker/release-image.js';
 
 export interface DockerDeployerOptions {
-  dataDir: string;
   /** Image every release image is built on (needs node, npm and sh). */
   baseImage: string;
   /** The bridge network releases run on (created, labelled, when missing). */
@@ -68,9 +72,11 @@ const status = engineStatus;
  */
 export class DockerDeployer implements Deployer, Lifecycle {
   private events: Readable | null = null;
+  /** Where a crash loop is reported: core's, as the last prepare or restore gave it (one object for all). */
+  private reports: ReleaseReports | null = null;
 
   constructor(
-    private readonly em: EntityManager,
+    private readonly workspaces: Workspaces,
     private readonly storage: Storage,
     private readonly archive: Archive,
     private readonly docker: Docker,
@@ -79,7 +85,7 @@ export class DockerDeployer implements Deployer, Lifecycle {
 
   /**
    * Checks the engine answers and the base image is there, creates the network when missing, and
-   * watches Hoist's containers: one that stops for good after its restarts marks its deployment failed.
+   * watches Hoist's containers: one that stops for good after its restarts is reported (exited).
    */
   async start(): Promise<void> {
     await this.check();
@@ -87,12 +93,20 @@ export class DockerDeployer implements Deployer, Lifecycle {
       .getImage(this.opts.baseImage)
       .inspect()
       .catch((err) => {
-        throw new Error(`the base image ${this.opts.baseImage} is not on the Docker engine (${status(err) ?? err.message}); build it with scripts/docker-base-image.sh or set HOIST_DOCKER_BASE_IMAGE`);
+        throw new Error(
+          `the base image ${this.opts.baseImage} is not on the Docker engine (${status(err) ?? err.message}); ` +
+            'build it with scripts/docker-base-image.sh or set HOIST_DOCKER_BASE_IMAGE',
+        );
       });
     await this.network();
-    this.events = (await this.docker.getEvents({ filters: { type: ['container'], event: ['die'], label: ['hoist.managed=true'] } })) as Readable;
+    this.events = (await this.docker.getEvents({
+      filters: { type: ['container'], event: ['die'], label: ['hoist.managed=true'] },
+    })) as Readable;
     this.events.on('error', () => {});
-    createInterface({ input: this.events }).on('line', (line) => void this.died(JSON.parse(line)).catch(() => {}));
+    createInterface({ input: this.events }).on(
+      'line',
+      (line) => void this.died(JSON.parse(line)).catch(this.unreported),
+    );
   }
 
   async stop(): Promise<void> {
@@ -106,13 +120,24 @@ export class DockerDeployer implements Deployer, Lifecycle {
     });
   }
 
-  async prepare(spec: ReleaseSpec, control: { signal: AbortSignal; log(line: string): void }): Promise<ReleaseTarget> {
-    if (spec.runtime === 'node' && !spec.startCommand) throw new StageError('deploy_no_start_command', 'The release has no start command; set start_command in the project settings', false);
+  async prepare(spec: ReleaseSpec, control: PrepareControl): Promise<ReleaseTarget> {
+    this.reports = control.report;
+    if (spec.runtime === 'node' && !spec.startCommand)
+      throw new StageError(
+        'deploy_no_start_command',
+        'The release has no start command; set start_command in the project settings',
+      );
     const { signal } = control;
     try {
       await this.remove(spec.deploymentId);
-      await withWorkspace(this.opts.dataDir, `deploy-${spec.deploymentId}`, async (dir) => {
-        const src = await stageBuildContext(dir, spec, this.opts.baseImage, { storage: this.storage, archive: this.archive }, signal);
+      await this.workspaces.run(`deploy-${spec.deploymentId}`, async (dir) => {
+        const src = await stageBuildContext(
+          dir,
+          spec,
+          this.opts.baseImage,
+          { storage: this.storage, archive: this.archive },
+          signal,
+        );
         signal.throwIfAborted();
         await this.build(dir, src, releaseImageTag(spec.deploymentId), signal);
       });
@@ -123,23 +148,22 @@ export class DockerDeployer implements Deployer, Lifecycle {
       control.log(`Container ${releaseContainerName(spec.deploymentId)} started`);
       return await this.healthy(container, signal);
     } catch (err) {
-      await this.remove(spec.deploymentId).catch(() => {});
-      if (signal.aborted) throw new StageError('deploy_canceled', 'The deploy was canceled; its container and image were removed', true);
+      await this.remove(spec.deploymentId).catch((e: Error) =>
+        this.opts.warn(`deployer-docker: the failed release ${spec.deploymentId} was not removed (${e.message})`),
+      );
+      if (signal.aborted)
+        throw new StageError('deploy_canceled', 'The deploy was canceled; its container and image were removed');
       if (err instanceof StageError) throw err;
-      throw new StageError('deploy_docker_failed', `The Docker engine could not run the release: ${(err as Error).message}`, true);
+      throw new StageError(
+        'deploy_docker_failed',
+        `The Docker engine could not run the release: ${(err as Error).message}`,
+      );
     }
   }
 
   async remove(deploymentId: string): Promise<void> {
     const label = ['hoist.managed=true', `hoist.deployment=${deploymentId}`];
-    for (const c of await this.docker.listContainers({ all: true, filters: { label } })) {
-      await this.docker
-        .getContainer(c.Id)
-        .remove({ force: true })
-        .catch((err) => {
-          if (status(err) !== 404 && status(err) !== 409) throw err;
-        });
-    }
+    await this.suspend(deploymentId);
     for (const i of await this.docker.listImages({ filters: { label } })) {
       await this.docker
         .getImage(i.Id)
@@ -150,59 +174,115 @@ export class DockerDeployer implements Deployer, Lifecycle {
     }
   }
 
+  /** Removes the release's container and keeps its image, from which `resume` starts it again. */
+  async suspend(deploymentId: string): Promise<void> {
+    const label = ['hoist.managed=true', `hoist.deployment=${deploymentId}`];
+    for (const c of await this.docker.listContainers({ all: true, filters: { label } })) {
+      await this.docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch((err) => {
+          if (status(err) !== 404 && status(err) !== 409) throw err;
+        });
+    }
+  }
+
+  async resume(spec: ReleaseSpec, control: PrepareControl): Promise<ReleaseTarget> {
+    this.reports = control.report;
+    const label = ['hoist.managed=true', `hoist.deployment=${spec.deploymentId}`];
+    if ((await this.docker.listImages({ filters: { label } })).length === 0)
+      throw new StageError('deploy_release_gone', `The image of release ${spec.deploymentId} is no longer kept`);
+    try {
+      await this.suspend(spec.deploymentId);
+      const container = await this.create(spec);
+      await container.start();
+      control.log(`Container ${releaseContainerName(spec.deploymentId)} started from its kept image`);
+      return await this.healthy(container, control.signal);
+    } catch (err) {
+      await this.suspend(spec.deploymentId).catch(() => {});
+      if (control.signal.aborted) throw new StageError('deploy_canceled', 'The promote was canceled');
+      if (err instanceof StageError) throw err;
+      throw new StageError(
+        'deploy_docker_failed',
+        `The Docker engine could not run the release: ${(err as Error).message}`,
+      );
+    }
+  }
+
   /**
    * Starts the container of each live release again (after a host or engine restart) and waits for
    * it to answer; a release whose container is gone is built again from its artifact. The new
-   * address is recorded; a release that does not come back is marked failed.
+   * address is reported, and so is a release that does not come back.
    */
-  async restore(specs: ReleaseSpec[]): Promise<void> {
+  async restore(specs: ReleaseSpec[], report: ReleaseReports): Promise<void> {
+    this.reports = report;
     for (const spec of specs) {
       try {
-        const [found] = await this.docker.listContainers({ all: true, filters: { label: ['hoist.managed=true', `hoist.deployment=${spec.deploymentId}`] } });
+        const [found] = await this.docker.listContainers({
+          all: true,
+          filters: { label: ['hoist.managed=true', `hoist.deployment=${spec.deploymentId}`] },
+        });
         let target: ReleaseTarget;
-        if (!found) target = await this.prepare(spec, { signal: never, log: () => {} });
+        if (!found) target = await this.prepare(spec, { signal: never, log: () => {}, report });
         else {
           const container = this.docker.getContainer(found.Id);
           if (found.State !== 'running') await container.start();
           target = await this.healthy(container, never);
         }
-        await this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target });
+        await report.targetChanged(spec.deploymentId, target);
       } catch (err) {
-        const message = `The release did not come back after a restart: ${(err as Error).message}`;
-        await this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { status: 'failed', error: { code: 'deploy_restore_failed', message }, endedAt: new Date() }).catch(() => {});
+        await report.failed(spec.deploymentId, (err as Error).message);
       }
     }
   }
 
-  /** A container of ours died: when Docker will not restart it again, its live deployment is marked failed. */
+  /** A container of ours died: when Docker will not restart it again, it is reported (exited). */
+  /** Says that a release's end went unreported; a container removed meanwhile (Hoist removing it) is no news. */
+  private readonly unreported = (err: Error) => {
+    if (status(err) !== 404) this.opts.warn(`deployer-docker: a release's exit was not reported (${err.message})`);
+  };
+
   private async died(event: { id: string; Actor?: { Attributes?: Record<string, string> } }): Promise<void> {
     const deploymentId = event.Actor?.Attributes?.['hoist.deployment'];
-    if (!deploymentId) return;
+    if (!deploymentId || !this.reports) return;
     const container = this.docker.getContainer(event.id);
     const info = await container.inspect();
     if (info.RestartCount < MAX_RESTARTS || info.State.Running || info.State.Restarting) return;
     const lines = await lastLogLines(container, 20).catch(() => []);
-    const message = `The app crashed ${MAX_RESTARTS + 1} times and was stopped. Last lines:\n${lines.join('\n')}`;
-    await this.em.fork().nativeUpdate(Deployment, { id: deploymentId, status: 'live' }, { status: 'failed', error: { code: 'deploy_crash_loop', message }, endedAt: new Date() });
+    await this.reports.exited(deploymentId, `The app crashed ${MAX_RESTARTS + 1} times and was stopped.`, lines);
   }
 
   /**
    * The network releases run on, created with Hoist's label when missing, and firewalled off this
-   * host and the private ranges (guardBridge); says once what is not enforced when that cannot be done here.
+   * host and the private ranges (guardReleaseNetwork).
    */
   private async network(): Promise<void> {
-    const net = await ensureBridgeNetwork(this.docker, { name: this.opts.network, labels: { 'hoist.managed': 'true' } });
-    const why = await guardBridge(bridgeInterface(net), { deny: this.opts.denyCidrs, allow: [], dns: hostDnsServers() });
-    if (why) this.opts.warn(`deployer-docker: releases on the ${this.opts.network} network can reach this host's ports and private ranges: ${why}`);
+    const net = await ensureBridgeNetwork(this.docker, {
+      name: this.opts.network,
+      labels: { 'hoist.managed': 'true' },
+    });
+    await guardReleaseNetwork(net, { who: 'deployer-docker', deny: this.opts.denyCidrs, warn: this.opts.warn });
   }
 
   private async build(context: string, src: string[], tag: string, abortSignal: AbortSignal): Promise<void> {
-    const stream = await this.docker.buildImage({ context, src }, { t: tag, rm: true, forcerm: true, abortSignal } as Docker.ImageBuildOptions);
-    const output = await new Promise<{ error?: string; stream?: string }[]>((resolve, reject) => this.docker.modem.followProgress(stream, (err, res) => (err ? reject(err) : resolve(res))));
+    const stream = await this.docker.buildImage({ context, src }, {
+      t: tag,
+      rm: true,
+      forcerm: true,
+      abortSignal,
+    } as Docker.ImageBuildOptions);
+    const output = await new Promise<{ error?: string; stream?: string }[]>((resolve, reject) =>
+      this.docker.modem.followProgress(stream, (err, res) => (err ? reject(err) : resolve(res))),
+    );
     const failed = output.find((o) => o.error);
     if (failed) {
-      const lines = output.flatMap((o) => (o.stream ?? '').split('\n')).filter(Boolean).slice(-20);
-      throw new StageError('deploy_image_build_failed', `The release image did not build: ${failed.error}`, true, { last_lines: lines });
+      const lines = output
+        .flatMap((o) => (o.stream ?? '').split('\n'))
+        .filter(Boolean)
+        .slice(-20);
+      throw new StageError('deploy_image_build_failed', `The release image did not build: ${failed.error}`, {
+        last_lines: lines,
+      });
     }
   }
 
@@ -234,7 +314,8 @@ export class DockerDeployer implements Deployer, Lifecycle {
     const ip = info.NetworkSettings.Networks[this.opts.network]?.IPAddress;
     const down = async () => {
       const now = await container.inspect();
-      if (now.RestartCount > restarts || !now.State.Running) return `exited with code ${now.State.ExitCode} before answering on port ${RELEASE_PORT}`;
+      if (now.RestartCount > restarts || !now.State.Running)
+        return `exited with code ${now.State.ExitCode} before answering on port ${RELEASE_PORT}`;
       return null;
     };
     try {
@@ -245,8 +326,7 @@ export class DockerDeployer implements Deployer, Lifecycle {
     } catch (err) {
       if (signal.aborted) throw err;
       const lines = await lastLogLines(container, 20).catch(() => []);
-      const message = `The release ${(err as Error).message}. ${lines.length ? `Last lines:\n${lines.join('\n')}` : 'It printed nothing.'}`;
-      throw new StageError('deploy_unhealthy', message, true, { last_lines: lines });
+      throw unhealthy((err as Error).message, lines);
     }
   }
 }

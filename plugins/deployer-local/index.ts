@@ -1,22 +1,22 @@
-import type { PluginDefinition } from '../../core/plugin.js';
+import { CONFIG, definePlugin, PLUGIN_API_VERSION } from '../../core/plugin.js';
 import { ARCHIVE } from '../../core/ports/archive.js';
-import { DEPLOYER, type Deployer } from '../../core/ports/deployer.js';
-import { SANDBOX, type Sandbox } from '../../core/ports/sandbox.js';
+import { SANDBOX } from '../../core/ports/sandbox.js';
 import { STORAGE } from '../../core/ports/storage.js';
-import { ENTITY_MANAGER } from '../../core/tokens.js';
+import { WORKSPACES } from '../../core/ports/workspaces.js';
 import { LocalDeployer } from './local-deployer.js';
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'deployer-local',
   port: 'deployer',
   name: 'local',
-  token: DEPLOYER,
-  create: ({ config, get }) =>
-    new LocalDeployer(get(ENTITY_MANAGER), get(STORAGE), get(ARCHIVE), get<Sandbox>(SANDBOX), {
+  deps: { workspaces: WORKSPACES, storage: STORAGE, archive: ARCHIVE, sandbox: SANDBOX, config: CONFIG },
+  create: ({ workspaces, storage, archive, sandbox, config }) =>
+    new LocalDeployer(workspaces, storage, archive, sandbox, {
       dataDir: config.dataDir,
       memoryMb: config.releaseMemoryMb,
       processes: config.releaseProcesses,
       diskMb: config.releaseDiskMb,
       healthTimeoutMs: config.healthTimeoutSeconds * 1000,
     }),
-} satisfies PluginDefinition<Deployer>;
+});

@@ -1,15 +1,22 @@
-import type { EntityManager } from '@mikro-orm/core';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Redactor } from '../../core/deployments/redaction.js';
-import { download, withWorkspace } from '../../core/deployments/workspace.js';
-import { Deployment, type ReleaseTarget } from '../../core/entities/deployment.js';
-import { StageError } from '../../core/operations/stage-error.js';
+import { StageError } from '../../core/errors.js';
 import type { Lifecycle } from '../../core/plugin.js';
 import type { Archive } from '../../core/ports/archive.js';
-import type { Deployer, ReleaseSpec } from '../../core/ports/deployer.js';
+import type {
+  Deployer,
+  PrepareControl,
+  ReleaseReports,
+  ReleaseSpec,
+  ReleaseTarget,
+} from '../../core/ports/deployer.js';
 import type { Storage } from '../../core/ports/storage.js';
 import type { Sandbox } from '../../core/ports/sandbox.js';
+import type { Workspaces } from '../../core/ports/workspaces.js';
+import { unpackArtifact } from '../shared/release/unpack-artifact.js';
+import { BlobStore } from '../shared/release/blob-store.js';
+import { blobsOf, readFileIndex, saveFileIndex, storeReleaseFiles } from '../shared/release/release-files.js';
+import { fileIndexPath, variantsDir } from '../../core/ports/file-index.js';
 import { nodeHeapCap } from '../shared/sandbox/run-tenant.js';
 import { Supervisor } from './supervisor.js';
 
@@ -30,45 +37,60 @@ export interface LocalDeployerOptions {
 
 /**
  * Runs releases on this machine. Every release is an immutable directory
- * `<dataDir>/releases/<deploymentId>`, unpacked beside it and renamed into place in one step. A
+ * `<dataDir>/releases/<deploymentId>`, unpacked beside it and renamed into place in one step, whose files are
+ * hard links to the content-addressed store `<dataDir>/blobs` (each content written once; read-only). A
  * static release is served from it by the edge; a Node.js release runs from it, read-only, in the
  * sandbox, with its port published on the host's loopback for the edge alone (restarted with
- * backoff after a crash; a crash loop marks the deployment failed).
+ * backoff after a crash, reported at its new address; a crash loop is reported and ends it).
  */
 export class LocalDeployer implements Deployer, Lifecycle {
   private readonly running = new Map<string, Supervisor>();
+  private readonly store: BlobStore;
 
   constructor(
-    private readonly em: EntityManager,
+    private readonly workspaces: Workspaces,
     private readonly storage: Storage,
     private readonly archive: Archive,
     private readonly sandbox: Sandbox,
     private readonly opts: LocalDeployerOptions,
-  ) {}
+  ) {
+    this.store = new BlobStore(join(opts.dataDir, 'blobs'));
+  }
 
   private dir(deploymentId: string): string {
     return join(this.opts.dataDir, 'releases', deploymentId);
   }
 
-  async prepare(spec: ReleaseSpec, control: { signal: AbortSignal; log(line: string): void }): Promise<ReleaseTarget> {
-    if (spec.runtime === 'node' && !spec.startCommand) throw new StageError('deploy_no_start_command', 'The release has no start command; set start_command in the project settings', false);
+  async prepare(spec: ReleaseSpec, control: PrepareControl): Promise<ReleaseTarget> {
+    if (spec.runtime === 'node' && !spec.startCommand)
+      throw new StageError(
+        'deploy_no_start_command',
+        'The release has no start command; set start_command in the project settings',
+      );
     const root = this.dir(spec.deploymentId);
     await mkdir(join(this.opts.dataDir, 'releases'), { recursive: true });
-    await withWorkspace(this.opts.dataDir, `deploy-${spec.deploymentId}`, async (work) => {
-      const zip = join(work, 'artifact.zip');
-      await download(this.storage, spec.artifactKey, zip, control.signal);
-      const manifest = await this.archive.inspect(zip, {});
+    await this.workspaces.run(`deploy-${spec.deploymentId}`, async (work) => {
       const staging = join(work, 'release');
-      await this.archive.extract(zip, manifest, staging, control.signal);
-      await rm(root, { recursive: true, force: true });
+      const deps = { storage: this.storage, archive: this.archive };
+      await unpackArtifact(deps, spec.artifactKey, work, staging, control.signal, spec.artifactRoot);
+      // Each file becomes a link to its blob; a static release also gets its index and precompressed variants.
+      const precompress = spec.runtime === 'static';
+      const index = await storeReleaseFiles(this.store, staging, {
+        precompress,
+        signal: control.signal,
+        finalRoot: root,
+      });
+      await this.removeFiles(root);
+      if (precompress) await rename(variantsDir(staging), variantsDir(root));
+      await saveFileIndex(root, index);
       await rename(staging, root);
     });
     control.log(`Release ${spec.deploymentId} unpacked`);
     if (spec.runtime === 'static') return { kind: 'static', root };
     try {
-      return await this.run(spec, root, control.signal);
+      return await this.run(spec, root, control.report, control.signal);
     } catch (err) {
-      await rm(root, { recursive: true, force: true });
+      await this.discard(root);
       throw err;
     }
   }
@@ -76,20 +98,52 @@ export class LocalDeployer implements Deployer, Lifecycle {
   async remove(deploymentId: string): Promise<void> {
     await this.running.get(deploymentId)?.stop();
     this.running.delete(deploymentId);
-    await rm(this.dir(deploymentId), { recursive: true, force: true });
+    await this.discard(this.dir(deploymentId));
   }
 
-  async restore(specs: ReleaseSpec[]): Promise<void> {
+  async suspend(deploymentId: string): Promise<void> {
+    await this.running.get(deploymentId)?.stop();
+    this.running.delete(deploymentId);
+  }
+
+  async resume(spec: ReleaseSpec, control: PrepareControl): Promise<ReleaseTarget> {
+    const root = this.dir(spec.deploymentId);
+    if (!(await stat(fileIndexPath(root)).catch(() => null)))
+      throw new StageError('deploy_release_gone', `Release ${spec.deploymentId} is no longer kept on this server`);
+    control.log(`Release ${spec.deploymentId} resumed from its directory`);
+    if (spec.runtime === 'static') return { kind: 'static', root };
+    if (!spec.startCommand)
+      throw new StageError('deploy_no_start_command', 'The release has no start command; it cannot be started again');
+    await this.suspend(spec.deploymentId);
+    return this.run(spec, root, control.report, control.signal);
+  }
+
+  /** Removes the blobs no release links to any more (after a grace period); returns how many. */
+  async collectGarbage(): Promise<number> {
+    return this.store.collect();
+  }
+
+  /** Removes a release's files and the blobs only it used (the worker's periodic collection catches any other). */
+  private async discard(root: string): Promise<void> {
+    const index = await readFileIndex(root).catch(() => null);
+    const blobs = index ? await blobsOf(root, index) : [];
+    await this.removeFiles(root);
+    await this.store.release(blobs);
+  }
+
+  /** Removes a release's directory, index and variants (not its blobs). */
+  private async removeFiles(root: string): Promise<void> {
+    for (const path of [root, variantsDir(root), fileIndexPath(root)]) await rm(path, { recursive: true, force: true });
+  }
+
+  async restore(specs: ReleaseSpec[], report: ReleaseReports): Promise<void> {
     for (const spec of specs) {
       if (spec.runtime !== 'node' || this.running.has(spec.deploymentId) || !spec.startCommand) continue;
       const root = this.dir(spec.deploymentId);
       if (!(await stat(root).catch(() => null))) continue;
-      try {
-        const target = await this.run(spec, root);
-        await this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target });
-      } catch (err) {
-        await this.markFailed(spec.deploymentId, 'deploy_restore_failed', `The release did not come back after a restart: ${(err as StageError).message}`);
-      }
+      const target = await this.run(spec, root, report).catch((err: Error) => err);
+      if (target instanceof Error) await report.failed(spec.deploymentId, target.message);
+      else await report.targetChanged(spec.deploymentId, target);
     }
   }
 
@@ -98,7 +152,12 @@ export class LocalDeployer implements Deployer, Lifecycle {
     this.running.clear();
   }
 
-  private async run(spec: ReleaseSpec, root: string, signal?: AbortSignal): Promise<ReleaseTarget> {
+  private async run(
+    spec: ReleaseSpec,
+    root: string,
+    report: ReleaseReports,
+    signal?: AbortSignal,
+  ): Promise<ReleaseTarget> {
     const env = { NODE_ENV: 'production', ...spec.env };
     const supervisor = new Supervisor(
       this.sandbox,
@@ -108,18 +167,19 @@ export class LocalDeployer implements Deployer, Lifecycle {
         env: { ...env, NODE_OPTIONS: nodeHeapCap(env, this.opts.memoryMb) },
         network: 'egress',
         port: RELEASE_PORT,
-        limits: { memoryMb: this.opts.memoryMb, processes: this.opts.processes, outputBytes: Number.MAX_SAFE_INTEGER, diskMb: this.opts.diskMb },
+        limits: {
+          memoryMb: this.opts.memoryMb,
+          processes: this.opts.processes,
+          outputBytes: Number.MAX_SAFE_INTEGER,
+          diskMb: this.opts.diskMb,
+        },
       },
       {
         crashLoop: (lines) => {
           this.running.delete(spec.deploymentId);
-          // Stored masked: the lines may print the release's environment (the API masks on the way out too).
-          const tail = new Redactor(null, Object.values(spec.env)).text(lines.slice(-20).join('\n'));
-          void this.markFailed(spec.deploymentId, 'deploy_crash_loop', `The app crashed 5 times within a minute and was stopped. Last lines:\n${tail}`);
+          void report.exited(spec.deploymentId, 'The app crashed 5 times within a minute and was stopped.', lines);
         },
-        restarted: (url) => {
-          void this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target: { kind: 'http', url } });
-        },
+        restarted: (url) => void report.targetChanged(spec.deploymentId, { kind: 'http', url }),
       },
     );
     try {
@@ -129,11 +189,9 @@ export class LocalDeployer implements Deployer, Lifecycle {
     } catch (err) {
       const tail = supervisor.lines.slice(-20).join('\n');
       const message = `The app ${(err as Error).message}. ${tail ? `Last lines:\n${tail}` : 'It printed nothing.'}`;
-      throw new StageError(signal?.aborted ? 'deploy_canceled' : 'deploy_unhealthy', message, true, { last_lines: supervisor.lines.slice(-20) });
+      throw new StageError(signal?.aborted ? 'deploy_canceled' : 'deploy_unhealthy', message, {
+        last_lines: supervisor.lines.slice(-20),
+      });
     }
-  }
-
-  private async markFailed(deploymentId: string, code: string, message: string): Promise<void> {
-    await this.em.fork().nativeUpdate(Deployment, { id: deploymentId }, { status: 'failed', error: { code, message }, endedAt: new Date() }).catch(() => {});
   }
 }

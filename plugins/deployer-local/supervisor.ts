@@ -1,5 +1,5 @@
-import http from 'node:http';
 import type { Sandbox, SandboxServe, SandboxService } from '../../core/ports/sandbox.js';
+import { answers } from '../shared/release/answers.js';
 
 /** What the supervisor tells its owner. */
 export interface SupervisorEvents {
@@ -12,18 +12,6 @@ export interface SupervisorEvents {
 const KEEP_LINES = 50;
 const CRASH_WINDOW_MS = 60_000;
 const MAX_CRASHES = 5;
-
-/** True once something answers HTTP at `url` (any status: the app is up and listening). */
-function answers(url: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const req = http.get(url, { timeout: 1000, headers: { 'user-agent': 'hoist-health-check' } }, (res) => {
-      res.resume();
-      resolve(true);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(false));
-  });
-}
 
 /**
  * Runs one release in the sandbox, keeps its last output lines, restarts it with backoff when it
@@ -51,7 +39,9 @@ export class Supervisor {
     this.service = service;
     const end = Date.now() + timeoutMs;
     let exited: string | null = null;
-    void service.exited.then((r) => (exited = `exited with ${r.exitCode ?? r.signal ?? r.reason} before answering on PORT ${this.spec.port}`));
+    void service.exited.then(
+      (r) => (exited = `exited with ${r.exitCode ?? r.signal ?? r.reason} before answering on PORT ${this.spec.port}`),
+    );
     while (!exited) {
       if (signal?.aborted || this.stopped) {
         await service.stop();

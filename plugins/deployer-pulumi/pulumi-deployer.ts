@@ -1,18 +1,32 @@
-import type { EntityManager } from '@mikro-orm/core';
 import type Docker from 'dockerode';
-import { LocalWorkspace, type InlineProgramArgs, type LocalWorkspaceOptions, type PulumiFn, type Stack } from '@pulumi/pulumi/automation/index.js';
+import {
+  LocalWorkspace,
+  type InlineProgramArgs,
+  type LocalWorkspaceOptions,
+  type PulumiFn,
+  type Stack,
+} from '@pulumi/pulumi/automation/index.js';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { withWorkspace } from '../../core/deployments/workspace.js';
-import { Deployment, type ReleaseTarget } from '../../core/entities/deployment.js';
-import { StageError } from '../../core/operations/stage-error.js';
+import { StageError } from '../../core/errors.js';
 import type { Archive } from '../../core/ports/archive.js';
-import type { Deployer, ReleaseSpec } from '../../core/ports/deployer.js';
+import type {
+  Deployer,
+  PrepareControl,
+  ReleaseReports,
+  ReleaseSpec,
+  ReleaseTarget,
+} from '../../core/ports/deployer.js';
 import type { Storage } from '../../core/ports/storage.js';
-import { lastLogLines } from '../deployer-docker/docker-logs.js';
-import { releaseContainerName, stageBuildContext, waitUntilAnswering } from '../deployer-docker/release-image.js';
-import { guardBridge, hostDnsServers } from '../shared/docker/firewall.js';
-import { bridgeInterface } from '../shared/docker/network.js';
+import type { Workspaces } from '../../core/ports/workspaces.js';
+import { guardReleaseNetwork } from '../shared/docker/firewall.js';
+import { lastLogLines } from '../shared/docker/logs.js';
+import {
+  releaseContainerName,
+  stageBuildContext,
+  unhealthy,
+  waitUntilAnswering,
+} from '../shared/docker/release-image.js';
 import { networkProgram, releaseProgram } from './release-program.js';
 
 export interface PulumiDeployerOptions {
@@ -45,7 +59,7 @@ export class PulumiDeployer implements Deployer {
   private networkReady: Promise<void> | null = null;
 
   constructor(
-    private readonly em: EntityManager,
+    private readonly workspaces: Workspaces,
     private readonly storage: Storage,
     private readonly archive: Archive,
     /** Only to read a failed release's last log lines. */
@@ -53,31 +67,48 @@ export class PulumiDeployer implements Deployer {
     private readonly opts: PulumiDeployerOptions,
   ) {}
 
-  async prepare(spec: ReleaseSpec, control: { signal: AbortSignal; log(line: string): void }): Promise<ReleaseTarget> {
-    if (spec.runtime === 'node' && !spec.startCommand) throw new StageError('deploy_no_start_command', 'The release has no start command; set start_command in the project settings', false);
+  async prepare(spec: ReleaseSpec, control: PrepareControl): Promise<ReleaseTarget> {
+    if (spec.runtime === 'node' && !spec.startCommand)
+      throw new StageError(
+        'deploy_no_start_command',
+        'The release has no start command; set start_command in the project settings',
+      );
     const { signal } = control;
     try {
       await this.ensureNetwork();
-      const url = await withWorkspace(this.opts.dataDir, `deploy-${spec.deploymentId}`, async (context) => {
-        await stageBuildContext(context, spec, this.opts.baseImage, { storage: this.storage, archive: this.archive }, signal);
+      const url = await this.workspaces.run(`deploy-${spec.deploymentId}`, async (context) => {
+        await stageBuildContext(
+          context,
+          spec,
+          this.opts.baseImage,
+          { storage: this.storage, archive: this.archive },
+          signal,
+        );
         const stack = await this.stack(spec.deploymentId, releaseProgram({ ...this.opts, spec, context }));
         const result = await stack.up({ onOutput: (out) => control.log(out.trimEnd()), signal });
         // @pulumi/docker's Container has no pids limit: the engine sets it on the running container.
-        await this.docker.getContainer(releaseContainerName(spec.deploymentId)).update({ PidsLimit: this.opts.processes });
+        await this.docker
+          .getContainer(releaseContainerName(spec.deploymentId))
+          .update({ PidsLimit: this.opts.processes });
         return String(result.outputs.url.value);
       });
       await waitUntilAnswering(url, this.opts.healthTimeoutMs, signal, async () => null).catch(async (err: Error) => {
         if (signal.aborted) throw err;
-        const lines = await lastLogLines(this.docker.getContainer(releaseContainerName(spec.deploymentId)), 20).catch(() => []);
-        const message = `The release ${err.message}. ${lines.length ? `Last lines:\n${lines.join('\n')}` : 'It printed nothing.'}`;
-        throw new StageError('deploy_unhealthy', message, true, { last_lines: lines });
+        const lines = await lastLogLines(this.docker.getContainer(releaseContainerName(spec.deploymentId)), 20).catch(
+          () => [],
+        );
+        throw unhealthy(err.message, lines);
       });
       return { kind: 'http', url };
     } catch (err) {
-      await this.remove(spec.deploymentId).catch(() => {});
-      if (signal.aborted) throw new StageError('deploy_canceled', 'The deploy was canceled; its stack was destroyed', true);
+      await this.remove(spec.deploymentId).catch((e: Error) =>
+        this.opts.warn(
+          `deployer-pulumi: the stack of the failed release ${spec.deploymentId} was not destroyed (${e.message})`,
+        ),
+      );
+      if (signal.aborted) throw new StageError('deploy_canceled', 'The deploy was canceled; its stack was destroyed');
       if (err instanceof StageError) throw err;
-      throw new StageError('deploy_pulumi_failed', `Pulumi could not run the release: ${(err as Error).message}`, true);
+      throw new StageError('deploy_pulumi_failed', `Pulumi could not run the release: ${(err as Error).message}`);
     }
   }
 
@@ -90,27 +121,28 @@ export class PulumiDeployer implements Deployer {
     await ws.removeStack(deploymentId);
   }
 
-  /** Runs `up` again for every live release (Pulumi brings back what is missing) and records its address. */
-  async restore(specs: ReleaseSpec[]): Promise<void> {
+  /** Runs `up` again for every live release (Pulumi brings back what is missing) and reports its address. */
+  async restore(specs: ReleaseSpec[], report: ReleaseReports): Promise<void> {
     for (const spec of specs) {
       try {
-        const target = await this.prepare(spec, { signal: never, log: () => {} });
-        await this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { target });
+        const target = await this.prepare(spec, { signal: never, log: () => {}, report });
+        await report.targetChanged(spec.deploymentId, target);
       } catch (err) {
-        const message = `The release did not come back after a restart: ${(err as Error).message}`;
-        await this.em.fork().nativeUpdate(Deployment, { id: spec.deploymentId }, { status: 'failed', error: { code: 'deploy_restore_failed', message }, endedAt: new Date() }).catch(() => {});
+        await report.failed(spec.deploymentId, (err as Error).message);
       }
     }
   }
 
-  /** The network stack, brought up once per process before the first release, and firewalled as deployer-docker's (guardBridge). */
+  /**
+   * The network stack, brought up once per process before the first release, and firewalled as
+   * deployer-docker's (guardReleaseNetwork).
+   */
   private ensureNetwork(): Promise<void> {
     this.networkReady ??= this.stack('network', networkProgram(this.opts.network))
       .then((s) => s.up())
       .then(async () => {
         const net = (await this.docker.getNetwork(this.opts.network).inspect()) as Docker.NetworkInspectInfo;
-        const why = await guardBridge(bridgeInterface(net), { deny: this.opts.denyCidrs, allow: [], dns: hostDnsServers() });
-        if (why) this.opts.warn(`deployer-pulumi: releases on the ${this.opts.network} network can reach this host's ports and private ranges: ${why}`);
+        await guardReleaseNetwork(net, { who: 'deployer-pulumi', deny: this.opts.denyCidrs, warn: this.opts.warn });
       })
       .then(
         () => undefined,
@@ -126,7 +158,11 @@ export class PulumiDeployer implements Deployer {
     const backend = `file://${join(this.opts.dataDir, 'pulumi')}`;
     return {
       projectSettings: { name: PROJECT, runtime: 'nodejs', backend: { url: backend } },
-      envVars: { PULUMI_BACKEND_URL: backend, PULUMI_CONFIG_PASSPHRASE: this.opts.passphrase, PULUMI_SKIP_UPDATE_CHECK: 'true' },
+      envVars: {
+        PULUMI_BACKEND_URL: backend,
+        PULUMI_CONFIG_PASSPHRASE: this.opts.passphrase,
+        PULUMI_SKIP_UPDATE_CHECK: 'true',
+      },
     };
   }
 
@@ -138,4 +174,3 @@ export class PulumiDeployer implements Deployer {
     return stack;
   }
 }
-

@@ -2,7 +2,16 @@ import * as docker from '@pulumi/docker';
 import type * as pulumi from '@pulumi/pulumi';
 import { join } from 'node:path';
 import type { ReleaseSpec } from '../../core/ports/deployer.js';
-import { MAX_RESTARTS, RELEASE_PORT, RELEASE_USER, releaseContainerName, releaseEnv, releaseImageTag, releaseLabels, releaseTmpfs } from '../deployer-docker/release-image.js';
+import {
+  MAX_RESTARTS,
+  RELEASE_PORT,
+  RELEASE_USER,
+  releaseContainerName,
+  releaseEnv,
+  releaseImageTag,
+  releaseLabels,
+  releaseTmpfs,
+} from '../shared/docker/release-image.js';
 
 /** What one release stack is made of. */
 export interface ReleaseProgramArgs {

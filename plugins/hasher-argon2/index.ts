@@ -1,6 +1,6 @@
 import argon2 from 'argon2';
-import type { PluginDefinition } from '../../core/plugin.js';
-import { PASSWORD_HASHER, type PasswordHasher } from '../../core/ports/password-hasher.js';
+import { definePlugin, PLUGIN_API_VERSION } from '../../core/plugin.js';
+import type { PasswordHasher } from '../../core/ports/password-hasher.js';
 
 // OWASP's minimum for argon2id: 19 MiB, 2 iterations, 1 lane.
 const options = { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
@@ -20,10 +20,11 @@ export class Argon2Hasher implements PasswordHasher {
   }
 }
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'hasher-argon2',
   port: 'hasher',
   name: 'argon2',
-  token: PASSWORD_HASHER,
+  deps: {},
   create: () => new Argon2Hasher(),
-} satisfies PluginDefinition<PasswordHasher>;
+});

@@ -1,9 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { OutboxMail } from '../../core/entities/outbox-mail.js';
+import { OutboxMail, OutboxMailSchema } from './outbox-mail.js';
+import { definePlugin, ENTITY_MANAGER, PLUGIN_API_VERSION } from '../../core/plugin.js';
 import type { Mailer, MailMessage } from '../../core/ports/mailer.js';
-import { MAILER } from '../../core/ports/mailer.js';
-import type { PluginDefinition } from '../../core/plugin.js';
-import { ENTITY_MANAGER } from '../../core/tokens.js';
 
 /** Keeps every message in the database instead of sending it (`hoist mail list` shows them). */
 export class OutboxMailer implements Mailer {
@@ -16,10 +14,12 @@ export class OutboxMailer implements Mailer {
   }
 }
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'mailer-outbox',
   port: 'mailer',
   name: 'outbox',
-  token: MAILER,
-  create: ({ get }) => new OutboxMailer(get(ENTITY_MANAGER)),
-} satisfies PluginDefinition<Mailer>;
+  deps: { em: ENTITY_MANAGER },
+  entities: [OutboxMailSchema],
+  create: ({ em }) => new OutboxMailer(em),
+});

@@ -1,8 +1,7 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { HoistError } from '../../core/errors.js';
-import type { Lifecycle } from '../../core/plugin.js';
-import type { PluginDefinition } from '../../core/plugin.js';
-import { MAILER, type Mailer, type MailMessage } from '../../core/ports/mailer.js';
+import { CONFIG, definePlugin, PLUGIN_API_VERSION, type Lifecycle } from '../../core/plugin.js';
+import type { Mailer, MailMessage } from '../../core/ports/mailer.js';
 
 /** Sends mail through an SMTP server (nodemailer). */
 export class SmtpMailer implements Mailer, Lifecycle {
@@ -24,13 +23,16 @@ export class SmtpMailer implements Mailer, Lifecycle {
   }
 }
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'mailer-smtp',
   port: 'mailer',
   name: 'smtp',
-  token: MAILER,
-  create({ config }) {
+  deps: { config: CONFIG },
+  async create({ config }) {
     if (!config.smtpUrl) throw new Error('smtpUrl (HOIST_SMTP_URL) is required');
+    // Loaded only when chosen: a start on the embedded defaults stays fast.
+    const { default: nodemailer } = await import('nodemailer');
     return new SmtpMailer(nodemailer.createTransport(config.smtpUrl), config.mailFrom);
   },
-} satisfies PluginDefinition<Mailer>;
+});

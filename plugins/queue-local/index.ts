@@ -1,13 +1,18 @@
-import type { PluginDefinition } from '../../core/plugin.js';
-import { QUEUE, type Queue } from '../../core/ports/queue.js';
-import { ENTITY_MANAGER } from '../../core/tokens.js';
+import { CONFIG, definePlugin, ENTITY_MANAGER, PLUGIN_API_VERSION } from '../../core/plugin.js';
+import { JobRowSchema } from './job.js';
 import { LocalQueue } from './local-queue.js';
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'queue-local',
   port: 'queue',
   name: 'local',
-  token: QUEUE,
-  create: ({ get, config }) =>
-    new LocalQueue(get(ENTITY_MANAGER), { visibilityMs: config.queueVisibilitySeconds * 1000, maxDeliveries: config.queueMaxDeliveries, pollMs: 1000 }),
-} satisfies PluginDefinition<Queue>;
+  deps: { em: ENTITY_MANAGER, config: CONFIG },
+  entities: [JobRowSchema],
+  create: ({ em, config }) =>
+    new LocalQueue(em, {
+      visibilityMs: config.queueVisibilitySeconds * 1000,
+      maxDeliveries: config.queueMaxDeliveries,
+      pollMs: 1000,
+    }),
+});

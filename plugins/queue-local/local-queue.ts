@@ -1,8 +1,15 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import { JobRow } from '../../core/entities/job.js';
+import { JobRow } from './job.js';
 import type { Lifecycle } from '../../core/plugin.js';
-import { JobRejection, type ConsumeOptions, type Job, type JobHandler, type Queue, type QueuePosition } from '../../core/ports/queue.js';
+import {
+  JobRejection,
+  type ConsumeOptions,
+  type Job,
+  type JobHandler,
+  type Queue,
+  type QueuePosition,
+} from '../../core/ports/queue.js';
 
 export interface LocalQueueOptions {
   /** How long a delivered job stays invisible without a heartbeat before it is redelivered. */
@@ -13,10 +20,28 @@ export interface LocalQueueOptions {
   pollMs: number;
 }
 
-/** Jobs kept in the database (durable across restarts), dispatched to consumers in this process. */
+/** A job leased to a slot: its row and the lease owner its compare-and-set wrote. */
+interface Claimed {
+  row: JobRow;
+  owner: string;
+}
+
+/** A slot waiting for a job: `wake` ends the wait, with a job handed to it or none (look in the database). */
+interface IdleSlot {
+  wake(handed: Claimed | null): void;
+  /** Stops the poll timer and the abort listener from ending the wait: an enqueue is handing the slot a job. */
+  reserve(): void;
+}
+
+/**
+ * Jobs kept in the database (durable across restarts), dispatched to consumers in this process. An
+ * enqueue while a slot of the topic is idle writes the job already leased to that slot and hands it
+ * over: one insert, no poll and no claim query. The lease is the one a claim writes, so another
+ * process never sees the job as waiting, and a crash redelivers it once the lease lapses.
+ */
 export class LocalQueue implements Queue, Lifecycle {
   /** Idle slots waiting for a job, per topic, longest waiting first. */
-  private readonly idleSlots = new Map<string, Set<() => void>>();
+  private readonly idleSlots = new Map<string, Set<IdleSlot>>();
   /** Jobs enqueued by this process so far, per topic: a slot that saw one arrive while it looked does not go idle. */
   private readonly enqueued = new Map<string, number>();
   private readonly workers = new Map<string, number>();
@@ -29,17 +54,36 @@ export class LocalQueue implements Queue, Lifecycle {
 
   async enqueue<P>(topic: string, payload: P, opts: { key?: string; delayMs?: number } = {}): Promise<void> {
     const em = this.em.fork();
-    const row = Object.assign(new JobRow(), { topic, payload, key: opts.key ?? null, availableAt: new Date(Date.now() + (opts.delayMs ?? 0)) });
+    const row = Object.assign(new JobRow(), {
+      topic,
+      payload,
+      key: opts.key ?? null,
+      availableAt: new Date(Date.now() + (opts.delayMs ?? 0)),
+    });
+    // One job needs one slot: waking every idle slot would only have the others race for it and lose.
+    const slot = opts.delayMs ? undefined : this.idleSlots.get(topic)?.values().next().value;
+    const owner = randomUUID();
+    if (slot) {
+      this.idleSlots.get(topic)!.delete(slot);
+      slot.reserve();
+      Object.assign(row, {
+        state: 'running',
+        leaseOwner: owner,
+        leaseUntil: new Date(Date.now() + this.opts.visibilityMs),
+        deliveries: 1,
+      });
+    }
     try {
       await em.insert(JobRow, row);
     } catch (err) {
+      slot?.wake(null);
       if (err instanceof UniqueConstraintViolationException) return;
       throw err;
     }
     this.enqueued.set(topic, (this.enqueued.get(topic) ?? 0) + 1);
-    // One job needs one slot: waking every idle slot would only have the others race for it and lose.
-    const first = this.idleSlots.get(topic)?.values().next();
-    if (first && !first.done) first.value();
+    if (slot) slot.wake({ row, owner });
+    // A slot that went idle while the job was written (it was looking then) looks for it in the database.
+    else this.idleSlots.get(topic)?.values().next().value?.wake(null);
   }
 
   async consume<P>(topic: string, handler: JobHandler<P>, opts: ConsumeOptions): Promise<() => Promise<void>> {
@@ -64,13 +108,20 @@ export class LocalQueue implements Queue, Lifecycle {
     if (!job) return { jobsAhead: 0, state: 'gone', workers };
     if (job.state === 'running') return { jobsAhead: 0, state: 'running', workers };
     // Jobs enqueued in the same millisecond are ordered by id, as `claim` takes them.
-    const jobsAhead = await em.count(JobRow, { topic, state: 'waiting', $or: [{ createdAt: { $lt: job.createdAt } }, { createdAt: job.createdAt, id: { $lt: job.id } }] });
+    const jobsAhead = await em.count(JobRow, {
+      topic,
+      state: 'waiting',
+      $or: [{ createdAt: { $lt: job.createdAt } }, { createdAt: job.createdAt, id: { $lt: job.id } }],
+    });
     return { jobsAhead, state: 'waiting', workers };
   }
 
   async depth(topic: string): Promise<{ waiting: number; running: number }> {
     const em = this.em.fork();
-    const [waiting, running] = await Promise.all([em.count(JobRow, { topic, state: 'waiting' }), em.count(JobRow, { topic, state: 'running' })]);
+    const [waiting, running] = await Promise.all([
+      em.count(JobRow, { topic, state: 'waiting' }),
+      em.count(JobRow, { topic, state: 'running' }),
+    ]);
     return { waiting, running };
   }
 
@@ -78,41 +129,76 @@ export class LocalQueue implements Queue, Lifecycle {
     await Promise.all([...this.stops].map((s) => s()));
   }
 
-  private async slot<P>(topic: string, handler: JobHandler<P>, opts: ConsumeOptions, signal: AbortSignal): Promise<void> {
+  private async slot<P>(
+    topic: string,
+    handler: JobHandler<P>,
+    opts: ConsumeOptions,
+    signal: AbortSignal,
+  ): Promise<void> {
+    let handed: Claimed | null = null;
     while (!signal.aborted) {
       const seen = this.enqueued.get(topic) ?? 0;
-      const claimed = await this.claim(topic).catch(() => null);
+      const claimed = handed ?? (await this.claim(topic).catch(() => null));
+      handed = null;
       if (claimed) await this.run(claimed.row, claimed.owner, handler, opts, signal);
-      else if ((this.enqueued.get(topic) ?? 0) === seen) await this.idle(topic, signal);
+      else if ((this.enqueued.get(topic) ?? 0) === seen) handed = await this.idle(topic, signal);
     }
+    // A job handed over as the consumer stopped goes back to waiting, as a stopping slot hands back its job.
+    if (handed) await this.handBack(handed.row, handed.owner).catch(() => {});
   }
 
-  /** Waits until an enqueue wakes this slot, the poll interval passes, or the consumer stops. */
-  private idle(topic: string, signal: AbortSignal): Promise<void> {
+  /**
+   * Waits until an enqueue wakes this slot (resolving the job it handed over, if any), the poll
+   * interval passes, or the consumer stops.
+   */
+  private idle(topic: string, signal: AbortSignal): Promise<Claimed | null> {
     // A stop that came while the slot was claiming has already fired its abort event.
-    if (signal.aborted) return Promise.resolve();
-    const slots = this.idleSlots.get(topic) ?? new Set<() => void>();
+    if (signal.aborted) return Promise.resolve(null);
+    const slots = this.idleSlots.get(topic) ?? new Set<IdleSlot>();
     this.idleSlots.set(topic, slots);
     return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        slots.delete(done);
-        signal.removeEventListener('abort', done);
-        resolve();
+      const slot: IdleSlot = {
+        wake: (handed) => {
+          slot.reserve();
+          resolve(handed);
+        },
+        reserve: () => {
+          clearTimeout(timer);
+          slots.delete(slot);
+          signal.removeEventListener('abort', lookAgain);
+        },
       };
-      const timer = setTimeout(done, this.opts.pollMs);
-      slots.add(done);
-      signal.addEventListener('abort', done, { once: true });
+      const lookAgain = () => slot.wake(null);
+      const timer = setTimeout(lookAgain, this.opts.pollMs);
+      slots.add(slot);
+      signal.addEventListener('abort', lookAgain, { once: true });
     });
   }
 
+  /** Makes a leased job waiting again, available at once to any consumer. */
+  private async handBack(row: JobRow, owner: string): Promise<void> {
+    await this.em
+      .fork()
+      .nativeUpdate(
+        JobRow,
+        { id: row.id, leaseOwner: owner },
+        { state: 'waiting', leaseOwner: null, leaseUntil: null, availableAt: new Date() },
+      );
+  }
+
   /** Leases the oldest available job; a compare-and-set on its state and deliveries makes the claim exclusive. */
-  private async claim(topic: string): Promise<{ row: JobRow; owner: string } | null> {
+  private async claim(topic: string): Promise<Claimed | null> {
     const em = this.em.fork();
     const now = new Date();
     const candidates = await em.find(
       JobRow,
-      { topic, $or: [{ state: 'waiting', availableAt: { $lte: now } }, { state: 'running', leaseUntil: { $lt: now } }] },
+      {
+        topic,
+        $or: [
+          { state: 'waiting', availableAt: { $lte: now } },
+          { state: 'running', leaseUntil: { $lt: now } },
+        ],
+      },
       { orderBy: { createdAt: 'asc', id: 'asc' }, limit: 5 },
     );
     for (const row of candidates) {
@@ -120,28 +206,41 @@ export class LocalQueue implements Queue, Lifecycle {
       const won = await em.nativeUpdate(
         JobRow,
         { id: row.id, state: row.state, deliveries: row.deliveries },
-        { state: 'running', leaseOwner: owner, leaseUntil: new Date(Date.now() + this.opts.visibilityMs), deliveries: row.deliveries + 1 },
+        {
+          state: 'running',
+          leaseOwner: owner,
+          leaseUntil: new Date(Date.now() + this.opts.visibilityMs),
+          deliveries: row.deliveries + 1,
+        },
       );
       if (won === 1) return { row: Object.assign(row, { deliveries: row.deliveries + 1 }), owner };
     }
     return null;
   }
 
-  private async run<P>(row: JobRow, owner: string, handler: JobHandler<P>, opts: ConsumeOptions, signal: AbortSignal): Promise<void> {
+  private async run<P>(
+    row: JobRow,
+    owner: string,
+    handler: JobHandler<P>,
+    opts: ConsumeOptions,
+    signal: AbortSignal,
+  ): Promise<void> {
     const em = this.em.fork();
     const job: Job<P> = { id: row.id, topic: row.topic, payload: row.payload as P, deliveries: row.deliveries };
     const heartbeat = async () => {
-      await em.nativeUpdate(JobRow, { id: row.id, leaseOwner: owner }, { leaseUntil: new Date(Date.now() + this.opts.visibilityMs) });
+      await em.nativeUpdate(
+        JobRow,
+        { id: row.id, leaseOwner: owner },
+        { leaseUntil: new Date(Date.now() + this.opts.visibilityMs) },
+      );
     };
     try {
       await handler(job, { heartbeat, signal });
       await em.nativeDelete(JobRow, { id: row.id, leaseOwner: owner });
     } catch (err) {
-      // A consumer that is stopping hands the job back: any consumer (here after a restart, or another process) takes it at once.
-      if (signal.aborted) {
-        await em.nativeUpdate(JobRow, { id: row.id, leaseOwner: owner }, { state: 'waiting', leaseOwner: null, leaseUntil: null, availableAt: new Date() });
-        return;
-      }
+      // A consumer that is stopping hands the job back: any consumer (here after a restart, or another process) takes
+      // it at once.
+      if (signal.aborted) return this.handBack(row, owner);
       const drop = err instanceof JobRejection && err.action === 'drop';
       if (drop || job.deliveries >= this.opts.maxDeliveries) {
         const removed = await em.nativeDelete(JobRow, { id: row.id, leaseOwner: owner });
@@ -149,8 +248,11 @@ export class LocalQueue implements Queue, Lifecycle {
         return;
       }
       const backoff = Math.min(30_000, 500 * 2 ** (job.deliveries - 1));
-      await em.nativeUpdate(JobRow, { id: row.id, leaseOwner: owner }, { state: 'waiting', leaseOwner: null, leaseUntil: null, availableAt: new Date(Date.now() + backoff) });
+      await em.nativeUpdate(
+        JobRow,
+        { id: row.id, leaseOwner: owner },
+        { state: 'waiting', leaseOwner: null, leaseUntil: null, availableAt: new Date(Date.now() + backoff) },
+      );
     }
   }
 }
-

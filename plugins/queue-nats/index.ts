@@ -1,16 +1,14 @@
-import type { PluginDefinition } from '../../core/plugin.js';
-import { QUEUE, type Queue } from '../../core/ports/queue.js';
-import { LOGGER } from '../../core/tokens.js';
-import type { Logger } from 'pino';
-import { NatsQueue } from './nats-queue.js';
+import { CONFIG, definePlugin, LOGGER, PLUGIN_API_VERSION } from '../../core/plugin.js';
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'queue-nats',
   port: 'queue',
   name: 'nats',
-  token: QUEUE,
-  create: ({ get, config }) => {
-    const log = get<Logger>(LOGGER);
+  deps: { config: CONFIG, log: LOGGER },
+  async create({ config, log }) {
+    // Loaded only when chosen, with the nats client: a start on the embedded defaults stays fast.
+    const { NatsQueue } = await import('./nats-queue.js');
     return new NatsQueue({
       url: config.natsUrl,
       stream: config.natsStream,
@@ -20,4 +18,4 @@ export default {
       warn: (obj, msg) => log.warn(obj, msg),
     });
   },
-} satisfies PluginDefinition<Queue>;
+});

@@ -20,6 +20,7 @@ export class NatsPresence {
   async join(topic: string, concurrency: number): Promise<() => Promise<void>> {
     const kv = await this.open();
     const key = `${topic}.${randomUUID()}`;
+    // A missed put is made again a third of the TTL later; the key lapses only after three in a row.
     const put = () => kv.put(key, String(concurrency)).catch(() => 0);
     await put();
     const timer = setInterval(put, this.ttlMs / 3);
@@ -27,7 +28,7 @@ export class NatsPresence {
     return async () => {
       clearInterval(timer);
       this.timers.delete(timer);
-      await kv.delete(key).catch(() => {});
+      await kv.delete(key).catch(() => {}); // a key not deleted lapses after its TTL
     };
   }
 

@@ -15,7 +15,14 @@ import {
   type Subscription,
 } from 'nats';
 import type { Lifecycle } from '../../core/plugin.js';
-import { JobRejection, type ConsumeOptions, type Job, type JobHandler, type Queue, type QueuePosition } from '../../core/ports/queue.js';
+import {
+  JobRejection,
+  type ConsumeOptions,
+  type Job,
+  type JobHandler,
+  type Queue,
+  type QueuePosition,
+} from '../../core/ports/queue.js';
 import { NatsPresence } from './nats-presence.js';
 
 export interface NatsQueueOptions {
@@ -76,7 +83,12 @@ export class NatsQueue implements Queue, Lifecycle {
 
   /** Connects and makes sure the stream exists; throws when NATS or JetStream cannot be reached. */
   async start(): Promise<void> {
-    this.nc = await connect({ servers: this.opts.url.split(','), name: `hoist-${process.pid}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    this.nc = await connect({
+      servers: this.opts.url.split(','),
+      name: `hoist-${process.pid}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+    });
     this.js = this.nc.jetstream();
     void (async () => {
       for await (const s of this.nc!.status()) {
@@ -114,7 +126,10 @@ export class NatsQueue implements Queue, Lifecycle {
   async enqueue<P>(topic: string, payload: P, opts: { key?: string; delayMs?: number } = {}): Promise<void> {
     if (opts.delayMs) throw new Error('queue-nats: delayed jobs (delayMs) are not supported');
     const key = opts.key ?? randomUUID();
-    await this.js!.publish(this.subject(topic, key), codec.encode({ id: key, payload }), { msgID: `${topic}:${key}`, expect: { streamName: this.opts.stream } });
+    await this.js!.publish(this.subject(topic, key), codec.encode({ id: key, payload }), {
+      msgID: `${topic}:${key}`,
+      expect: { streamName: this.opts.stream },
+    });
   }
 
   async consume<P>(topic: string, handler: JobHandler<P>, opts: ConsumeOptions): Promise<() => Promise<void>> {
@@ -183,12 +198,18 @@ export class NatsQueue implements Queue, Lifecycle {
   }
 
   /** Waits for one message (null when the wait expired, failed or the consumer stops). */
-  private async next(consumer: Awaited<ReturnType<JetStreamClient['consumers']['get']>>, signal: AbortSignal): Promise<JsMsg | null> {
+  private async next(
+    consumer: Awaited<ReturnType<JetStreamClient['consumers']['get']>>,
+    signal: AbortSignal,
+  ): Promise<JsMsg | null> {
     let msg: JsMsg | null = null;
     try {
       const batch = await consumer.fetch({ max_messages: 1, expires: 10_000 });
       const onAbort = () => void batch.stop();
-      signal.addEventListener('abort', onAbort, { once: true });
+      // A stop while the pull was being sent: end it now, or it would stay open (up to 10 s) and could take a
+      // job handed back meanwhile, which then waits out the ack wait.
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
       try {
         for await (const m of batch) msg = m;
       } finally {
@@ -208,7 +229,13 @@ export class NatsQueue implements Queue, Lifecycle {
     return msg;
   }
 
-  private async run(topic: string, msg: JsMsg, handler: JobHandler, opts: ConsumeOptions, signal: AbortSignal): Promise<void> {
+  private async run(
+    topic: string,
+    msg: JsMsg,
+    handler: JobHandler,
+    opts: ConsumeOptions,
+    signal: AbortSignal,
+  ): Promise<void> {
     let envelope: Envelope;
     try {
       envelope = codec.decode(msg.data);
@@ -227,13 +254,17 @@ export class NatsQueue implements Queue, Lifecycle {
         await opts.onDead?.(job, (err as Error).message);
         msg.term((err as Error).message);
         // A terminated message stays in a work-queue stream (delivered no more): remove the dead job.
-        await this.jsm!.streams.deleteMessage(this.opts.stream, msg.seq, false).catch((e) => this.opts.warn?.({ err: e, job: job.id }, 'queue-nats: dead job not removed'));
+        await this.jsm!.streams.deleteMessage(this.opts.stream, msg.seq, false).catch((e) =>
+          this.opts.warn?.({ err: e, job: job.id }, 'queue-nats: dead job not removed'),
+        );
         return;
       }
       return msg.nak(Math.min(30_000, 500 * 2 ** (job.deliveries - 1)));
     }
     // A lost ack only means a redelivery, which finds its work done.
-    await msg.ackAck({ timeout: 5000 }).catch((err) => this.opts.warn?.({ err, job: job.id }, 'queue-nats: ack not confirmed'));
+    await msg
+      .ackAck({ timeout: 5000 })
+      .catch((err) => this.opts.warn?.({ err, job: job.id }, 'queue-nats: ack not confirmed'));
   }
 
   /** A job whose last delivery went unanswered (its worker died): fails it through onDead, then removes it. */
@@ -243,7 +274,10 @@ export class NatsQueue implements Queue, Lifecycle {
     try {
       const m = await this.jsm!.streams.getMessage(this.opts.stream, { seq: a.stream_seq });
       const envelope = codec.decode(m.data);
-      await dead.onDead({ id: envelope.id, topic: dead.topic, payload: envelope.payload, deliveries: a.deliveries }, 'its worker stopped answering');
+      await dead.onDead(
+        { id: envelope.id, topic: dead.topic, payload: envelope.payload, deliveries: a.deliveries },
+        'its worker stopped answering',
+      );
       await this.jsm!.streams.deleteMessage(this.opts.stream, a.stream_seq, false);
     } catch (err) {
       this.opts.warn?.({ err, seq: a.stream_seq }, 'queue-nats: a dead job could not be failed');
@@ -254,7 +288,9 @@ export class NatsQueue implements Queue, Lifecycle {
   private async nextSeq(seq: number, subject: string): Promise<number | null> {
     const req = JSONCodec().encode({ seq, next_by_subj: subject });
     const res = await this.nc!.request(`$JS.API.STREAM.MSG.GET.${this.opts.stream}`, req, { timeout: 5000 });
-    const body = JSONCodec<{ message?: { seq: number }; error?: { code: number; description: string } }>().decode(res.data);
+    const body = JSONCodec<{ message?: { seq: number }; error?: { code: number; description: string } }>().decode(
+      res.data,
+    );
     if (body.error?.code === 404) return null;
     if (body.error) throw new Error(`queue-nats: ${body.error.description}`);
     return body.message!.seq;
@@ -284,7 +320,12 @@ export class NatsQueue implements Queue, Lifecycle {
         const name = `${this.opts.consumer}_${topic}`;
         const wanted = { ack_wait: nanos(this.opts.ackWaitMs), max_deliver: this.opts.maxDeliveries };
         const existing = await this.jsm!.consumers.info(this.opts.stream, name).catch(() => null);
-        if (existing && existing.config.ack_wait === wanted.ack_wait && existing.config.max_deliver === wanted.max_deliver) return existing;
+        if (
+          existing &&
+          existing.config.ack_wait === wanted.ack_wait &&
+          existing.config.max_deliver === wanted.max_deliver
+        )
+          return existing;
         if (existing) return this.jsm!.consumers.update(this.opts.stream, name, wanted);
         return this.jsm!.consumers.add(this.opts.stream, {
           durable_name: name,

@@ -1,13 +1,16 @@
-import type { PluginDefinition } from '../../core/plugin.js';
-import { DNS_RESOLVER, type DnsResolver } from '../../core/ports/dns-resolver.js';
+import { CONFIG, definePlugin, PLUGIN_API_VERSION } from '../../core/plugin.js';
 import { parseDnsServers, SystemDnsResolver } from './system-dns-resolver.js';
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'resolver-system',
   port: 'dns',
   name: 'system',
-  token: DNS_RESOLVER,
-  create({ config }) {
-    return new SystemDnsResolver({ servers: parseDnsServers(config.dnsServers), timeoutMs: config.dnsTimeoutMs, tries: config.dnsTries });
-  },
-} satisfies PluginDefinition<DnsResolver>;
+  deps: { config: CONFIG },
+  create: ({ config }) =>
+    new SystemDnsResolver({
+      servers: parseDnsServers(config.dnsServers),
+      timeoutMs: config.dnsTimeoutMs,
+      tries: config.dnsTries,
+    }),
+});

@@ -36,7 +36,9 @@ export class SystemDnsResolver implements DnsResolver {
   }
 
   async resolveCname(name: string): Promise<string[]> {
-    return (await this.lookup(name, () => this.resolver.resolveCname(name))).map((t) => t.toLowerCase().replace(/\.$/, ''));
+    return (await this.lookup(name, () => this.resolver.resolveCname(name))).map((t) =>
+      t.toLowerCase().replace(/\.$/, ''),
+    );
   }
 
   async resolve4(name: string): Promise<string[]> {
@@ -65,7 +67,10 @@ export function parseDnsServers(text: string | undefined): string[] {
     .map((s) => s.trim())
     .filter(Boolean)
     .map((entry) => {
-      const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry) ?? /^([^:]+)(?::(\d+))?$/.exec(entry) ?? (isIP(entry) === 6 ? [entry, entry] : null);
+      const m =
+        /^\[([^\]]+)\](?::(\d+))?$/.exec(entry) ??
+        /^([^:]+)(?::(\d+))?$/.exec(entry) ??
+        (isIP(entry) === 6 ? [entry, entry] : null);
       const port = m?.[2] === undefined ? null : Number(m[2]);
       if (!m || !isIP(m[1]) || (port !== null && (port < 1 || port > 65535))) {
         throw new Error(`dnsServers entry ${JSON.stringify(entry)} is not an IP address with an optional :port`);

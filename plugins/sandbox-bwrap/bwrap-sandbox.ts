@@ -1,8 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { lchown, mkdir, readdir, rm } from 'node:fs/promises';
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import { join, posix } from 'node:path';
 import {
   HOME_DIR as HOME,
@@ -15,6 +13,7 @@ import {
   type SandboxService,
 } from '../../core/ports/sandbox.js';
 import { watchDisk } from '../shared/sandbox/disk-watch.js';
+import { registryAddresses } from '../shared/sandbox/registry-addresses.js';
 import { watchRun } from '../shared/sandbox/watch-run.js';
 import { detectCgroups, runCgroup, type CgroupMode, type RunCgroup } from './cgroup.js';
 import { INSIDE_ID, mountArgs, writeSandboxEtc } from './mounts.js';
@@ -100,7 +99,11 @@ export class BwrapSandbox implements Sandbox {
       };
       const started = await this.launch({ ...spec, log }, false, spec.limits.timeMs);
       // The workspace (and HOME) are host folders: their size is watched while the run lasts.
-      const stopWatching = watchDisk([spec.workspace, ...(spec.home ? [spec.home] : [])], spec.limits.diskMb * 1024 * 1024, () => started.stop('disk'));
+      const stopWatching = watchDisk(
+        [spec.workspace, ...(spec.home ? [spec.home] : [])],
+        spec.limits.diskMb * 1024 * 1024,
+        () => started.stop('disk'),
+      );
       const result = await started.done.finally(stopWatching);
       const setupFailed = !commandSpoke && held.length > 0 && result.reason === 'exited' && result.exitCode === 1;
       if (setupFailed && attempt < 3) continue;
@@ -133,7 +136,8 @@ export class BwrapSandbox implements Sandbox {
   ) {
     await this.prepare();
     const cwd = posix.join(SANDBOX_WORKSPACE, spec.cwd ?? '.');
-    if (cwd !== SANDBOX_WORKSPACE && !cwd.startsWith(`${SANDBOX_WORKSPACE}/`)) throw new SandboxError(`cwd ${JSON.stringify(spec.cwd)} leaves the workspace`);
+    if (cwd !== SANDBOX_WORKSPACE && !cwd.startsWith(`${SANDBOX_WORKSPACE}/`))
+      throw new SandboxError(`cwd ${JSON.stringify(spec.cwd)} leaves the workspace`);
     const name = `run-${randomBytes(6).toString('hex')}`;
     const uid = this.root ? takeUid(this.opts.uidBase) : null;
     const release = () => uid !== null && releaseUid(uid);
@@ -148,7 +152,10 @@ export class BwrapSandbox implements Sandbox {
     try {
       if (uid !== null && !readOnly) await chownTree(spec.workspace, uid);
       if (uid !== null && spec.home) await chownTree(spec.home, uid);
-      const asUser = uid !== null ? ['/usr/bin/setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all'] : [];
+      const asUser =
+        uid !== null
+          ? ['/usr/bin/setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all']
+          : [];
       if (publish !== undefined) {
         await mkdir(join(this.dir, name), { mode: 0o700 });
         if (uid !== null) await lchown(join(this.dir, name), uid, uid);
@@ -158,16 +165,47 @@ export class BwrapSandbox implements Sandbox {
       if (!this.cgroups) rlimits.push(`--data=${spec.limits.memoryMb * 1024 * 1024}`);
       const bwrap = [
         '/usr/bin/bwrap',
-        '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net',
-        '--uid', String(INSIDE_ID), '--gid', String(INSIDE_ID), '--hostname', 'sandbox',
-        '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
-        '--info-fd', '3', '--block-fd', '4',
-        ...mountArgs({ workspace: spec.workspace, readOnlyWorkspace: readOnly, home: spec.home ?? null, etcDir: join(this.dir, 'etc'), network: spec.network, diskBytes: disk, cwd }),
-        '--', '/bin/sh', '-c', spec.command,
+        '--unshare-user',
+        '--unshare-pid',
+        '--unshare-ipc',
+        '--unshare-uts',
+        '--unshare-cgroup-try',
+        '--unshare-net',
+        '--uid',
+        String(INSIDE_ID),
+        '--gid',
+        String(INSIDE_ID),
+        '--hostname',
+        'sandbox',
+        '--die-with-parent',
+        '--new-session',
+        '--cap-drop',
+        'ALL',
+        '--info-fd',
+        '3',
+        '--block-fd',
+        '4',
+        ...mountArgs({
+          workspace: spec.workspace,
+          readOnlyWorkspace: readOnly,
+          home: spec.home ?? null,
+          etcDir: join(this.dir, 'etc'),
+          network: spec.network,
+          diskBytes: disk,
+          cwd,
+        }),
+        '--',
+        '/bin/sh',
+        '-c',
+        spec.command,
       ];
       const argv = [...asUser, ...rlimits, ...bwrap];
       const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME, TMPDIR: '/tmp', ...spec.env };
-      const child = spawn(argv[0], argv.slice(1), { env, detached: true, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
+      const child = spawn(argv[0], argv.slice(1), {
+        env,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+      });
       // bubblewrap closes its info and block descriptors when done with them.
       for (const fd of [child.stdio[3], child.stdio[4]]) fd?.on('error', () => {});
       const kill = () => {
@@ -189,9 +227,18 @@ export class BwrapSandbox implements Sandbox {
           await cgroup.add(sandboxPid);
         }
         if (spec.network === 'egress' || publish !== undefined) {
-          net = await attachSlirp(sandboxPid, asUser, publish !== undefined ? join(this.dir, name, 'slirp.sock') : null);
-          const enter = this.root ? ['/usr/bin/nsenter', '-t', String(sandboxPid), '-n'] : ['/usr/bin/nsenter', '-t', String(sandboxPid), '-U', '-n', '--preserve-credentials'];
-          await runHelper([...enter, '/usr/sbin/nft', '-f', '-'], denyRuleset(deniedRanges(this.opts.denyCidrs), this.registryAddresses));
+          net = await attachSlirp(
+            sandboxPid,
+            asUser,
+            publish !== undefined ? join(this.dir, name, 'slirp.sock') : null,
+          );
+          const enter = this.root
+            ? ['/usr/bin/nsenter', '-t', String(sandboxPid), '-n']
+            : ['/usr/bin/nsenter', '-t', String(sandboxPid), '-U', '-n', '--preserve-credentials'];
+          await runHelper(
+            [...enter, '/usr/sbin/nft', '-f', '-'],
+            denyRuleset(deniedRanges(this.opts.denyCidrs), this.registryAddresses),
+          );
         }
       } catch (err) {
         kill();
@@ -215,26 +262,22 @@ export class BwrapSandbox implements Sandbox {
       });
       (child.stdio[4] as NodeJS.WritableStream).write('go');
       const done = watch.done.then(async (result) => {
-        const signal = result.signal ?? (result.exitCode !== null && result.exitCode > 128 ? SIGNALS[result.exitCode - 128] : null);
+        const signal =
+          result.signal ?? (result.exitCode !== null && result.exitCode > 128 ? SIGNALS[result.exitCode - 128] : null);
         const oom = result.reason === 'exited' && signal === 'SIGKILL' && (await cgroup?.oomKilled());
-        // The group goes once the kernel has reaped its last process; nobody waits for that.
+        // The group goes once the kernel has reaped its last process; nobody waits for that. The cleanup
+        // does not throw in practice (the group's removal gives up quietly, the folder's is forced).
         void cleanup().catch(() => {});
         return oom ? { reason: 'memory' as const, exitCode: null, signal: 'SIGKILL' } : result;
       });
       return { done, stop: watch.stop, hostPort };
     } catch (err) {
       await cleanup();
-      throw err instanceof SandboxError ? err : new SandboxError(`the sandbox could not start: ${(err as Error).message}`, { cause: err });
+      throw err instanceof SandboxError
+        ? err
+        : new SandboxError(`the sandbox could not start: ${(err as Error).message}`, { cause: err });
     }
   }
-}
-
-/** The addresses of the registry's host, so that a registry on a private network stays reachable. */
-async function registryAddresses(registry: string | undefined): Promise<string[]> {
-  if (!registry) return [];
-  const host = new URL(registry).hostname;
-  if (isIP(host)) return [host];
-  return lookup(host, { all: true }).then((list) => list.map((a) => a.address), () => []);
 }
 
 /** Reads bubblewrap's info document (written once the namespaces exist) and returns the sandbox's pid. */
@@ -251,7 +294,11 @@ function readChildPid(child: ChildProcess): Promise<number> {
       fn();
     };
     const onExit = (code: number | null) =>
-      done(() => reject(new SandboxError(`bubblewrap exited (${code}) before the sandbox started: ${err.trim() || 'no message'}`)));
+      done(() =>
+        reject(
+          new SandboxError(`bubblewrap exited (${code}) before the sandbox started: ${err.trim() || 'no message'}`),
+        ),
+      );
     child.once('exit', onExit);
     child.once('error', (e) => done(() => reject(new SandboxError(`bubblewrap could not start: ${e.message}`))));
     info.on('data', (d: Buffer) => {

@@ -28,7 +28,8 @@ export async function detectCgroups(): Promise<CgroupMode> {
   const memory = join(ROOT, 'memory', GROUP);
   const pids = join(ROOT, 'pids', GROUP);
   try {
-    if (!existsSync(join(ROOT, 'memory', 'cgroup.procs')) || !existsSync(join(ROOT, 'pids', 'cgroup.procs'))) return null;
+    if (!existsSync(join(ROOT, 'memory', 'cgroup.procs')) || !existsSync(join(ROOT, 'pids', 'cgroup.procs')))
+      return null;
     await mkdir(memory, { recursive: true });
     await mkdir(pids, { recursive: true });
     return { kind: 'v1', memory, pids };
@@ -38,7 +39,9 @@ export async function detectCgroups(): Promise<CgroupMode> {
 }
 
 async function prepareV2(): Promise<CgroupMode> {
-  const mounted = readFileSync('/proc/self/mounts', 'utf8').split('\n').some((l) => l.split(' ')[1] === ROOT && l.split(' ')[2] === 'cgroup2');
+  const mounted = readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .some((l) => l.split(' ')[1] === ROOT && l.split(' ')[2] === 'cgroup2');
   if (!mounted) return null;
   // Our own group's parent is where a delegated manager (systemd, a container runtime) lets us make children.
   const own = readFileSync('/proc/self/cgroup', 'utf8').match(/^0::(.*)$/m)?.[1] ?? '/';
@@ -59,7 +62,12 @@ async function prepareV2(): Promise<CgroupMode> {
 }
 
 /** Makes the group of one run with its memory (MiB) and process limits. */
-export async function runCgroup(mode: Exclude<CgroupMode, null>, name: string, memoryMb: number, processes: number): Promise<RunCgroup> {
+export async function runCgroup(
+  mode: Exclude<CgroupMode, null>,
+  name: string,
+  memoryMb: number,
+  processes: number,
+): Promise<RunCgroup> {
   const bytes = String(memoryMb * 1024 * 1024);
   if (mode.kind === 'v2') {
     const dir = join(mode.base, name);
@@ -101,7 +109,10 @@ export async function runCgroup(mode: Exclude<CgroupMode, null>, name: string, m
 async function removeDir(dirs: string[]): Promise<void> {
   for (const dir of dirs) {
     for (let i = 0; i < 20; i++) {
-      const err = await rmdir(dir).then(() => null, (e: NodeJS.ErrnoException) => e);
+      const err = await rmdir(dir).then(
+        () => null,
+        (e: NodeJS.ErrnoException) => e,
+      );
       if (!err || err.code === 'ENOENT') break;
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -1,17 +1,20 @@
-import type { PluginDefinition } from '../../core/plugin.js';
-import { SANDBOX, type Sandbox } from '../../core/ports/sandbox.js';
+import { CONFIG, definePlugin, PLUGIN_API_VERSION } from '../../core/plugin.js';
 import { BwrapSandbox } from './bwrap-sandbox.js';
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'sandbox-bwrap',
   port: 'sandbox',
   name: 'bwrap',
-  token: SANDBOX,
+  deps: { config: CONFIG },
   create: ({ config }) =>
     new BwrapSandbox({
       dataDir: config.dataDir,
       uidBase: config.sandboxUidBase,
       npmRegistry: config.npmRegistry,
-      denyCidrs: (config.sandboxDenyCidrs ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+      denyCidrs: (config.sandboxDenyCidrs ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
     }),
-} satisfies PluginDefinition<Sandbox>;
+});

@@ -10,8 +10,22 @@ export const INSIDE_ID = 1000;
 // directories) and the few files of /etc that programs read to run and to reach the network.
 const SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 const ETC = [
-  'ssl', 'ca-certificates', 'alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'nsswitch.conf', 'localtime',
-  'os-release', 'debian_version', 'gai.conf', 'host.conf', 'mime.types', 'protocols', 'services', 'profile',
+  'ssl',
+  'ca-certificates',
+  'alternatives',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'nsswitch.conf',
+  'localtime',
+  'os-release',
+  'debian_version',
+  'gai.conf',
+  'host.conf',
+  'mime.types',
+  'protocols',
+  'services',
+  'profile',
 ];
 
 /**
@@ -22,7 +36,13 @@ export function writeSandboxEtc(dir: string): void {
   for (const policy of ['none', 'egress']) mkdirSync(join(dir, policy), { recursive: true, mode: 0o755 });
   for (const policy of ['none', 'egress']) {
     const at = join(dir, policy);
-    writeFileSync(join(at, 'passwd'), `root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${INSIDE_ID}:${INSIDE_ID}:sandbox:${HOME}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 });
+    writeFileSync(
+      join(at, 'passwd'),
+      'root:x:0:0:root:/root:/usr/sbin/nologin\n' +
+        `sandbox:x:${INSIDE_ID}:${INSIDE_ID}:sandbox:${HOME}:/bin/sh\n` +
+        'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n',
+      { mode: 0o644 },
+    );
     writeFileSync(join(at, 'group'), `root:x:0:\nsandbox:x:${INSIDE_ID}:\nnogroup:x:65534:\n`, { mode: 0o644 });
     writeFileSync(join(at, 'hosts'), '127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost\n', { mode: 0o644 });
     writeFileSync(join(at, 'resolv.conf'), policy === 'egress' ? `nameserver ${SLIRP_DNS}\n` : '', { mode: 0o644 });
@@ -40,7 +60,10 @@ export interface MountPlan {
   cwd: string;
 }
 
-/** bubblewrap's arguments for the root of one run: read-only system directories, its workspace, its own HOME, /tmp and /proc. */
+/**
+ * bubblewrap's arguments for the root of one run: read-only system directories, its workspace, its own HOME, /tmp and
+ * /proc.
+ */
 export function mountArgs(plan: MountPlan): string[] {
   const args: string[] = [];
   for (const p of SYSTEM) {
@@ -53,7 +76,8 @@ export function mountArgs(plan: MountPlan): string[] {
   const nodePrefix = dirname(dirname(process.execPath));
   if (!SYSTEM.some((p) => process.execPath.startsWith(`${p}/`))) args.push('--ro-bind', nodePrefix, nodePrefix);
   for (const f of ETC) if (existsSync(`/etc/${f}`)) args.push('--ro-bind', `/etc/${f}`, `/etc/${f}`);
-  for (const f of ['passwd', 'group', 'hosts', 'resolv.conf']) args.push('--ro-bind', join(plan.etcDir, plan.network, f), `/etc/${f}`);
+  for (const f of ['passwd', 'group', 'hosts', 'resolv.conf'])
+    args.push('--ro-bind', join(plan.etcDir, plan.network, f), `/etc/${f}`);
   args.push('--proc', '/proc');
   // Single devices rather than --dev: --dev would make bubblewrap nest a second user namespace,
   // which slirp4netns could not join.

@@ -49,11 +49,16 @@ export function denyRuleset(ranges: { v4: string[]; v6: string[] }, allow: strin
 /** Runs a helper to its end and rejects with its stderr when it fails. */
 export function runHelper(argv: string[], input?: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'ignore', 'pipe'], env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } });
+    const child = spawn(argv[0], argv.slice(1), {
+      stdio: ['pipe', 'ignore', 'pipe'],
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+    });
     let err = '';
     child.stderr.on('data', (d) => (err += d));
     child.on('error', (e) => reject(new SandboxError(`${argv[0]}: ${e.message}`)));
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new SandboxError(`${argv.join(' ')} failed (${code}): ${err.trim()}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new SandboxError(`${argv.join(' ')} failed (${code}): ${err.trim()}`)),
+    );
     child.stdin.end(input ?? '');
   });
 }
@@ -72,18 +77,33 @@ export interface SlirpNetwork {
  * `apiSocket` is where port forwards are asked for (needed only to publish a port).
  */
 export async function attachSlirp(pid: number, asUser: string[], apiSocket: string | null): Promise<SlirpNetwork> {
-  const args = ['--configure', '--mtu=65520', '--disable-host-loopback', '--enable-seccomp', '--ready-fd=3', '--exit-fd=4'];
+  const args = [
+    '--configure',
+    '--mtu=65520',
+    '--disable-host-loopback',
+    '--enable-seccomp',
+    '--ready-fd=3',
+    '--exit-fd=4',
+  ];
   if (apiSocket) args.push(`--api-socket=${apiSocket}`);
-  const child: ChildProcess = spawn(asUser.length ? asUser[0] : '/usr/bin/slirp4netns', [...asUser.slice(1), ...(asUser.length ? ['/usr/bin/slirp4netns'] : []), ...args, String(pid), 'tap0'], {
-    stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
-    env: {},
-  });
+  const child: ChildProcess = spawn(
+    asUser.length ? asUser[0] : '/usr/bin/slirp4netns',
+    [...asUser.slice(1), ...(asUser.length ? ['/usr/bin/slirp4netns'] : []), ...args, String(pid), 'tap0'],
+    {
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
+      env: {},
+    },
+  );
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
   await new Promise<void>((resolve, reject) => {
     child.stdio[3]!.once('data', () => resolve());
-    child.once('error', (e) => reject(new SandboxError(`slirp4netns could not start: ${e.message} (install Debian's slirp4netns)`)));
-    child.once('exit', (code) => reject(new SandboxError(`slirp4netns exited (${code}) before the network was up: ${err.trim()}`)));
+    child.once('error', (e) =>
+      reject(new SandboxError(`slirp4netns could not start: ${e.message} (install Debian's slirp4netns)`)),
+    );
+    child.once('exit', (code) =>
+      reject(new SandboxError(`slirp4netns exited (${code}) before the network was up: ${err.trim()}`)),
+    );
   });
   child.removeAllListeners('exit');
   return {
@@ -91,9 +111,19 @@ export async function attachSlirp(pid: number, asUser: string[], apiSocket: stri
       if (!apiSocket) throw new SandboxError('no API socket to publish a port on');
       for (let attempt = 0; ; attempt++) {
         const hostPort = await freePort();
-        const answer = await slirpApi(apiSocket, { execute: 'add_hostfwd', arguments: { proto: 'tcp', host_addr: '127.0.0.1', host_port: hostPort, guest_addr: GUEST, guest_port: guestPort } });
+        const answer = await slirpApi(apiSocket, {
+          execute: 'add_hostfwd',
+          arguments: {
+            proto: 'tcp',
+            host_addr: '127.0.0.1',
+            host_port: hostPort,
+            guest_addr: GUEST,
+            guest_port: guestPort,
+          },
+        });
         if (!answer.error) return hostPort;
-        if (attempt >= 3) throw new SandboxError(`slirp4netns could not publish port ${guestPort}: ${JSON.stringify(answer.error)}`);
+        if (attempt >= 3)
+          throw new SandboxError(`slirp4netns could not publish port ${guestPort}: ${JSON.stringify(answer.error)}`);
       }
     },
     close: () => {

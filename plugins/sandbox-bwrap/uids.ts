@@ -29,7 +29,8 @@ export function takeUid(base: number): number {
       writeFileSync(file, String(process.pid), { flag: 'wx' });
       return uid;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new SandboxError(`cannot lease a sandbox uid in ${DIR}: ${(err as Error).message}`);
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new SandboxError(`cannot lease a sandbox uid in ${DIR}: ${(err as Error).message}`);
       const owner = Number(readFileSync(file, 'utf8') || 0);
       if (owner && alive(owner)) continue;
       try {

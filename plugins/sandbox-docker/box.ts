@@ -9,7 +9,10 @@ import { emptyDirectory, packDirectory, unpackDirectory, type Unpacked } from '.
 /** Label keys on everything sandbox-docker makes; `owner` is the instance id of the Hoist process that made it. */
 export const LABEL = { kind: 'hoist.sandbox', owner: 'hoist.sandbox.owner', box: 'hoist.sandbox.box' } as const;
 
-/** What a label `hoist.sandbox` says: a command's container, a service's, its relay, the files container, a presence container. */
+/**
+ * What a label `hoist.sandbox` says: a command's container, a service's, its relay, the files container, a presence
+ * container.
+ */
 export type BoxKind = 'run' | 'serve' | 'relay' | 'files' | 'owner';
 
 /** The labels of an object of `kind` made by `owner`. */
@@ -53,13 +56,27 @@ export class Box {
    * folders' contents in, owned by the tenant user, and returns the mounts of the command's
    * container (/app read-only when `readOnlyWorkspace`).
    */
-  async fill(image: string, workspace: string, home: string | undefined, readOnlyWorkspace: boolean): Promise<Docker.MountSettings[]> {
+  async fill(
+    image: string,
+    workspace: string,
+    home: string | undefined,
+    readOnlyWorkspace: boolean,
+  ): Promise<Docker.MountSettings[]> {
     this.folders.push({ target: SANDBOX_WORKSPACE, source: workspace, volume: `${this.name}-app` });
     if (home) this.folders.push({ target: HOME_DIR, source: home, volume: `${this.name}-home` });
     for (const f of this.folders) await this.docker.createVolume({ Name: f.volume, Labels: this.labels('files') });
     const mounts = (readOnly: (f: Folder) => boolean): Docker.MountSettings[] =>
       // NoCopy: the image's own files at the target never land in the volume.
-      this.folders.map((f) => ({ Type: 'volume', Source: f.volume, Target: f.target, ReadOnly: readOnly(f), VolumeOptions: { NoCopy: true } }) as Docker.MountSettings);
+      this.folders.map(
+        (f) =>
+          ({
+            Type: 'volume',
+            Source: f.volume,
+            Target: f.target,
+            ReadOnly: readOnly(f),
+            VolumeOptions: { NoCopy: true },
+          }) as Docker.MountSettings,
+      );
     this.files = await this.docker.createContainer({
       name: `${this.name}-files`,
       Image: image,
@@ -85,7 +102,9 @@ export class Box {
     for (const f of this.folders) {
       const tar = (await this.files!.getArchive({ path: f.target })) as unknown as Readable;
       await emptyDirectory(f.source);
-      out.push(await unpackDirectory(tar, f.source, { maxBytes, refused: (path, why) => refused(`${f.target}/${path}`, why) }));
+      out.push(
+        await unpackDirectory(tar, f.source, { maxBytes, refused: (path, why) => refused(`${f.target}/${path}`, why) }),
+      );
     }
     return out;
   }
@@ -98,13 +117,23 @@ export class Box {
     const paths: string[] = [];
     for (const f of this.folders.filter((x) => targets.includes(x.target))) {
       const path = (await this.docker.getVolume(f.volume).inspect()).Mountpoint;
-      if (!path || !(await access(path).then(() => true, () => false))) return null;
+      if (
+        !path ||
+        !(await access(path).then(
+          () => true,
+          () => false,
+        ))
+      )
+        return null;
       paths.push(path);
     }
     return paths;
   }
 
-  /** Keeps an attached stream of one of the box's containers, to close it with the box (the engine holds it open until then). */
+  /**
+   * Keeps an attached stream of one of the box's containers, to close it with the box (the engine holds it open until
+   * then).
+   */
   hold<T extends { destroy(): void }>(stream: T): T {
     this.streams.push(stream);
     return stream;
@@ -121,7 +150,11 @@ export class Box {
 }
 
 /** Removes the containers, then the volumes, carrying all of `labels`; missing ones are fine. */
-export async function removeLabelled(docker: Docker, labels: string[], keep?: (labels: Record<string, string>) => boolean): Promise<void> {
+export async function removeLabelled(
+  docker: Docker,
+  labels: string[],
+  keep?: (labels: Record<string, string>) => boolean,
+): Promise<void> {
   const gone = (err: unknown) => {
     if (engineStatus(err) !== 404 && engineStatus(err) !== 409) throw err;
   };

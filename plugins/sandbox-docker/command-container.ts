@@ -24,7 +24,10 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 export function startScript(unset: string[]): string {
   const names = unset.filter((k) => IDENTIFIER.test(k));
-  return `${names.length ? `unset ${names.join(' ')}; ` : ''}exec 3<&0 </dev/null; read _ <&3 || exit 125; (read _ <&3; kill -9 -1) & exec 3<&-; exec /bin/sh -c "$1"`;
+  return (
+    (names.length ? `unset ${names.join(' ')}; ` : '') +
+    'exec 3<&0 </dev/null; read _ <&3 || exit 125; (read _ <&3; kill -9 -1) & exec 3<&-; exec /bin/sh -c "$1"'
+  );
 }
 
 /**
@@ -42,7 +45,8 @@ export async function createCommandContainer(
   o: { kind: 'run' | 'serve'; network: string; limits: TenantLimits; readOnlyWorkspace: boolean; port?: number },
 ): Promise<Docker.Container> {
   const cwd = posix.join(SANDBOX_WORKSPACE, spec.cwd ?? '.');
-  if (cwd !== SANDBOX_WORKSPACE && !cwd.startsWith(`${SANDBOX_WORKSPACE}/`)) throw new SandboxError(`the working directory ${JSON.stringify(spec.cwd)} is outside the workspace`);
+  if (cwd !== SANDBOX_WORKSPACE && !cwd.startsWith(`${SANDBOX_WORKSPACE}/`))
+    throw new SandboxError(`the working directory ${JSON.stringify(spec.cwd)} is outside the workspace`);
   try {
     const mounts = await box.fill(facts.image, spec.workspace, spec.home, o.readOnlyWorkspace);
     const env: Record<string, string> = { HOME: HOME_DIR, PATH: facts.path, ...spec.env };
@@ -72,6 +76,9 @@ export async function createCommandContainer(
       },
     });
   } catch (err) {
-    throw new SandboxError(`sandbox-docker could not set up the ${o.kind === 'run' ? 'run' : 'service'}: ${(err as Error).message}`, { cause: err });
+    throw new SandboxError(
+      `sandbox-docker could not set up the ${o.kind === 'run' ? 'run' : 'service'}: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
 }

@@ -3,7 +3,16 @@ import { randomUUID } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import type { Duplex } from 'node:stream';
 import type { Lifecycle } from '../../core/plugin.js';
-import { HOME_DIR, SandboxError, type Sandbox, type SandboxEndReason, type SandboxResult, type SandboxRun, type SandboxServe, type SandboxService } from '../../core/ports/sandbox.js';
+import {
+  HOME_DIR,
+  SandboxError,
+  type Sandbox,
+  type SandboxEndReason,
+  type SandboxResult,
+  type SandboxRun,
+  type SandboxServe,
+  type SandboxService,
+} from '../../core/ports/sandbox.js';
 import { Box, LABEL, removeLabelled, sandboxLabels } from './box.js';
 import { createCommandContainer, type ImageFacts } from './command-container.js';
 import { watchDisk } from '../shared/sandbox/disk-watch.js';
@@ -13,7 +22,10 @@ import { Presence, removeOrphans } from './owners.js';
 import { relayPort, startRelay } from './relay.js';
 
 export interface DockerSandboxOptions {
-  /** The image every sandbox container runs (HOIST_DOCKER_BASE_IMAGE): sh and the usual commands, node and npm for Node.js projects. */
+  /**
+   * The image every sandbox container runs (HOIST_DOCKER_BASE_IMAGE): sh and the usual commands, node and npm for
+   * Node.js projects.
+   */
   image: string;
   /** The engine's address, for messages (HOIST_DOCKER_HOST). */
   dockerHost: string;
@@ -25,7 +37,7 @@ export interface DockerSandboxOptions {
   npmRegistry?: string;
   /** CPU of a served process, thousandths of a CPU (releaseCpuMillis); a run gets one CPU. */
   serveCpuMillis: number;
-  /** Where start-up warnings go (what cannot be enforced from here). */
+  /** Where warnings go: what cannot be enforced from here, what could not be removed. */
   warn(message: string): void;
 }
 
@@ -85,7 +97,11 @@ export class DockerSandbox implements Sandbox, Lifecycle {
   /** Removes every container and volume this process made. */
   async stop(): Promise<void> {
     if (!this.setup) return;
-    await removeLabelled(this.docker, [`${LABEL.owner}=${this.owner}`], (labels) => labels[LABEL.kind] === 'owner').catch(() => {});
+    await removeLabelled(
+      this.docker,
+      [`${LABEL.owner}=${this.owner}`],
+      (labels) => labels[LABEL.kind] === 'owner',
+    ).catch((err: Error) => this.leftBehind('this process', err));
     await this.presence.stop();
   }
 
@@ -102,18 +118,30 @@ export class DockerSandbox implements Sandbox, Lifecycle {
       const container = await createCommandContainer(this.docker, box, setup.facts, spec, {
         kind: 'run',
         network: spec.network === 'egress' ? setup.networks.egress : 'none',
-        limits: { ...spec.limits, processes: spec.limits.processes + setup.extraProcesses, cpuMillis: 1000, runtime: this.opts.runtime },
+        limits: {
+          ...spec.limits,
+          processes: spec.limits.processes + setup.extraProcesses,
+          cpuMillis: 1000,
+          runtime: this.opts.runtime,
+        },
         readOnlyWorkspace: false,
       });
       const ended = await this.execute(container, spec, await box.hostPaths());
       if (ended.reason === 'canceled') return ended;
-      const copied = await box.copyBack(spec.limits.diskMb * MiB, (path, why) => spec.log(`sandbox: ${path} was not copied back: ${why}`));
-      if (ended.reason === 'exited' && copied.some((c) => c.overLimit)) return { reason: 'disk', exitCode: null, signal: null };
+      const copied = await box.copyBack(spec.limits.diskMb * MiB, (path, why) =>
+        spec.log(`sandbox: ${path} was not copied back: ${why}`),
+      );
+      if (ended.reason === 'exited' && copied.some((c) => c.overLimit))
+        return { reason: 'disk', exitCode: null, signal: null };
       return ended;
     } catch (err) {
-      throw err instanceof SandboxError ? err : new SandboxError(`sandbox-docker: the run failed on the Docker engine: ${(err as Error).message}`, { cause: err });
+      throw err instanceof SandboxError
+        ? err
+        : new SandboxError(`sandbox-docker: the run failed on the Docker engine: ${(err as Error).message}`, {
+            cause: err,
+          });
     } finally {
-      await box.remove().catch(() => {});
+      await box.remove().catch((err: Error) => this.leftBehind('a run', err));
     }
   }
 
@@ -125,21 +153,39 @@ export class DockerSandbox implements Sandbox, Lifecycle {
     let container: Docker.Container | null = null;
     const stopFor = (reason: SandboxEndReason) => {
       why ??= reason;
+      // Best effort: a container that already exited has nothing left to kill.
       void container?.kill({ signal: 'SIGKILL' }).catch(() => {});
     };
-    let ip = '';
+    let ip: string;
     let output: Promise<void> = Promise.resolve();
     let unwatch = () => {};
     try {
-      const made = await createCommandContainer(this.docker, box, setup.facts, { ...spec, env: { ...spec.env, PORT: String(spec.port) } }, {
-        kind: 'serve',
-        network,
-        limits: { ...spec.limits, processes: spec.limits.processes + setup.extraProcesses, cpuMillis: this.opts.serveCpuMillis, runtime: this.opts.runtime },
-        readOnlyWorkspace: true,
-        port: spec.port,
+      const made = await createCommandContainer(
+        this.docker,
+        box,
+        setup.facts,
+        { ...spec, env: { ...spec.env, PORT: String(spec.port) } },
+        {
+          kind: 'serve',
+          network,
+          limits: {
+            ...spec.limits,
+            processes: spec.limits.processes + setup.extraProcesses,
+            cpuMillis: this.opts.serveCpuMillis,
+            runtime: this.opts.runtime,
+          },
+          readOnlyWorkspace: true,
+          port: spec.port,
+        },
+      );
+      const attach = box.hold(
+        (await made.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as Duplex,
+      );
+      output = followOutput(this.docker, attach, {
+        log: spec.log,
+        limitBytes: spec.limits.outputBytes,
+        over: () => stopFor('output'),
       });
-      const attach = box.hold((await made.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as Duplex);
-      output = followOutput(this.docker, attach, { log: spec.log, limitBytes: spec.limits.outputBytes, over: () => stopFor('output') });
       await made.start();
       container = made;
       ip = (await made.inspect()).NetworkSettings.Networks[network]?.IPAddress ?? '';
@@ -149,21 +195,26 @@ export class DockerSandbox implements Sandbox, Lifecycle {
       const home = spec.home ? await box.hostPaths([HOME_DIR]) : null;
       if (home) unwatch = watchDisk(home, spec.limits.diskMb * MiB, () => stopFor('disk'));
     } catch (err) {
-      await box.remove().catch(() => {});
-      throw err instanceof SandboxError ? err : new SandboxError(`sandbox-docker could not start the service: ${(err as Error).message}`, { cause: err });
+      await box.remove().catch((e: Error) => this.leftBehind('a service that did not start', e));
+      throw err instanceof SandboxError
+        ? err
+        : new SandboxError(`sandbox-docker could not start the service: ${(err as Error).message}`, { cause: err });
     }
     const started = container;
     const exited: Promise<SandboxResult> = started
       .wait()
       .then(async ({ StatusCode }: { StatusCode: number }) => {
         await Promise.race([output, new Promise((r) => setTimeout(r, 2000))]);
-        const oom = await started.inspect().then((i) => i.State.OOMKilled, () => false);
+        const oom = await started.inspect().then(
+          (i) => i.State.OOMKilled,
+          () => false,
+        );
         return this.result(StatusCode, why, oom, why === 'canceled' ? 'SIGTERM' : 'SIGKILL');
       })
       .catch((): SandboxResult => ({ reason: why ?? 'exited', exitCode: null, signal: null }))
       .finally(async () => {
         unwatch();
-        await box.remove().catch(() => {});
+        await box.remove().catch((err: Error) => this.leftBehind('a service', err));
       });
     let stopped: Promise<void> | null = null;
     return {
@@ -172,24 +223,43 @@ export class DockerSandbox implements Sandbox, Lifecycle {
       stop: () =>
         (stopped ??= (async () => {
           why ??= 'canceled';
-          // SIGTERM to docker-init, which passes it on; SIGKILL after 5 s.
+          // SIGTERM to docker-init, which passes it on; SIGKILL after 5 s. It fails only for a container
+          // that has exited already (and so is being removed): `exited` settles either way.
           await started.stop({ t: 5 }).catch(() => {});
           await exited;
         })()),
     };
   }
 
-  /** Runs a created container to its end under the run's limits, its output going to `spec.log`; `volumes` are measured while it runs. */
-  private async execute(container: Docker.Container, spec: SandboxRun, volumes: string[] | null): Promise<SandboxResult> {
+  /**
+   * Runs a created container to its end under the run's limits, its output going to `spec.log`; `volumes` are measured
+   * while it runs.
+   */
+  private async execute(
+    container: Docker.Container,
+    spec: SandboxRun,
+    volumes: string[] | null,
+  ): Promise<SandboxResult> {
     let reason: SandboxEndReason | null = null;
     let started = false;
     const stopFor = (r: SandboxEndReason) => {
       if (reason) return;
       reason = r;
+      // Best effort: a container that already exited has nothing left to kill.
       if (started) void container.kill({ signal: 'SIGKILL' }).catch(() => {});
     };
-    const attach = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as NodeJS.ReadWriteStream;
-    const output = followOutput(this.docker, attach, { log: spec.log, limitBytes: spec.limits.outputBytes, over: () => stopFor('output') });
+    const attach = (await container.attach({
+      stream: true,
+      stdin: true,
+      stdout: true,
+      stderr: true,
+      hijack: true,
+    })) as NodeJS.ReadWriteStream;
+    const output = followOutput(this.docker, attach, {
+      log: spec.log,
+      limitBytes: spec.limits.outputBytes,
+      over: () => stopFor('output'),
+    });
     const timer = setTimeout(() => stopFor('timeout'), spec.limits.timeMs);
     const onAbort = () => stopFor('canceled');
     spec.signal?.addEventListener('abort', onAbort);
@@ -200,7 +270,7 @@ export class DockerSandbox implements Sandbox, Lifecycle {
         throw new SandboxError(`sandbox-docker could not start the container: ${err.message}`, { cause: err });
       });
       started = true;
-      if (reason) void container.kill({ signal: 'SIGKILL' }).catch(() => {});
+      if (reason) void container.kill({ signal: 'SIGKILL' }).catch(() => {}); // best effort, as in stopFor
       attach.write('\n');
       // Waiting once it has started (condition not-running) cannot miss an exit, however quick.
       const { StatusCode } = (await container.wait()) as { StatusCode: number };
@@ -225,7 +295,10 @@ export class DockerSandbox implements Sandbox, Lifecycle {
 
   private ping(): Promise<unknown> {
     return this.docker.ping().catch((err: Error) => {
-      throw new SandboxError(`sandbox-docker: the Docker engine at ${this.opts.dockerHost} does not answer (${err.message}); start it, or set HOIST_DOCKER_HOST`);
+      throw new SandboxError(
+        `sandbox-docker: the Docker engine at ${this.opts.dockerHost} does not answer ` +
+          `(${err.message}); start it, or set HOIST_DOCKER_HOST`,
+      );
     });
   }
 
@@ -243,13 +316,21 @@ export class DockerSandbox implements Sandbox, Lifecycle {
       .getImage(this.opts.image)
       .inspect()
       .catch((err: Error) => {
-        throw new Error(`the base image ${this.opts.image} is not on the Docker engine (${err.message}); build it with scripts/docker-base-image.sh, or set HOIST_DOCKER_BASE_IMAGE`);
+        throw new Error(
+          `the base image ${this.opts.image} is not on the Docker engine (${err.message}); ` +
+            `build it with scripts/docker-base-image.sh, or set HOIST_DOCKER_BASE_IMAGE`,
+        );
       });
     let extraProcesses = 0;
     if (this.opts.runtime) {
       const info = (await this.docker.info()) as { Runtimes?: Record<string, { path?: string }> };
       const known = Object.keys(info.Runtimes ?? {});
-      if (!known.includes(this.opts.runtime)) throw new Error(`HOIST_DOCKER_RUNTIME is ${this.opts.runtime}, which the Docker engine does not know (it has ${known.join(', ')}); register it in the engine's daemon.json ("runtimes") or unset it`);
+      if (!known.includes(this.opts.runtime))
+        throw new Error(
+          `HOIST_DOCKER_RUNTIME is ${this.opts.runtime}, which the Docker engine does not ` +
+            `know (it has ${known.join(', ')}); register it in the engine's daemon.json ` +
+            `("runtimes") or unset it`,
+        );
       if (/runsc/.test(info.Runtimes?.[this.opts.runtime]?.path ?? this.opts.runtime)) extraProcesses = GVISOR_THREADS;
     }
     const envs = image.Config.Env ?? [];
@@ -262,9 +343,21 @@ export class DockerSandbox implements Sandbox, Lifecycle {
     await this.presence.start();
     await removeOrphans(this.docker, this.owner);
     if (!(await this.volumesVisible())) {
-      this.opts.warn('sandbox-docker: the Docker engine keeps volumes where this process cannot read them (a remote engine, or Hoist not running as root): a workspace\'s size is checked when it is copied back, not while the command runs');
+      this.opts.warn(
+        'sandbox-docker: the Docker engine keeps volumes where this process cannot read ' +
+          "them (a remote engine, or Hoist not running as root): a workspace's size is " +
+          'checked when it is copied back, not while the command runs',
+      );
     }
     return { facts, networks, extraProcesses };
+  }
+
+  /**
+   * Says that the containers and volumes of `what` could not be removed; labelled with this process as
+   * their owner, they go at its stop, or when another Hoist process finds them after a crash (owners.ts).
+   */
+  private leftBehind(what: string, err: Error): void {
+    this.opts.warn(`sandbox-docker: the containers and volumes of ${what} were not removed (${err.message})`);
   }
 
   /** Whether a volume of the engine can be read here (see Box.hostPaths). */
@@ -273,9 +366,19 @@ export class DockerSandbox implements Sandbox, Lifecycle {
     const volume = await this.docker.createVolume({ Name: name, Labels: sandboxLabels('files', this.owner) });
     try {
       const path = (await this.docker.getVolume(name).inspect()).Mountpoint;
-      return !!path && (await access(path).then(() => true, () => false));
+      return (
+        !!path &&
+        (await access(path).then(
+          () => true,
+          () => false,
+        ))
+      );
     } finally {
-      await this.docker.getVolume(volume.name).remove().catch(() => {});
+      // Labelled as this process' own: one left here goes with the others at stop, or after a crash.
+      await this.docker
+        .getVolume(volume.name)
+        .remove()
+        .catch(() => {});
     }
   }
 }

@@ -1,20 +1,17 @@
-import Docker from 'dockerode';
-import type { Logger } from 'pino';
-import type { PluginDefinition } from '../../core/plugin.js';
-import { SANDBOX, type Sandbox } from '../../core/ports/sandbox.js';
-import { LOGGER } from '../../core/tokens.js';
-import { dockerConnection } from '../shared/docker/connection.js';
+import { CONFIG, definePlugin, LOGGER, PLUGIN_API_VERSION } from '../../core/plugin.js';
+import { dockerClient } from '../shared/docker/connection.js';
 import { parseCidrs } from '../shared/docker/firewall.js';
-import { DockerSandbox } from './docker-sandbox.js';
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'sandbox-docker',
   port: 'sandbox',
   name: 'docker',
-  token: SANDBOX,
-  create: ({ config, get }) => {
-    const log = get<Logger>(LOGGER);
-    return new DockerSandbox(new Docker(dockerConnection(config.dockerHost)), {
+  deps: { config: CONFIG, log: LOGGER },
+  async create({ config, log }) {
+    // Loaded only when chosen, with dockerode: a start on the embedded defaults stays fast.
+    const { DockerSandbox } = await import('./docker-sandbox.js');
+    return new DockerSandbox(await dockerClient(config.dockerHost), {
       image: config.dockerBaseImage,
       dockerHost: config.dockerHost,
       runtime: config.dockerRuntime,
@@ -24,4 +21,4 @@ export default {
       warn: (message) => log.warn(message),
     });
   },
-} satisfies PluginDefinition<Sandbox>;
+});

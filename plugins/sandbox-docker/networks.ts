@@ -1,8 +1,7 @@
 import type Docker from 'dockerode';
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import { guardBridge, hostDnsServers } from '../shared/docker/firewall.js';
 import { DENIED_RANGES } from '../shared/sandbox/denied-ranges.js';
+import { registryAddresses } from '../shared/sandbox/registry-addresses.js';
 import { bridgeInterface, ensureBridgeNetwork } from '../shared/docker/network.js';
 
 /** The networks sandbox containers use. */
@@ -23,10 +22,26 @@ export const INTERNAL_NETWORK = 'hoist-sandbox-internal';
  * private ranges and `denyCidrs` off both (guardBridge), letting the npm registry's addresses
  * through; when that cannot be done here, says once through `warn` what is not enforced.
  */
-export async function prepareNetworks(docker: Docker, denyCidrs: string[], npmRegistry: string | undefined, warn: (message: string) => void): Promise<SandboxNetworks> {
+export async function prepareNetworks(
+  docker: Docker,
+  denyCidrs: string[],
+  npmRegistry: string | undefined,
+  warn: (message: string) => void,
+): Promise<SandboxNetworks> {
   const labels = { 'hoist.managed': 'true', 'hoist.sandbox': 'network' };
-  const egress = await ensureBridgeNetwork(docker, { name: EGRESS_NETWORK, labels, icc: false, bridge: 'hoist-sandbox' });
-  const internal = await ensureBridgeNetwork(docker, { name: INTERNAL_NETWORK, labels, icc: false, internal: true, bridge: 'hoist-sbx-int' });
+  const egress = await ensureBridgeNetwork(docker, {
+    name: EGRESS_NETWORK,
+    labels,
+    icc: false,
+    bridge: 'hoist-sandbox',
+  });
+  const internal = await ensureBridgeNetwork(docker, {
+    name: INTERNAL_NETWORK,
+    labels,
+    icc: false,
+    internal: true,
+    bridge: 'hoist-sbx-int',
+  });
   const allow = await registryAddresses(npmRegistry);
   const problems = new Set<string>();
   for (const net of [egress, internal]) {
@@ -35,17 +50,13 @@ export async function prepareNetworks(docker: Docker, denyCidrs: string[], npmRe
   }
   if (problems.size) {
     warn(
-      `sandbox-docker: containers on the ${EGRESS_NETWORK} network can reach this host's ports (through the bridge gateway) and ${[...DENIED_RANGES, ...denyCidrs].join(', ')}: ${[...problems].join('; ')}. ` +
-        'Run Hoist as root on the Docker host, or add the equivalent iptables rules there (INPUT -i <bridge> DROP for new connections; DOCKER-USER -i <bridge> -d <range> DROP).',
+      `sandbox-docker: containers on the ${EGRESS_NETWORK} network can reach this ` +
+        `host's ports (through the bridge gateway) and ` +
+        `${[...DENIED_RANGES, ...denyCidrs].join(', ')}: ${[...problems].join('; ')}. ` +
+        'Run Hoist as root on the Docker host, or add the equivalent iptables rules there ' +
+        '(INPUT -i <bridge> DROP for new connections; DOCKER-USER -i <bridge> -d <range> ' +
+        'DROP).',
     );
   }
   return { egress: EGRESS_NETWORK, internal: INTERNAL_NETWORK };
-}
-
-/** The addresses of the npm registry's host, so that a registry on a private network stays reachable. */
-async function registryAddresses(registry: string | undefined): Promise<string[]> {
-  if (!registry) return [];
-  const host = new URL(registry).hostname;
-  if (isIP(host)) return [host];
-  return lookup(host, { all: true }).then((list) => list.map((a) => a.address), () => []);
 }

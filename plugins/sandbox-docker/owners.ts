@@ -52,6 +52,7 @@ export class Presence {
   async stop(): Promise<void> {
     this.stopped = true;
     this.stream?.destroy();
+    // Usually gone already: its stdin closed ends it, and it removes itself (AutoRemove).
     await this.docker
       .getContainer(`hoist-sandbox-owner-${this.owner}`)
       .remove({ force: true })
@@ -60,6 +61,7 @@ export class Presence {
 
   private async restart(): Promise<void> {
     if (this.stopped) return;
+    // The old container, when it is still there: start() makes it again under the same name.
     await this.docker
       .getContainer(`hoist-sandbox-owner-${this.owner}`)
       .remove({ force: true })
@@ -80,9 +82,14 @@ export async function removeOrphans(docker: Docker, self: string): Promise<numbe
   const { Volumes } = await docker.listVolumes({ filters: { label: [LABEL.owner] } });
   const presences = await docker.listContainers({ all: true, filters: { label: [`${LABEL.kind}=owner`] } });
   // A presence just created is not running yet: its owner is alive, unless it stays so (a crash between the two).
-  const live = (c: Docker.ContainerInfo) => c.State === 'running' || (c.State === 'created' && Date.now() / 1000 - c.Created < 60);
+  const live = (c: Docker.ContainerInfo) =>
+    c.State === 'running' || (c.State === 'created' && Date.now() / 1000 - c.Created < 60);
   const alive = new Set([self, ...presences.filter(live).map((c) => c.Labels[LABEL.owner])]);
-  const dead = new Set([...containers.map((c) => c.Labels[LABEL.owner]), ...(Volumes ?? []).map((v) => v.Labels?.[LABEL.owner])].filter((o): o is string => !!o && !alive.has(o)));
+  const dead = new Set(
+    [...containers.map((c) => c.Labels[LABEL.owner]), ...(Volumes ?? []).map((v) => v.Labels?.[LABEL.owner])].filter(
+      (o): o is string => !!o && !alive.has(o),
+    ),
+  );
   let removed = 0;
   for (const owner of dead) {
     removed += containers.filter((c) => c.Labels[LABEL.owner] === owner).length;

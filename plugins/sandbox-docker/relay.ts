@@ -17,7 +17,11 @@ net.createServer((client) => {
   client.on('error', () => {});
   const dial = (hosts) => {
     const up = net.connect(app, hosts[0]);
-    up.once('connect', () => { client.pipe(up).pipe(client); up.on('error', () => client.destroy()); client.on('close', () => up.destroy()); });
+    up.once('connect', () => {
+      client.pipe(up).pipe(client);
+      up.on('error', () => client.destroy());
+      client.on('close', () => up.destroy());
+    });
     up.once('error', () => (hosts.length > 1 ? dial(hosts.slice(1)) : client.destroy()));
   };
   dial(own ? ['127.0.0.1', own.address] : ['127.0.0.1']);
@@ -31,7 +35,13 @@ process.stdin.on('end', () => process.exit(0)).on('error', () => process.exit(0)
  * as on the host; being a container of its own, the app can neither kill it nor charge it to its
  * limits. It goes with the box.
  */
-export async function startRelay(docker: Docker, box: Box, image: string, service: string, appPort: number): Promise<void> {
+export async function startRelay(
+  docker: Docker,
+  box: Box,
+  image: string,
+  service: string,
+  appPort: number,
+): Promise<void> {
   const relay = await docker.createContainer({
     name: `${box.name}-relay`,
     Image: image,

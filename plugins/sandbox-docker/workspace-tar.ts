@@ -28,7 +28,9 @@ export function packDirectory(dir: string, prefix: string): { tar: Readable; don
         pack.entry({ ...base, type: 'symlink', linkname: await readlink(path), mode: 0o777 });
       } else if (st.isFile()) {
         await new Promise<void>((done, fail) => {
-          const sink = pack.entry({ ...base, type: 'file', size: st.size, mode: (st.mode & 0o777) | 0o600 }, (err) => (err ? fail(err) : done()));
+          const sink = pack.entry({ ...base, type: 'file', size: st.size, mode: (st.mode & 0o777) | 0o600 }, (err) =>
+            err ? fail(err) : done(),
+          );
           createReadStream(path).on('error', fail).pipe(sink);
         });
       }
@@ -66,7 +68,11 @@ const inside = (path: string, root: string) => path === root || path.startsWith(
  * calling user. Anything else (devices, FIFOs, a link leading outside, an absolute or `..` path) is
  * skipped and reported to `refused`. Stops once file contents pass `maxBytes`.
  */
-export async function unpackDirectory(source: Readable, dest: string, opts: { maxBytes: number; refused(path: string, why: string): void }): Promise<Unpacked> {
+export async function unpackDirectory(
+  source: Readable,
+  dest: string,
+  opts: { maxBytes: number; refused(path: string, why: string): void },
+): Promise<Unpacked> {
   const root = await realpath(dest);
   const dirs = new Set<string>(['']);
   const files = new Set<string>();
@@ -100,7 +106,8 @@ export async function unpackDirectory(source: Readable, dest: string, opts: { ma
       const top = header.name.replace(/^\.?\/+/, '').split('/')[0];
       const rel = posix.normalize(header.name.replace(/^\.?\/+/, '').slice(top.length + 1)).replace(/\/+$/, '');
       if (rel === '' || rel === '.') return;
-      if (rel.startsWith('../') || rel === '..' || posix.isAbsolute(rel) || rel.includes('\0')) return opts.refused(header.name, 'its path leads outside the folder');
+      if (rel.startsWith('../') || rel === '..' || posix.isAbsolute(rel) || rel.includes('\0'))
+        return opts.refused(header.name, 'its path leads outside the folder');
       if (!(await parents(rel))) return opts.refused(rel, 'a folder above it is not a folder');
       const path = join(root, rel);
       const mode = (header.mode ?? 0o644) & 0o777;
@@ -129,7 +136,8 @@ export async function unpackDirectory(source: Readable, dest: string, opts: { ma
         }
         case 'link': {
           const target = posix.normalize((header.linkname ?? '').replace(/^\.?\/+/, '').slice(top.length + 1));
-          if (!files.has(target)) return opts.refused(rel, `it is a hard link to ${header.linkname}, not to a file of the folder`);
+          if (!files.has(target))
+            return opts.refused(rel, `it is a hard link to ${header.linkname}, not to a file of the folder`);
           if (dirs.has(rel) || files.has(rel) || links.has(rel)) return opts.refused(rel, 'it appears twice');
           await link(join(root, target), path);
           files.add(rel);
@@ -138,15 +146,22 @@ export async function unpackDirectory(source: Readable, dest: string, opts: { ma
         case 'symlink': {
           const target = header.linkname ?? '';
           // An absolute link into the folder (`/app/x`) is written relative so it still points inside on this host.
-          const written = posix.isAbsolute(target) && (target === `/${top}` || target.startsWith(`/${top}/`)) ? posix.relative(posix.dirname(`/${top}/${rel}`), target) || '.' : target;
-          if (posix.isAbsolute(written) || !inside(resolve(root, posix.dirname(rel), written), root)) return opts.refused(rel, `it is a symbolic link to ${target}, outside the folder`);
+          const written =
+            posix.isAbsolute(target) && (target === `/${top}` || target.startsWith(`/${top}/`))
+              ? posix.relative(posix.dirname(`/${top}/${rel}`), target) || '.'
+              : target;
+          if (posix.isAbsolute(written) || !inside(resolve(root, posix.dirname(rel), written), root))
+            return opts.refused(rel, `it is a symbolic link to ${target}, outside the folder`);
           if (dirs.has(rel) || files.has(rel) || links.has(rel)) return opts.refused(rel, 'it appears twice');
           await symlink(written, path);
           links.add(rel);
           return;
         }
         default:
-          return opts.refused(rel, `it is a ${header.type ?? 'special file'}; only files, folders and links are copied`);
+          return opts.refused(
+            rel,
+            `it is a ${header.type ?? 'special file'}; only files, folders and links are copied`,
+          );
       }
     })().then(() => done(), done);
   });

@@ -2,7 +2,14 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix, resolve } from 'node:path';
-import { SandboxError, type Sandbox, type SandboxResult, type SandboxRun, type SandboxServe, type SandboxService } from '../../core/ports/sandbox.js';
+import {
+  SandboxError,
+  type Sandbox,
+  type SandboxResult,
+  type SandboxRun,
+  type SandboxServe,
+  type SandboxService,
+} from '../../core/ports/sandbox.js';
 import { freePort } from '../shared/sandbox/free-port.js';
 import { watchRun } from '../shared/sandbox/watch-run.js';
 
@@ -23,9 +30,13 @@ export class NoneSandbox implements Sandbox {
     if (this.warned) return;
     this.warned = true;
     this.warn(
-      'HOIST_SANDBOX=none: tenant code (installs, builds, Node.js releases) runs with Hoist\'s own privileges. Any account can read every secret (jwt.key, master-keys.json, the database) and reach every service Hoist reaches. Use it only on a machine with one trusted user.',
+      'HOIST_SANDBOX=none: tenant code (installs, builds, Node.js releases) runs with ' +
+        "Hoist's own privileges. Any account can read every secret (jwt.key, " +
+        'master-keys.json, the database) and reach every service Hoist reaches. Use it ' +
+        'only on a machine with one trusted user.',
     );
-    if (process.getuid?.() === 0) this.warn('HOIST_SANDBOX=none while running as root: every tenant command will be refused.');
+    if (process.getuid?.() === 0)
+      this.warn('HOIST_SANDBOX=none while running as root: every tenant command will be refused.');
   }
 
   async run(spec: SandboxRun): Promise<SandboxResult> {
@@ -35,7 +46,11 @@ export class NoneSandbox implements Sandbox {
 
   async serve(spec: SandboxServe): Promise<SandboxService> {
     const port = await freePort();
-    const { done, stop } = await this.launch({ ...spec, env: { ...spec.env, PORT: String(port), HOST: '127.0.0.1' } }, undefined, undefined);
+    const { done, stop } = await this.launch(
+      { ...spec, env: { ...spec.env, PORT: String(port), HOST: '127.0.0.1' } },
+      undefined,
+      undefined,
+    );
     return {
       url: `http://127.0.0.1:${port}`,
       exited: done,
@@ -46,14 +61,28 @@ export class NoneSandbox implements Sandbox {
     };
   }
 
-  private async launch(spec: Omit<SandboxRun, 'limits' | 'signal'> & { limits: { outputBytes: number } }, timeMs: number | undefined, signal: AbortSignal | undefined) {
+  private async launch(
+    spec: Omit<SandboxRun, 'limits' | 'signal'> & { limits: { outputBytes: number } },
+    timeMs: number | undefined,
+    signal: AbortSignal | undefined,
+  ) {
     await this.prepare();
-    if (process.getuid?.() === 0) throw new SandboxError('HOIST_SANDBOX=none refuses to run tenant code as root: choose HOIST_SANDBOX=bwrap or docker, or run Hoist as an unprivileged user');
+    if (process.getuid?.() === 0)
+      throw new SandboxError(
+        'HOIST_SANDBOX=none refuses to run tenant code as root: choose ' +
+          'HOIST_SANDBOX=bwrap or docker, or run Hoist as an unprivileged user',
+      );
     const cwd = resolve(spec.workspace, spec.cwd ?? '.');
-    if (posix.relative(spec.workspace, cwd).startsWith('..')) throw new SandboxError(`cwd ${JSON.stringify(spec.cwd)} leaves the workspace`);
+    if (posix.relative(spec.workspace, cwd).startsWith('..'))
+      throw new SandboxError(`cwd ${JSON.stringify(spec.cwd)} leaves the workspace`);
     const home = spec.home ?? (await mkdtemp(join(tmpdir(), 'hoist-home-')));
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...spec.env };
-    const child = spawn('/bin/sh', ['-c', spec.command], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', spec.command], {
+      cwd,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const kill = () => {
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL');

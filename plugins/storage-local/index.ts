@@ -1,12 +1,12 @@
 import { join } from 'node:path';
-import type { PluginDefinition } from '../../core/plugin.js';
-import { STORAGE, type Storage } from '../../core/ports/storage.js';
+import { CONFIG, definePlugin, PLUGIN_API_VERSION } from '../../core/plugin.js';
 import { LocalStorage } from './local-storage.js';
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'storage-local',
   port: 'storage',
   name: 'local',
-  token: STORAGE,
+  deps: { config: CONFIG },
   create: ({ config }) => new LocalStorage(join(config.dataDir, 'storage')),
-} satisfies PluginDefinition<Storage>;
+});

@@ -30,7 +30,12 @@ const fsOp = <T>(p: Promise<T>): Promise<T> => p.catch((err) => Promise.reject(s
 /** A filesystem error as a HoistError: a key whose path runs into another key's folder is a conflict. */
 function storageError(err: unknown, key?: string): HoistError {
   if (key && ['EISDIR', 'ENOTDIR', 'EEXIST', 'ENOTEMPTY'].includes(errno(err) ?? '')) {
-    return new HoistError('conflict', `Storage key ${key} collides with the path of another key`, { key }, { cause: err });
+    return new HoistError(
+      'conflict',
+      `Storage key ${key} collides with the path of another key`,
+      { key },
+      { cause: err },
+    );
   }
   return new HoistError('unavailable', 'Local storage failed', {}, { cause: err });
 }
@@ -69,7 +74,11 @@ export class LocalStorage implements Storage, Lifecycle {
     return this.write(body, opts, () => key, false);
   }
 
-  putContentAddressed(prefix: string, body: Readable, { suffix, ...opts }: PutOptions & { suffix?: string } = {}): Promise<StoredObject> {
+  putContentAddressed(
+    prefix: string,
+    body: Readable,
+    { suffix, ...opts }: PutOptions & { suffix?: string } = {},
+  ): Promise<StoredObject> {
     return this.write(body, opts, (sha256) => contentAddressedKey(prefix, sha256, suffix), true);
   }
 
@@ -112,7 +121,13 @@ export class LocalStorage implements Storage, Lifecycle {
     }
     // Drop the folders this left empty, so per-operation log folders do not pile up.
     for (let dir = dirname(path); dir !== this.root; dir = dirname(dir)) {
-      if (!(await rmdir(dir).then(() => true, () => false))) break;
+      if (
+        !(await rmdir(dir).then(
+          () => true,
+          () => false,
+        ))
+      )
+        break;
     }
   }
 
@@ -154,7 +169,12 @@ export class LocalStorage implements Storage, Lifecycle {
    * Streams `body` into a temp file while hashing and counting, fsyncs it, and renames it to
    * `keyOf(sha256)`; with `keepExisting` an existing object there is left untouched.
    */
-  private async write(body: Readable, { maxBytes, signal }: PutOptions, keyOf: (sha256: string) => string, keepExisting: boolean): Promise<StoredObject> {
+  private async write(
+    body: Readable,
+    { maxBytes, signal }: PutOptions,
+    keyOf: (sha256: string) => string,
+    keepExisting: boolean,
+  ): Promise<StoredObject> {
     const tmp = join(this.tmpDir, randomUUID());
     let fh: FileHandle | undefined;
     try {
@@ -166,7 +186,7 @@ export class LocalStorage implements Storage, Lifecycle {
       fh = await fsOp(open(tmp, 'wx', 0o600));
       const input = metered(body, maxBytes);
       for await (const chunk of input.chunks) {
-        for (let at = 0; at < chunk.length; ) at += (await fsOp(fh.write(chunk, at))).bytesWritten;
+        for (let at = 0; at < chunk.length;) at += (await fsOp(fh.write(chunk, at))).bytesWritten;
       }
       await fsOp(fh.sync());
       signal?.throwIfAborted();

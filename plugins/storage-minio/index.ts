@@ -1,20 +1,17 @@
-import { Client } from 'minio';
-import type { HoistConfig } from '../../config/schema.js';
-import type { PluginDefinition } from '../../core/plugin.js';
-import { STORAGE, type Storage } from '../../core/ports/storage.js';
-import { LOGGER } from '../../core/tokens.js';
-import type { Logger } from 'pino';
-import { MinioStorage } from './minio-storage.js';
+import type { Client } from 'minio';
+import { CONFIG, definePlugin, LOGGER, PLUGIN_API_VERSION, type HoistConfig } from '../../core/plugin.js';
 
-/** A minio client for `url` (http or https, optional port and no path). */
-function clientFor(url: string, key: string, config: HoistConfig): Client {
+/** A minio client for `url` (http or https, optional port and no path); the SDK loads only when chosen. */
+async function clientFor(url: string, key: string, config: HoistConfig): Promise<Client> {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
     throw new Error(`${key} must be an http(s) URL, got ${JSON.stringify(url)}`);
   }
-  if (!/^https?:$/.test(u.protocol) || (u.pathname !== '/' && u.pathname !== '')) throw new Error(`${key} must be an http(s) URL with no path, got ${JSON.stringify(url)}`);
+  if (!/^https?:$/.test(u.protocol) || (u.pathname !== '/' && u.pathname !== ''))
+    throw new Error(`${key} must be an http(s) URL with no path, got ${JSON.stringify(url)}`);
+  const { Client } = await import('minio');
   return new Client({
     endPoint: u.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: u.port ? Number(u.port) : undefined,
@@ -26,18 +23,24 @@ function clientFor(url: string, key: string, config: HoistConfig): Client {
   });
 }
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'storage-minio',
   port: 'storage',
   name: 'minio',
-  token: STORAGE,
-  create({ config, get }) {
-    const log = get<Logger>(LOGGER);
+  deps: { config: CONFIG, log: LOGGER },
+  async create({ config, log }) {
     for (const key of ['s3Endpoint', 's3AccessKey', 's3SecretKey'] as const) {
-      if (!config[key]) throw new Error(`${key} (HOIST_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}) is required for storage=minio`);
+      if (!config[key])
+        throw new Error(
+          `${key} (HOIST_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}) is required for storage=minio`,
+        );
     }
-    const client = clientFor(config.s3Endpoint!, 's3Endpoint', config);
-    const presigner = config.s3PublicEndpoint ? clientFor(config.s3PublicEndpoint, 's3PublicEndpoint', config) : client;
+    const client = await clientFor(config.s3Endpoint!, 's3Endpoint', config);
+    const presigner = config.s3PublicEndpoint
+      ? await clientFor(config.s3PublicEndpoint, 's3PublicEndpoint', config)
+      : client;
+    const { MinioStorage } = await import('./minio-storage.js');
     return new MinioStorage({
       client,
       presigner,
@@ -47,4 +50,4 @@ export default {
       warn: (obj, msg) => log.warn(obj, msg),
     });
   },
-} satisfies PluginDefinition<Storage>;
+});

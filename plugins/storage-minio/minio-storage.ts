@@ -44,7 +44,10 @@ export interface MinioStorageOptions {
   region: string;
   /** Create the bucket at start when it is missing (else start fails). */
   createBucket: boolean;
-  /** Bytes a put buffers per request: objects up to this size take one PUT, larger ones a multipart upload of parts this size. */
+  /**
+   * Bytes a put buffers per request: objects up to this size take one PUT, larger ones a multipart upload of parts this
+   * size.
+   */
   partBytes?: number;
   /** Where a failed background sweep is reported. */
   warn?(obj: object, msg: string): void;
@@ -70,7 +73,9 @@ async function s3<T>(what: string, call: () => Promise<T>): Promise<T> {
 }
 
 /** The minio client's ListParts, which its typings mark protected. */
-type PartsLister = { listParts(bucket: string, key: string, uploadId: string): Promise<{ part: number; size: number; etag: string }[]> };
+type PartsLister = {
+  listParts(bucket: string, key: string, uploadId: string): Promise<{ part: number; size: number; etag: string }[]>;
+};
 
 /**
  * Objects in an S3 bucket (MinIO, AWS S3 or any S3-protocol server) through the `minio` client.
@@ -93,23 +98,39 @@ export class MinioStorage implements Storage, Lifecycle {
     this.direct = new MinioDirectUploads(options.client, options.presigner ?? options.client, options.bucket);
   }
 
-  /** Checks the server answers and the bucket exists (creating it when configured to), and removes temp objects a crash left. */
+  /**
+   * Checks the server answers and the bucket exists (creating it when configured to), and removes temp objects a crash
+   * left.
+   */
   async start(): Promise<void> {
     const { client, bucket, region, createBucket } = this.options;
     let exists: boolean;
     try {
       exists = await client.bucketExists(bucket);
     } catch (err) {
-      throw new Error(`cannot reach the S3 server or check bucket ${bucket}: ${(err as Error).message || codeOf(err)}`, { cause: err });
+      throw new Error(
+        `cannot reach the S3 server or check bucket ${bucket}: ${(err as Error).message || codeOf(err)}`,
+        { cause: err },
+      );
     }
     if (!exists) {
-      if (!createBucket) throw new Error(`bucket ${bucket} does not exist: create it, or set s3CreateBucket (HOIST_S3_CREATE_BUCKET=true)`);
+      if (!createBucket)
+        throw new Error(
+          `bucket ${bucket} does not exist: create it, or set s3CreateBucket (HOIST_S3_CREATE_BUCKET=true)`,
+        );
       await client.makeBucket(bucket, region);
     }
     const cutoff = Date.now() - STALE_TEMP_MS;
-    for (const o of await this.listRaw(TMP_PREFIX)) if (o.modifiedAt.getTime() < cutoff) await this.client.removeObject(bucket, o.key);
+    for (const o of await this.listRaw(TMP_PREFIX))
+      if (o.modifiedAt.getTime() < cutoff) await this.client.removeObject(bucket, o.key);
     await this.abortStaleUploads();
-    this.sweeper = setInterval(() => void this.abortStaleUploads().catch((err) => this.options.warn?.({ err }, 'storage-minio: sweeping stale multipart uploads failed')), STALE_SWEEP_MS).unref();
+    this.sweeper = setInterval(
+      () =>
+        void this.abortStaleUploads().catch((err) =>
+          this.options.warn?.({ err }, 'storage-minio: sweeping stale multipart uploads failed'),
+        ),
+      STALE_SWEEP_MS,
+    ).unref();
   }
 
   async stop(): Promise<void> {
@@ -147,7 +168,11 @@ export class MinioStorage implements Storage, Lifecycle {
     return this.write(key, body, opts);
   }
 
-  async putContentAddressed(prefix: string, body: Readable, { suffix, ...opts }: PutOptions & { suffix?: string } = {}): Promise<StoredObject> {
+  async putContentAddressed(
+    prefix: string,
+    body: Readable,
+    { suffix, ...opts }: PutOptions & { suffix?: string } = {},
+  ): Promise<StoredObject> {
     try {
       contentAddressedKey(prefix, '0'.repeat(64), suffix);
     } catch (err) {
@@ -160,7 +185,10 @@ export class MinioStorage implements Storage, Lifecycle {
     try {
       if (!(await this.stat(key))) {
         await s3('store an object', () =>
-          this.client.copyObject(new CopySourceOptions({ Bucket: this.bucket, Object: tmp }), new CopyDestinationOptions({ Bucket: this.bucket, Object: key })),
+          this.client.copyObject(
+            new CopySourceOptions({ Bucket: this.bucket, Object: tmp }),
+            new CopyDestinationOptions({ Bucket: this.bucket, Object: key }),
+          ),
         );
       }
     } finally {
@@ -258,12 +286,17 @@ export class MinioStorage implements Storage, Lifecycle {
       const number = etags.length + 1;
       const id = uploadId;
       const bytes = take();
-      const { etag } = await s3('upload a part', () => client.uploadPart({ bucketName: bucket, objectName: key, uploadID: id, partNumber: number, headers: {} }, bytes));
+      const { etag } = await s3('upload a part', () =>
+        client.uploadPart(
+          { bucketName: bucket, objectName: key, uploadID: id, partNumber: number, headers: {} },
+          bytes,
+        ),
+      );
       etags.push({ part: number, etag });
     };
     try {
       for await (const chunk of input.chunks) {
-        for (let at = 0; at < chunk.length; ) {
+        for (let at = 0; at < chunk.length;) {
           const n = Math.min(chunk.length - at, this.partBytes - filled);
           add(chunk.subarray(at, at + n));
           at += n;
@@ -310,8 +343,11 @@ class MinioDirectUploads implements DirectUploads {
 
   partUrl(key: string, uploadId: string, number: number, expiresInSeconds: number): Promise<string> {
     checkKey(key);
-    if (!Number.isInteger(number) || number < 1 || number > 10_000) throw invalid(`Part number ${number} is not between 1 and 10,000`, { part_number: number });
-    return s3('presign a part URL', () => this.presigner.presignedUrl('PUT', this.bucket, key, expiresInSeconds, { partNumber: String(number), uploadId }));
+    if (!Number.isInteger(number) || number < 1 || number > 10_000)
+      throw invalid(`Part number ${number} is not between 1 and 10,000`, { part_number: number });
+    return s3('presign a part URL', () =>
+      this.presigner.presignedUrl('PUT', this.bucket, key, expiresInSeconds, { partNumber: String(number), uploadId }),
+    );
   }
 
   async listParts(key: string, uploadId: string): Promise<UploadedPart[]> {
@@ -320,19 +356,31 @@ class MinioDirectUploads implements DirectUploads {
       const parts = await (this.client as unknown as PartsLister).listParts(this.bucket, key, uploadId);
       return parts.map((p) => ({ number: p.part, size: p.size, etag: p.etag })).sort((a, b) => a.number - b.number);
     } catch (err) {
-      throw codeOf(err) === 'NoSuchUpload' ? notFound(`Upload ${uploadId}`) : backendError(err, 'list the parts of an upload');
+      throw codeOf(err) === 'NoSuchUpload'
+        ? notFound(`Upload ${uploadId}`)
+        : backendError(err, 'list the parts of an upload');
     }
   }
 
   async completeMultipart(key: string, uploadId: string, parts: { number: number; etag: string }[]): Promise<void> {
     checkKey(key);
     try {
-      await this.client.completeMultipartUpload(this.bucket, key, uploadId, parts.map((p) => ({ part: p.number, etag: p.etag })));
+      await this.client.completeMultipartUpload(
+        this.bucket,
+        key,
+        uploadId,
+        parts.map((p) => ({ part: p.number, etag: p.etag })),
+      );
     } catch (err) {
       const code = codeOf(err);
       if (code === 'NoSuchUpload') throw notFound(`Upload ${uploadId}`);
       if (['InvalidPart', 'InvalidPartOrder', 'EntityTooSmall', 'MalformedXML'].includes(code ?? '')) {
-        throw new HoistError('invalid_request', `The storage refused the parts: ${(err as Error).message}`, { field: 'parts' }, { cause: err });
+        throw new HoistError(
+          'invalid_request',
+          `The storage refused the parts: ${(err as Error).message}`,
+          { field: 'parts' },
+          { cause: err },
+        );
       }
       throw backendError(err, 'complete an upload');
     }

@@ -2,8 +2,8 @@ import { SignJWT, jwtVerify, errors } from 'jose';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PluginDefinition } from '../../core/plugin.js';
-import { TOKEN_SERVICE, type TokenClaims, type TokenKind, type TokenService } from '../../core/ports/token-service.js';
+import { CONFIG, definePlugin, PLUGIN_API_VERSION } from '../../core/plugin.js';
+import type { TokenClaims, TokenKind, TokenService } from '../../core/ports/token-service.js';
 
 const ISSUER = 'hoist';
 // Each kind has its own audience and JWT type header, so one kind never passes for the other.
@@ -75,10 +75,11 @@ function signingKey(dataDir: string, secret?: string): Uint8Array {
   return new TextEncoder().encode(readFileSync(file, 'utf8').trim());
 }
 
-export default {
+export default definePlugin({
+  apiVersion: PLUGIN_API_VERSION,
   id: 'tokens-jose',
   port: 'tokens',
   name: 'jose',
-  token: TOKEN_SERVICE,
+  deps: { config: CONFIG },
   create: ({ config }) => new JoseTokenService(signingKey(config.dataDir, config.jwtSecret)),
-} satisfies PluginDefinition<TokenService>;
+});

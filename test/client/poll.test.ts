@@ -17,25 +17,49 @@ test('terminal statuses are succeeded, failed and canceled', () => {
 
 for (const end of ['succeeded', 'failed', 'canceled']) {
   test(`polling stops at the first ${end} answer and returns it`, async () => {
-    const v = views([{ status: 'running', progress: 5 }, { status: 'running', progress: 40 }, { status: end, progress: 70 }, { status: 'running', progress: 99 }]);
+    const v = views([
+      { status: 'running', progress: 5 },
+      { status: 'running', progress: 40 },
+      { status: end, progress: 70 },
+      { status: 'running', progress: 99 },
+    ]);
     const seen: Op[] = [];
     const op = await pollUntilTerminal(v.get, { sleep: async () => {}, onUpdate: (o) => seen.push(o) });
     assert.is(op.status, end);
     assert.is(v.calls(), 3);
-    assert.equal(seen.map((o) => o.progress), [5, 40, 70]);
+    assert.equal(
+      seen.map((o) => o.progress),
+      [5, 40, 70],
+    );
   });
 }
 
-test('the delay grows while nothing changes, is bounded, is jittered, and falls back when something moves', async () => {
-  const same = { status: 'running', progress: 20 };
-  const v = views([...Array(8).fill(same), { status: 'running', progress: 30 }, { status: 'succeeded', progress: 100 }]);
-  const waits: number[] = [];
-  await pollUntilTerminal(v.get, { minMs: 100, maxMs: 400, random: () => 0.5, sleep: async (ms) => void waits.push(ms) });
-  assert.equal(waits, [100, 150, 225, 338, 400, 400, 400, 400, 100]);
-  const jittered: number[] = [];
-  await pollUntilTerminal(views([same, same, { status: 'failed', progress: 20 }]).get, { minMs: 100, random: () => 0, sleep: async (ms) => void jittered.push(ms) });
-  assert.equal(jittered, [80, 120]);
-});
+test(
+  'the delay grows while nothing changes, is bounded, is jittered, and falls back ' + 'when something moves',
+  async () => {
+    const same = { status: 'running', progress: 20 };
+    const v = views([
+      ...Array(8).fill(same),
+      { status: 'running', progress: 30 },
+      { status: 'succeeded', progress: 100 },
+    ]);
+    const waits: number[] = [];
+    await pollUntilTerminal(v.get, {
+      minMs: 100,
+      maxMs: 400,
+      random: () => 0.5,
+      sleep: async (ms) => void waits.push(ms),
+    });
+    assert.equal(waits, [100, 150, 225, 338, 400, 400, 400, 400, 100]);
+    const jittered: number[] = [];
+    await pollUntilTerminal(views([same, same, { status: 'failed', progress: 20 }]).get, {
+      minMs: 100,
+      random: () => 0,
+      sleep: async (ms) => void jittered.push(ms),
+    });
+    assert.equal(jittered, [80, 120]);
+  },
+);
 
 test('an aborted signal stops polling', async () => {
   const ac = new AbortController();

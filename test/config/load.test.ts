@@ -50,46 +50,70 @@ test('an unknown key or a broken file is refused', () => {
 
 const key32 = () => randomBytes(32).toString('base64');
 
-test('a placeholder or too short secret stops start-up, naming the variable and the command that makes a good one', () => {
-  const refused: [Record<string, string>, string, string][] = [
-    // What docker-compose.yml shipped.
-    [{ HOIST_JWT_SECRET: 'change-me-to-32-or-more-random-bytes!!' }, 'HOIST_JWT_SECRET', 'placeholder'],
-    [{ HOIST_MASTER_KEY: 'k1:Y2hhbmdlLW1lLXRvLTMyLXJhbmRvbS1ieXRlcyEhISE=' }, 'HOIST_MASTER_KEY', 'placeholder'],
-    // Anything starting with change-me, however long, and other stand-ins.
-    [{ HOIST_JWT_SECRET: `Change-Me-${randomBytes(32).toString('hex')}` }, 'HOIST_JWT_SECRET', 'placeholder'],
-    [{ HOIST_JWT_SECRET: 'x'.repeat(64) }, 'HOIST_JWT_SECRET', 'placeholder'],
-    [{ HOIST_MASTER_KEY: `k1:${Buffer.from('change-me-to-a-key-of-32-bytes!!').toString('base64')}` }, 'HOIST_MASTER_KEY', 'placeholder'],
-    [{ HOIST_PULUMI_PASSPHRASE: 'change-me-pulumi-passphrase' }, 'HOIST_PULUMI_PASSPHRASE', 'placeholder'],
-    [{ HOIST_METRICS_TOKEN: 'changeme-metrics-token-please' }, 'HOIST_METRICS_TOKEN', 'placeholder'],
-    // Too short.
-    [{ HOIST_JWT_SECRET: 'a'.repeat(10) + randomBytes(10).toString('hex') }, 'HOIST_JWT_SECRET', 'at least 32 bytes, got 30'],
-    [{ HOIST_PULUMI_PASSPHRASE: 'hunter2hunter' }, 'HOIST_PULUMI_PASSPHRASE', 'at least 16 bytes'],
-    [{ HOIST_METRICS_TOKEN: 'tok3n' }, 'HOIST_METRICS_TOKEN', 'at least 16 bytes'],
-    // Master keys: 32 bytes each, every entry checked.
-    [{ HOIST_MASTER_KEY: `k1:${randomBytes(16).toString('base64')}` }, 'HOIST_MASTER_KEY', 'entry 1 must be a key of 32 bytes (base64), got 16'],
-    [{ HOIST_MASTER_KEY: `k2:${key32()},k1:${randomBytes(31).toString('base64')}` }, 'HOIST_MASTER_KEY', 'entry 2 must be a key of 32 bytes'],
-    [{ HOIST_MASTER_KEY: key32() }, 'HOIST_MASTER_KEY', 'entry 1 must be id:base64'],
-  ];
-  for (const [env, name, why] of refused) {
-    try {
-      loadConfig(env);
-      assert.unreachable(`${JSON.stringify(env)} was accepted`);
-    } catch (err) {
-      assert.instance(err, ConfigError);
-      const message = (err as Error).message;
-      assert.match(message, name);
-      assert.match(message, why);
-      assert.match(message, `generate one with \`npx hoist secrets --env ${name}\``);
-      assert.not.match(message, Object.values(env)[0], 'the message never shows the value');
+test(
+  'a placeholder or too short secret stops start-up, naming the variable and the ' + 'command that makes a good one',
+  () => {
+    const refused: [Record<string, string>, string, string][] = [
+      // What docker-compose.yml shipped.
+      [{ HOIST_JWT_SECRET: 'change-me-to-32-or-more-random-bytes!!' }, 'HOIST_JWT_SECRET', 'placeholder'],
+      [{ HOIST_MASTER_KEY: 'k1:Y2hhbmdlLW1lLXRvLTMyLXJhbmRvbS1ieXRlcyEhISE=' }, 'HOIST_MASTER_KEY', 'placeholder'],
+      // Anything starting with change-me, however long, and other stand-ins.
+      [{ HOIST_JWT_SECRET: `Change-Me-${randomBytes(32).toString('hex')}` }, 'HOIST_JWT_SECRET', 'placeholder'],
+      [{ HOIST_JWT_SECRET: 'x'.repeat(64) }, 'HOIST_JWT_SECRET', 'placeholder'],
+      [
+        { HOIST_MASTER_KEY: `k1:${Buffer.from('change-me-to-a-key-of-32-bytes!!').toString('base64')}` },
+        'HOIST_MASTER_KEY',
+        'placeholder',
+      ],
+      [{ HOIST_PULUMI_PASSPHRASE: 'change-me-pulumi-passphrase' }, 'HOIST_PULUMI_PASSPHRASE', 'placeholder'],
+      [{ HOIST_METRICS_TOKEN: 'changeme-metrics-token-please' }, 'HOIST_METRICS_TOKEN', 'placeholder'],
+      // Too short.
+      [
+        { HOIST_JWT_SECRET: 'a'.repeat(10) + randomBytes(10).toString('hex') },
+        'HOIST_JWT_SECRET',
+        'at least 32 bytes, got 30',
+      ],
+      [{ HOIST_PULUMI_PASSPHRASE: 'hunter2hunter' }, 'HOIST_PULUMI_PASSPHRASE', 'at least 16 bytes'],
+      [{ HOIST_METRICS_TOKEN: 'tok3n' }, 'HOIST_METRICS_TOKEN', 'at least 16 bytes'],
+      // Master keys: 32 bytes each, every entry checked.
+      [
+        { HOIST_MASTER_KEY: `k1:${randomBytes(16).toString('base64')}` },
+        'HOIST_MASTER_KEY',
+        'entry 1 must be a key of 32 bytes (base64), got 16',
+      ],
+      [
+        { HOIST_MASTER_KEY: `k2:${key32()},k1:${randomBytes(31).toString('base64')}` },
+        'HOIST_MASTER_KEY',
+        'entry 2 must be a key of 32 bytes',
+      ],
+      [{ HOIST_MASTER_KEY: key32() }, 'HOIST_MASTER_KEY', 'entry 1 must be id:base64'],
+    ];
+    for (const [env, name, why] of refused) {
+      try {
+        loadConfig(env);
+        assert.unreachable(`${JSON.stringify(env)} was accepted`);
+      } catch (err) {
+        assert.instance(err, ConfigError);
+        const message = (err as Error).message;
+        assert.match(message, name);
+        assert.match(message, why);
+        assert.match(message, `generate one with \`npx hoist secrets --env ${name}\``);
+        assert.not.match(message, Object.values(env)[0], 'the message never shows the value');
+      }
     }
-  }
-});
+  },
+);
 
 test('the secret checks hold for the config file and for values given in code too', () => {
   const file = join(dir, 'secrets.json');
   writeFileSync(file, JSON.stringify({ jwtSecret: 'change-me-to-32-or-more-random-bytes!!' }));
   throwsNaming(() => loadConfig({ HOIST_CONFIG: file }), 'jwtSecret', 'HOIST_JWT_SECRET', 'placeholder');
-  throwsNaming(() => loadConfig({}, { metricsToken: 'short' }), 'metricsToken', 'HOIST_METRICS_TOKEN', 'at least 16 bytes');
+  throwsNaming(
+    () => loadConfig({}, { metricsToken: 'short' }),
+    'metricsToken',
+    'HOIST_METRICS_TOKEN',
+    'at least 16 bytes',
+  );
 });
 
 test('good secrets load: the ones `hoist secrets` makes, and any random ones long enough', () => {

@@ -1,13 +1,11 @@
-import type { EntityManager } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Deployment, type ReleaseTarget } from '../../core/entities/deployment.js';
-import { StageError } from '../../core/operations/stage-error.js';
-import type { Deployer, ReleaseSpec } from '../../core/ports/deployer.js';
+import { StageError } from '../../core/errors.js';
+import type { Deployer, ReleaseReports, ReleaseSpec, ReleaseTarget } from '../../core/ports/deployer.js';
 import type { Storage } from '../../core/ports/storage.js';
 import { zipOf } from '../helpers/live.js';
 
@@ -16,22 +14,27 @@ export interface DeployerUnderTest {
   deployer: Deployer;
   /** The storage the deployer fetches artifacts from. */
   storage: Storage;
-  em: EntityManager;
   /** As after a restart of the host: the releases stop running; returns a fresh deployer instance. */
   restart(): Promise<Deployer>;
+  /**
+   * Damages a prepared release as if it happened while Hoist was down (its files or its container,
+   * image and artifact gone), so that `restore` cannot bring it back.
+   */
+  spoil(spec: ReleaseSpec): Promise<void>;
   /** What remains of a deployment's resources (directories, processes, containers, images); [] when nothing. */
   leftovers(deploymentId: string): Promise<string[]>;
   cleanup(): Promise<void>;
 }
 
-/** A dependency-free server that answers with its marker, an env variable and the path; listens where the deployer says. */
+/** A dependency-free server answering with its marker, an env variable and the path, where the deployer says. */
 const server = (marker: string, { delayMs = 0, before = '' } = {}) => `
 ${before}
 const http = require('http');
 setTimeout(() => {
   http.createServer((req, res) => {
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ marker: ${JSON.stringify(marker)}, greeting: process.env.GREETING || null, path: req.url }));
+    const greeting = process.env.GREETING || null;
+    res.end(JSON.stringify({ marker: ${JSON.stringify(marker)}, greeting, path: req.url }));
   }).listen(Number(process.env.PORT), process.env.HOST || '127.0.0.1');
 }, ${delayMs});
 `;
@@ -49,10 +52,28 @@ export async function fetchRelease(target: ReleaseTarget, path: string): Promise
   return { status: res.status, body: await res.text() };
 }
 
-/** Records the release as a live deployment, as the Deploy stage does once it switches to it. */
-async function live(em: EntityManager, spec: ReleaseSpec, target: ReleaseTarget): Promise<void> {
-  const id = () => randomUUID();
-  await em.fork().persist(Object.assign(new Deployment(), { id: spec.deploymentId, accountId: id(), projectId: spec.projectId, versionId: id(), buildId: id(), operationId: id(), status: 'live', target })).flush();
+/** What a deployer reported, in order: ReleaseReports as core's records it, kept for the test to read. */
+export class RecordedReports implements ReleaseReports {
+  readonly targets: { deploymentId: string; target: ReleaseTarget }[] = [];
+  readonly exits: { deploymentId: string; summary: string; lastLines: string[] }[] = [];
+  readonly failures: { deploymentId: string; reason: string }[] = [];
+
+  async targetChanged(deploymentId: string, target: ReleaseTarget): Promise<void> {
+    this.targets.push({ deploymentId, target });
+  }
+
+  async exited(deploymentId: string, summary: string, lastLines: string[]): Promise<void> {
+    this.exits.push({ deploymentId, summary, lastLines });
+  }
+
+  async failed(deploymentId: string, reason: string): Promise<void> {
+    this.failures.push({ deploymentId, reason });
+  }
+
+  /** The last address reported for the deployment, if any. */
+  lastTarget(deploymentId: string): ReleaseTarget | undefined {
+    return [...this.targets].reverse().find((t) => t.deploymentId === deploymentId)?.target;
+  }
 }
 
 /** Polls until nothing answers at the target any more (the release's process is gone); fails after 30 s. */
@@ -73,7 +94,12 @@ async function rejection(p: Promise<unknown>): Promise<StageError> {
     assert.instance(err, StageError, String(err));
     return err as StageError;
   }
-  throw new assert.Assertion({ message: 'expected a rejection', operator: 'rejects', actual: 'resolved', expects: 'rejected' });
+  throw new assert.Assertion({
+    message: 'expected a rejection',
+    operator: 'rejects',
+    actual: 'resolved',
+    expects: 'rejected',
+  });
 }
 
 /**
@@ -82,27 +108,55 @@ async function rejection(p: Promise<unknown>): Promise<StageError> {
  */
 export function deployerContract(name: string, make: () => Promise<DeployerUnderTest>): void {
   const test = suite<{ d: DeployerUnderTest; made: string[] }>(`deployer contract: ${name}`);
+  /** What the deployer under test reported in the current test. */
+  let reports = new RecordedReports();
   test.before.each(async (ctx) => {
     ctx.d = await make();
     ctx.made = [];
+    reports = new RecordedReports();
   });
   test.after.each(async (ctx) => {
     for (const id of ctx.made) await ctx.d.deployer.remove(id).catch(() => {});
-    await ctx.d?.cleanup();
+    // uvu drops an error thrown here without a word (and ends the suite): say it.
+    await ctx.d?.cleanup().catch((err) => {
+      console.error(`deployer contract: cleanup failed: ${err?.stack ?? err}`);
+      throw err;
+    });
   });
 
   /** Stores a ZIP of `files` as an artifact and returns the release spec of a new deployment. */
-  async function release(ctx: { d: DeployerUnderTest; made: string[] }, runtime: 'static' | 'node', files: Record<string, string>, extra: Partial<ReleaseSpec> = {}): Promise<ReleaseSpec> {
+  async function release(
+    ctx: { d: DeployerUnderTest; made: string[] },
+    runtime: 'static' | 'node',
+    files: Record<string, string>,
+    extra: Partial<ReleaseSpec> = {},
+  ): Promise<ReleaseSpec> {
     const deploymentId = randomUUID();
     const artifactKey = `artifacts/${deploymentId}.zip`;
     await ctx.d.storage.put(artifactKey, Readable.from([await zipOf(files)]));
     ctx.made.push(deploymentId);
-    return { deploymentId, projectId: randomUUID(), slug: `s-${deploymentId.slice(0, 8)}`, runtime, artifactKey, startCommand: runtime === 'node' ? 'node server.js' : null, env: {}, ...extra };
+    return {
+      deploymentId,
+      projectId: randomUUID(),
+      slug: `s-${deploymentId.slice(0, 8)}`,
+      runtime,
+      artifactKey,
+      startCommand: runtime === 'node' ? 'node server.js' : null,
+      env: {},
+      ...extra,
+    };
   }
-  const control = (signal = new AbortController().signal, log: (line: string) => void = () => {}) => ({ signal, log });
+  const control = (signal = new AbortController().signal, log: (line: string) => void = () => {}) => ({
+    signal,
+    log,
+    report: reports,
+  });
 
   test('a static release is served through its target; remove takes it down and is idempotent', async (ctx) => {
-    const spec = await release(ctx, 'static', { 'index.html': '<h1>static one</h1>', 'about/index.html': 'about page' });
+    const spec = await release(ctx, 'static', {
+      'index.html': '<h1>static one</h1>',
+      'about/index.html': 'about page',
+    });
     const target = await ctx.d.deployer.prepare(spec, control());
     const home = await fetchRelease(target, '/');
     assert.is(home.status, 200);
@@ -115,7 +169,12 @@ export function deployerContract(name: string, make: () => Promise<DeployerUnder
   });
 
   test('a Node.js release runs its start command with its environment and answers through its target', async (ctx) => {
-    const spec = await release(ctx, 'node', { 'package.json': '{"name":"app"}', 'server.js': server('node one') }, { env: { GREETING: 'hello from env' } });
+    const spec = await release(
+      ctx,
+      'node',
+      { 'package.json': '{"name":"app"}', 'server.js': server('node one') },
+      { env: { GREETING: 'hello from env' } },
+    );
     const target = await ctx.d.deployer.prepare(spec, control());
     assert.is(target.kind, 'http');
     const res = await fetchRelease(target, '/some/path?x=1');
@@ -125,6 +184,29 @@ export function deployerContract(name: string, make: () => Promise<DeployerUnder
     assert.equal(await ctx.d.leftovers(spec.deploymentId), []);
     await gone(target);
     await ctx.d.deployer.remove(spec.deploymentId);
+  });
+
+  test('suspend stops a release and keeps it; resume starts it without its artifact; gone on remove', async (ctx) => {
+    const { deployer } = ctx.d;
+    if (!deployer.suspend || !deployer.resume) return; // optional: such a deployer's releases are not promotable
+    const spec = await release(ctx, 'node', { 'server.js': server('kept') }, { env: { GREETING: 'again' } });
+    const first = await deployer.prepare(spec, control());
+    await deployer.suspend(spec.deploymentId);
+    await deployer.suspend(spec.deploymentId);
+    await gone(first);
+    // The artifact is gone from Storage: resume must not need it.
+    await ctx.d.storage.delete(spec.artifactKey);
+    const again = await deployer.resume(spec, control());
+    assert.equal(JSON.parse((await fetchRelease(again, '/')).body).greeting, 'again');
+    const page = await release(ctx, 'static', { 'index.html': 'kept page' });
+    await deployer.prepare(page, control());
+    await deployer.suspend(page.deploymentId);
+    assert.match((await fetchRelease(await deployer.resume(page, control()), '/')).body, 'kept page');
+    await deployer.remove(spec.deploymentId);
+    await gone(again);
+    const err = await rejection(deployer.resume(spec, control()));
+    assert.is(err.code, 'deploy_release_gone');
+    assert.equal(await ctx.d.leftovers(spec.deploymentId), []);
   });
 
   test('two releases run side by side, each answering with its own files', async (ctx) => {
@@ -137,19 +219,31 @@ export function deployerContract(name: string, make: () => Promise<DeployerUnder
 
   test('cancel mid-prepare rejects with deploy_canceled and leaves nothing', async (ctx) => {
     // The server waits a minute before listening: the deploy is still waiting for it when canceled.
-    const spec = await release(ctx, 'node', { 'server.js': server('slow', { delayMs: 60_000, before: "console.log('warming up')" }) });
+    const spec = await release(ctx, 'node', {
+      'server.js': server('slow', { delayMs: 60_000, before: "console.log('warming up')" }),
+    });
     const abort = new AbortController();
-    const err = await rejection(ctx.d.deployer.prepare(spec, control(abort.signal, () => setTimeout(() => abort.abort(), 300))));
+    const err = await rejection(
+      ctx.d.deployer.prepare(
+        spec,
+        control(abort.signal, () => setTimeout(() => abort.abort(), 300)),
+      ),
+    );
     assert.is(err.code, 'deploy_canceled');
     assert.equal(await ctx.d.leftovers(spec.deploymentId), []);
   });
 
-  test('a release that never answers fails with deploy_unhealthy and its last log lines; nothing is left', async (ctx) => {
-    const spec = await release(ctx, 'node', { 'server.js': "console.log('booting the app'); console.error('never listening'); setInterval(() => {}, 1000);" });
+  test('a release that never answers fails with deploy_unhealthy and its last lines; nothing is left', async (ctx) => {
+    const spec = await release(ctx, 'node', {
+      'server.js': "console.log('booting the app'); console.error('never listening'); setInterval(() => {}, 1000);",
+    });
     const err = await rejection(ctx.d.deployer.prepare(spec, control()));
     assert.is(err.code, 'deploy_unhealthy');
     assert.match(err.message, 'never listening');
-    assert.ok((err.details.last_lines as string[]).some((l) => l.includes('booting the app')), JSON.stringify(err.details));
+    assert.ok(
+      (err.details.last_lines as string[]).some((l) => l.includes('booting the app')),
+      JSON.stringify(err.details),
+    );
     assert.equal(await ctx.d.leftovers(spec.deploymentId), []);
   });
 
@@ -165,40 +259,57 @@ export function deployerContract(name: string, make: () => Promise<DeployerUnder
     const spec = await release(ctx, 'node', { 'server.js': server('x') }, { startCommand: null });
     const err = await rejection(ctx.d.deployer.prepare(spec, control()));
     assert.is(err.code, 'deploy_no_start_command');
-    assert.is(err.retryable, false);
     assert.equal(await ctx.d.leftovers(spec.deploymentId), []);
   });
 
-  test('a live release that keeps crashing is marked failed with deploy_crash_loop', async (ctx) => {
+  test('a release that keeps crashing is reported as exited, with its last lines', async (ctx) => {
     // Answers, then crashes a moment later on every start.
-    const spec = await release(ctx, 'node', { 'server.js': "require('http').createServer((q, r) => r.end('up')).listen(Number(process.env.PORT), process.env.HOST); setTimeout(() => process.exit(1), 300);" });
-    const target = await ctx.d.deployer.prepare(spec, control());
-    await live(ctx.d.em, spec, target);
+    const spec = await release(ctx, 'node', {
+      'server.js': [
+        "console.log('crashing soon');",
+        "require('http').createServer((q, r) => r.end('up')).listen(Number(process.env.PORT), process.env.HOST);",
+        // A second of life: answering is what the deploy waits for, even on a busy machine.
+        'setTimeout(() => process.exit(1), 1000);',
+      ].join('\n'),
+    });
+    await ctx.d.deployer.prepare(spec, control());
     const end = Date.now() + 120_000;
-    let row: Deployment;
-    do {
-      await new Promise((r) => setTimeout(r, 250));
-      row = await ctx.d.em.fork().findOneOrFail(Deployment, { id: spec.deploymentId });
-    } while (row.status === 'live' && Date.now() < end);
-    assert.is(row.status, 'failed');
-    assert.is(row.error?.code, 'deploy_crash_loop');
+    while (!reports.exits.length && Date.now() < end) await new Promise((r) => setTimeout(r, 250));
+    const [exit] = reports.exits;
+    assert.ok(exit, 'no exit was reported');
+    assert.is(exit.deploymentId, spec.deploymentId);
+    assert.match(exit.summary, 'crashed');
+    assert.ok(exit.lastLines.includes('crashing soon'), JSON.stringify(exit.lastLines));
+    assert.equal(reports.failures, []);
   });
 
-  test('restore brings live releases back after a restart and records where they answer', async (ctx) => {
+  test('restore brings live releases back after a restart and reports where they answer', async (ctx) => {
     const spec = await release(ctx, 'node', { 'server.js': server('restored') });
     const target = await ctx.d.deployer.prepare(spec, control());
-    await live(ctx.d.em, spec, target);
 
     const deployer = await ctx.d.restart();
     ctx.d.deployer = deployer;
     await gone(target);
-    await deployer.restore([spec]);
-    const row = await ctx.d.em.fork().findOneOrFail(Deployment, { id: spec.deploymentId });
-    assert.is(row.status, 'live', JSON.stringify(row.error));
-    const res = await fetchRelease(row.target!, '/');
-    assert.is(JSON.parse(res.body).marker, 'restored');
-    await deployer.restore([spec]);
-    assert.is(JSON.parse((await fetchRelease((await ctx.d.em.fork().findOneOrFail(Deployment, { id: spec.deploymentId })).target!, '/')).body).marker, 'restored');
+    await deployer.restore([spec], reports);
+    assert.equal(reports.failures, []);
+    const restored = reports.lastTarget(spec.deploymentId);
+    assert.ok(restored, 'no address was reported');
+    assert.is(JSON.parse((await fetchRelease(restored, '/')).body).marker, 'restored');
+    await deployer.restore([spec], reports);
+    assert.equal(reports.failures, []);
+    assert.is(JSON.parse((await fetchRelease(reports.lastTarget(spec.deploymentId)!, '/')).body).marker, 'restored');
+  });
+
+  test('restore reports a release it cannot bring back as failed', async (ctx) => {
+    const spec = await release(ctx, 'node', { 'server.js': server('restored') });
+    await ctx.d.deployer.prepare(spec, control());
+    const deployer = await ctx.d.restart();
+    ctx.d.deployer = deployer;
+    await ctx.d.spoil(spec);
+    await deployer.restore([spec], reports);
+    assert.is(reports.failures.length, 1, JSON.stringify(reports));
+    assert.is(reports.failures[0].deploymentId, spec.deploymentId);
+    assert.equal(reports.lastTarget(spec.deploymentId), undefined);
   });
 
   test.run();

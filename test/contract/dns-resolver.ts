@@ -39,8 +39,15 @@ export function dnsResolverContract(name: string, fresh: (opts: FreshOptions) =>
   t('TXT records: each one whole, several strings of one record joined', async () => {
     const { resolver, server, cleanup } = await fresh(normal);
     try {
-      server.set('_hoist-challenge.app.customer.test', 'TXT', ['hoist-abc', ['part one;', 'part two'], 'x'.repeat(255)]);
-      assert.equal((await resolver.resolveTxt('_hoist-challenge.app.customer.test')).sort(), ['hoist-abc', 'part one;part two', 'x'.repeat(255)].sort());
+      server.set('_hoist-challenge.app.customer.test', 'TXT', [
+        'hoist-abc',
+        ['part one;', 'part two'],
+        'x'.repeat(255),
+      ]);
+      assert.equal(
+        (await resolver.resolveTxt('_hoist-challenge.app.customer.test')).sort(),
+        ['hoist-abc', 'part one;part two', 'x'.repeat(255)].sort(),
+      );
     } finally {
       await cleanup();
     }

@@ -1,5 +1,5 @@
 // legs: db
-import { OutboxMail } from '../../core/entities/outbox-mail.js';
+import { OutboxMail } from '../../plugins/mailer-outbox/outbox-mail.js';
 import { MAILER, type Mailer } from '../../core/ports/mailer.js';
 import { testKernel } from '../helpers/kernel.js';
 import { mailerContract } from './mailer.js';
@@ -9,7 +9,10 @@ mailerContract('mailer-outbox', async () => {
   let stopped = false;
   return {
     mailer: kernel.get<Mailer>(MAILER),
-    delivered: async (to) => (await kernel.orm.em.fork().find(OutboxMail, { to }, { orderBy: { createdAt: 'asc', id: 'asc' } })).map(({ to, subject, text }) => ({ to, subject, text })),
+    delivered: async (to) =>
+      (await kernel.orm.em.fork().find(OutboxMail, { to }, { orderBy: { createdAt: 'asc', id: 'asc' } })).map(
+        ({ to, subject, text }) => ({ to, subject, text }),
+      ),
     cleanup: async () => {
       if (!stopped) await kernel.stop();
       stopped = true;

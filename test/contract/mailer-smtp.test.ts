@@ -16,13 +16,13 @@ async function smtpServer() {
     disabledCommands: ['STARTTLS'],
     logger: false,
     onData(stream, session, done) {
-      buffer(stream).then((raw) => PostalMime.parse(raw)).then(
-        (mail) => {
-          for (const rcpt of session.envelope.rcptTo) received.push({ to: rcpt.address, subject: mail.subject ?? '', text: mail.text ?? '' });
+      buffer(stream)
+        .then((raw) => PostalMime.parse(raw))
+        .then((mail) => {
+          for (const rcpt of session.envelope.rcptTo)
+            received.push({ to: rcpt.address, subject: mail.subject ?? '', text: mail.text ?? '' });
           done();
-        },
-        done,
-      );
+        }, done);
     },
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -32,8 +32,11 @@ async function smtpServer() {
 
 mailerContract('mailer-smtp', async () => {
   const smtp = await smtpServer();
-  const config = loadConfig({}, { mailer: 'smtp', smtpUrl: `smtp://127.0.0.1:${smtp.port}`, mailFrom: 'Hoist <hoist@example.test>' });
-  const mailer = (await mailerSmtp.create({ config, get: () => undefined as never })) as Mailer & Lifecycle;
+  const config = loadConfig(
+    {},
+    { mailer: 'smtp', smtpUrl: `smtp://127.0.0.1:${smtp.port}`, mailFrom: 'Hoist <hoist@example.test>' },
+  );
+  const mailer = (await mailerSmtp.create({ config })) as Mailer & Lifecycle;
   let closed = false;
   const close = async () => {
     if (!closed) await smtp.close();

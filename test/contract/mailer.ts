@@ -40,8 +40,13 @@ export function mailerContract(name: string, fresh: () => Promise<MailerUnderTes
   t('every message to one recipient arrives, once', async () => {
     const m = await fresh();
     try {
-      for (const n of [1, 2, 3]) await m.mailer.send({ to: 'carl@example.test', subject: `message ${n}`, text: `body ${n}` });
-      assert.equal((await m.delivered('carl@example.test')).map((x) => x.subject).sort(), ['message 1', 'message 2', 'message 3']);
+      for (const n of [1, 2, 3])
+        await m.mailer.send({ to: 'carl@example.test', subject: `message ${n}`, text: `body ${n}` });
+      assert.equal((await m.delivered('carl@example.test')).map((x) => x.subject).sort(), [
+        'message 1',
+        'message 2',
+        'message 3',
+      ]);
     } finally {
       await m.cleanup();
     }

@@ -107,7 +107,10 @@ export function queueContract(name: string, make: () => Promise<QueueFixture>) {
     for (const k of keys) await f.queue.enqueue(t, {}, { key: k });
     // Jobs enqueued within the same millisecond may stand in either order; the three places are taken once each.
     const places = await Promise.all(keys.map((k) => f.queue.position(t, k)));
-    assert.equal(places.map((p) => p.state), ['waiting', 'waiting', 'waiting']);
+    assert.equal(
+      places.map((p) => p.state),
+      ['waiting', 'waiting', 'waiting'],
+    );
     assert.equal(places.map((p) => p.jobsAhead).sort(), [0, 1, 2]);
     assert.equal(await f.queue.position(t, `${t}-never`), { jobsAhead: 0, state: 'gone', workers: 0 });
     const ran: string[] = [];
@@ -133,14 +136,20 @@ export function queueContract(name: string, make: () => Promise<QueueFixture>) {
     await waitFor(() => dead.length === 1, 20_000);
     await new Promise((r) => setTimeout(r, 300));
     await stop();
-    assert.equal(deliveries, Array.from({ length: f.maxDeliveries }, (_, i) => i + 1));
+    assert.equal(
+      deliveries,
+      Array.from({ length: f.maxDeliveries }, (_, i) => i + 1),
+    );
     assert.equal([dead[0].payload, dead[0].deliveries], [{ x: 1 }, f.maxDeliveries]);
     await until(async () => (await f.queue.position(t, `${t}-m`)).state === 'gone');
   });
 
   test(`${name}: the workers consuming a topic are counted while they run`, async () => {
     const t = topic();
-    const stops = [await f.queue.consume(t, async () => {}, { concurrency: 2 }), await f.queue.consume(t, async () => {}, { concurrency: 3 })];
+    const stops = [
+      await f.queue.consume(t, async () => {}, { concurrency: 2 }),
+      await f.queue.consume(t, async () => {}, { concurrency: 3 }),
+    ];
     const running = await f.queue.position(t, `${t}-never`);
     for (const s of stops) await s();
     assert.is(running.workers, 5);
@@ -154,13 +163,19 @@ export function queueContract(name: string, make: () => Promise<QueueFixture>) {
       runs.set(String(job.payload.i), (runs.get(String(job.payload.i)) ?? 0) + 1);
       await new Promise((r) => setTimeout(r, 5));
     };
-    const stops = [await f.queue.consume(t, handler, { concurrency: 3 }), await (f.peer ?? f.queue).consume(t, handler, { concurrency: 3 })];
+    const stops = [
+      await f.queue.consume(t, handler, { concurrency: 3 }),
+      await (f.peer ?? f.queue).consume(t, handler, { concurrency: 3 }),
+    ];
     for (let i = 0; i < 40; i++) await f.queue.enqueue(t, { i }, { key: `${t}-${i}` });
     await waitFor(() => runs.size === 40);
     await new Promise((r) => setTimeout(r, 300));
     for (const s of stops) await s();
     assert.is(runs.size, 40);
-    assert.ok([...runs.values()].every((v) => v === 1), 'a job ran twice');
+    assert.ok(
+      [...runs.values()].every((v) => v === 1),
+      'a job ran twice',
+    );
   });
 
   test(`${name}: a job whose consumer stopped mid-work is redelivered to another`, async () => {
@@ -182,7 +197,9 @@ export function queueContract(name: string, make: () => Promise<QueueFixture>) {
     await f.queue.enqueue(t, {}, { key: `${t}-x` });
     await waitFor(() => got.length === 1);
     await stopA();
-    const stopB = await (f.peer ?? f.queue).consume(t, async (job) => void got.push(job.deliveries), { concurrency: 1 });
+    const stopB = await (f.peer ?? f.queue).consume(t, async (job) => void got.push(job.deliveries), {
+      concurrency: 1,
+    });
     await waitFor(() => got.length === 2, 20_000);
     await stopB();
     assert.equal(got, [1, 2]);

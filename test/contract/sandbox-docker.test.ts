@@ -9,7 +9,10 @@ import { sandboxContract } from './sandbox.js';
 
 const config = loadConfig(process.env, {});
 const docker = testDocker();
-const up = await Promise.race([docker.ping().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]).catch(() => false);
+const up = await Promise.race([
+  docker.ping().then(() => true),
+  new Promise<boolean>((r) => setTimeout(() => r(false), 5000)),
+]).catch(() => false);
 
 const fresh = async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-sbx-docker-'));

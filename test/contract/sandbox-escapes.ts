@@ -25,16 +25,25 @@ const SECRET = 'hoist-escape-secret-7f3a';
  */
 export function escapeScript(dataDir: string, otherWorkspace: string, ports: number[]): string {
   const connect = (host: string, port: number) =>
-    `node -e "const s=require('net').connect(${port},'${host}');s.setTimeout(1500);s.on('connect',()=>{console.log('ESCAPED connect ${host}:${port}');process.exit(0)});s.on('error',()=>process.exit(0));s.on('timeout',()=>process.exit(0))"`;
+    `node -e "const ` +
+    `s=require('net').connect(${port},'${host}');s.setTimeout(1500);s.on('connect',()=>{console.log('ESCAPED ` +
+    `connect ` +
+    `${host}:${port}');process.exit(0)});s.on('error',()=>process.exit(0));s.on('timeout',()=>process.exit(0))"`;
   // The host's loopback, slirp's gateway to it, and every address of the host's own interfaces.
-  const own = Object.values(networkInterfaces()).flatMap((l) => (l ?? []).filter((a) => a.family === 'IPv4').map((a) => a.address));
+  const own = Object.values(networkInterfaces()).flatMap((l) =>
+    (l ?? []).filter((a) => a.family === 'IPv4').map((a) => a.address),
+  );
   const hostAddresses = [...new Set(['127.0.0.1', '10.0.2.2', '172.17.0.1', ...own])];
   return [
-    `for f in ${dataDir}/jwt.key ${dataDir}/master-keys.json ${dataDir}/hoist.sqlite ${otherWorkspace}/secret.txt /root/.bashrc /var/run/docker.sock /run/docker.sock; do`,
-    `  if [ -e "$f" ]; then echo "ESCAPED sees $f"; fi; cat "$f" 2>/dev/null | grep -q ${SECRET} && echo "ESCAPED read $f"; done`,
+    `for f in ${dataDir}/jwt.key ${dataDir}/master-keys.json ${dataDir}/hoist.sqlite ` +
+      `${otherWorkspace}/secret.txt /root/.bashrc /var/run/docker.sock ` +
+      `/run/docker.sock; do`,
+    `  if [ -e "$f" ]; then echo "ESCAPED sees $f"; fi; cat "$f" 2>/dev/null | grep ` +
+      `-q ${SECRET} && echo "ESCAPED read $f"; done`,
     `ls ${dataDir} >/dev/null 2>&1 && echo "ESCAPED lists the data directory"`,
     `cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -q ${SECRET} && echo "ESCAPED read Hoist's environment"`,
-    `for f in /usr/escape /etc/escape ${dataDir}/escape /escape; do (echo x > "$f") 2>/dev/null && echo "ESCAPED wrote $f"; done`,
+    `for f in /usr/escape /etc/escape ${dataDir}/escape /escape; do (echo x > "$f") ` +
+      `2>/dev/null && echo "ESCAPED wrote $f"; done`,
     ...hostAddresses.flatMap((h) => ports.map((p) => connect(h, p))),
     // Last, and after the report: it ends every process of the run, this shell's parents included.
     'echo attempts-done',
@@ -44,11 +53,18 @@ export function escapeScript(dataDir: string, otherWorkspace: string, ports: num
 
 /** Escape attempts every Sandbox plugin must stop, as a run and as a served release. */
 export function sandboxEscapes(name: string, make: () => Promise<EscapeTarget>): void {
-  const t = suite<{ e: EscapeTarget; servers: net.Server[]; ports: number[]; other: string; release: SandboxService | null }>(`Sandbox escapes: ${name}`);
+  const t = suite<{
+    e: EscapeTarget;
+    servers: net.Server[];
+    ports: number[];
+    other: string;
+    release: SandboxService | null;
+  }>(`Sandbox escapes: ${name}`);
   t.before(async (ctx) => {
     process.env.HOIST_ESCAPE_MARKER = SECRET;
     ctx.e = await make();
-    for (const f of ['jwt.key', 'master-keys.json', 'hoist.sqlite']) writeFileSync(join(ctx.e.dataDir, f), `${SECRET}\n`, { mode: 0o600 });
+    for (const f of ['jwt.key', 'master-keys.json', 'hoist.sqlite'])
+      writeFileSync(join(ctx.e.dataDir, f), `${SECRET}\n`, { mode: 0o600 });
     ctx.other = ctx.e.workspace('other-project');
     writeFileSync(join(ctx.other, 'secret.txt'), `${SECRET}\n`);
     // Stand-ins for Hoist's API and worker on the host's loopback and on every address.
@@ -62,8 +78,19 @@ export function sandboxEscapes(name: string, make: () => Promise<EscapeTarget>):
     }
     // Another tenant's release, published for the edge.
     const rel = ctx.e.workspace('other-release');
-    writeFileSync(join(rel, 'app.js'), `require('http').createServer((q, r) => r.end('${SECRET}')).listen(Number(process.env.PORT));`);
-    ctx.release = await ctx.e.sandbox.serve({ command: 'node app.js', workspace: rel, env: {}, network: 'egress', port: 8080, limits, log: () => {} });
+    writeFileSync(
+      join(rel, 'app.js'),
+      `require('http').createServer((q, r) => r.end('${SECRET}')).listen(Number(process.env.PORT));`,
+    );
+    ctx.release = await ctx.e.sandbox.serve({
+      command: 'node app.js',
+      workspace: rel,
+      env: {},
+      network: 'egress',
+      port: 8080,
+      limits,
+      log: () => {},
+    });
     ctx.ports.push(Number(new URL(ctx.release.url).port));
   });
   t.after(async (ctx) => {
@@ -77,49 +104,92 @@ export function sandboxEscapes(name: string, make: () => Promise<EscapeTarget>):
     assert.equal(escaped, [], `escaped:\n${escaped.join('\n')}`);
   };
 
-  t('a build command (egress) reaches no secret, no host path and no service of Hoist or another tenant', async ({ e, ports, other }) => {
-    const r = await runIn(e.sandbox, e.workspace('build'), escapeScript(e.dataDir, other, ports), { network: 'egress' });
-    check(r.lines);
-    assert.ok(r.lines.includes('attempts-done'), r.lines.join('\n'));
-    for (const f of ['/usr/escape', '/etc/escape', join(e.dataDir, 'escape'), '/escape']) assert.not.ok(existsSync(f), f);
-  });
+  t(
+    'a build command (egress) reaches no secret, no host path and no service of Hoist or another tenant',
+    async ({ e, ports, other }) => {
+      const r = await runIn(e.sandbox, e.workspace('build'), escapeScript(e.dataDir, other, ports), {
+        network: 'egress',
+      });
+      check(r.lines);
+      assert.ok(r.lines.includes('attempts-done'), r.lines.join('\n'));
+      for (const f of ['/usr/escape', '/etc/escape', join(e.dataDir, 'escape'), '/escape'])
+        assert.not.ok(existsSync(f), f);
+    },
+  );
 
   t('an npm preinstall script is held the same way', async ({ e, ports, other }) => {
     const dir = e.workspace('npm');
     const script = escapeScript(e.dataDir, other, ports);
     writeFileSync(join(dir, 'escape.sh'), script);
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'escape', version: '1.0.0', scripts: { preinstall: 'sh escape.sh' } }));
-    const env = { npm_config_cache: '/tmp/npm', npm_config_update_notifier: 'false', npm_config_audit: 'false', npm_config_fund: 'false' };
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: 'escape', version: '1.0.0', scripts: { preinstall: 'sh escape.sh' } }),
+    );
+    const env = {
+      npm_config_cache: '/tmp/npm',
+      npm_config_update_notifier: 'false',
+      npm_config_audit: 'false',
+      npm_config_fund: 'false',
+    };
     const r = await runIn(e.sandbox, dir, 'npm install --foreground-scripts', { network: 'egress', env });
     check(r.lines);
-    assert.ok(r.lines.some((l) => l.includes('attempts-done')), r.lines.join('\n'));
+    assert.ok(
+      r.lines.some((l) => l.includes('attempts-done')),
+      r.lines.join('\n'),
+    );
   });
 
-  t('a running release is held the same way, and kill -9 -1 in it harms nothing outside', async ({ e, ports, other, release }) => {
-    const dir = e.workspace('release');
-    writeFileSync(join(dir, 'escape.sh'), escapeScript(e.dataDir, other, ports));
-    const lines: string[] = [];
-    const service = await e.sandbox.serve({ command: 'sh escape.sh', workspace: dir, env: {}, network: 'egress', port: 8080, limits, log: (l) => lines.push(l) });
-    await service.exited;
-    check(lines);
-    assert.ok(lines.includes('attempts-done'), lines.join('\n'));
-    assert.is(await fetch(release!.url).then((r) => r.text()), SECRET, 'the other release still serves');
-  });
+  t(
+    'a running release is held the same way, and kill -9 -1 in it harms nothing outside',
+    async ({ e, ports, other, release }) => {
+      const dir = e.workspace('release');
+      writeFileSync(join(dir, 'escape.sh'), escapeScript(e.dataDir, other, ports));
+      const lines: string[] = [];
+      const service = await e.sandbox.serve({
+        command: 'sh escape.sh',
+        workspace: dir,
+        env: {},
+        network: 'egress',
+        port: 8080,
+        limits,
+        log: (l) => lines.push(l),
+      });
+      await service.exited;
+      check(lines);
+      assert.ok(lines.includes('attempts-done'), lines.join('\n'));
+      assert.is(await fetch(release!.url).then((r) => r.text()), SECRET, 'the other release still serves');
+    },
+  );
 
-  t('a fork bomb, a memory hog, a disk filler and an endless loop are stopped while others go on', async ({ e, release }) => {
-    const dir = (n: number) => e.workspace(`bomb-${n}`);
-    const results = await Promise.all([
-      runIn(e.sandbox, dir(1), 'b() { b | b & }; b; sleep 30', { limits: { ...limits, processes: 64, timeMs: 5_000 } }),
-      runIn(e.sandbox, dir(2), 'node -e "const a=[]; for(;;) a.push(Buffer.alloc(1<<20).fill(1))"', { limits: { ...limits, memoryMb: 128 } }),
-      runIn(e.sandbox, dir(3), 'i=0; while :; do i=$((i+1)); cat /dev/zero > "f$i"; done 2>/dev/null', { limits: { ...limits, diskMb: 16 } }),
-      runIn(e.sandbox, dir(4), 'while :; do :; done', { limits: { ...limits, timeMs: 1_000 } }),
-    ]);
-    assert.ok(['timeout', 'exited'].includes(results[0].reason), `the fork bomb ended: ${JSON.stringify(results[0])}`);
-    assert.ok(['memory', 'exited'].includes(results[1].reason) && results[1].exitCode !== 0, JSON.stringify(results[1]));
-    assert.is(results[2].reason, 'disk');
-    assert.is(results[3].reason, 'timeout');
-    assert.is(await fetch(release!.url).then((r) => r.text()), SECRET, 'the other release still serves');
-  });
+  t(
+    'a fork bomb, a memory hog, a disk filler and an endless loop are stopped while others go on',
+    async ({ e, release }) => {
+      const dir = (n: number) => e.workspace(`bomb-${n}`);
+      const results = await Promise.all([
+        runIn(e.sandbox, dir(1), 'b() { b | b & }; b; sleep 30', {
+          limits: { ...limits, processes: 64, timeMs: 5_000 },
+        }),
+        runIn(e.sandbox, dir(2), 'node -e "const a=[]; for(;;) a.push(Buffer.alloc(1<<20).fill(1))"', {
+          limits: { ...limits, memoryMb: 128 },
+        }),
+        runIn(e.sandbox, dir(3), 'i=0; while :; do i=$((i+1)); cat /dev/zero > "f$i"; done 2>/dev/null', {
+          limits: { ...limits, diskMb: 16 },
+        }),
+        runIn(e.sandbox, dir(4), 'while :; do :; done', { limits: { ...limits, timeMs: 1_000 } }),
+      ]);
+      assert.ok(
+        ['timeout', 'exited'].includes(results[0].reason),
+        `the fork bomb ended: ${JSON.stringify(results[0])}`,
+      );
+      assert.ok(
+        ['memory', 'exited'].includes(results[1].reason) && results[1].exitCode !== 0,
+        JSON.stringify(results[1]),
+      );
+      assert.is(results[2].reason, 'disk');
+      assert.is(results[3].reason, 'timeout');
+      assert.is(await fetch(release!.url).then((r) => r.text()), SECRET, 'the other release still serves');
+    },
+  );
 
   t.run();
 }

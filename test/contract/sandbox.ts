@@ -12,7 +12,13 @@ export interface SandboxUnderTest {
   cleanup(): Promise<void>;
 }
 
-export const limits: SandboxLimits = { timeMs: 30_000, memoryMb: 256, processes: 128, outputBytes: 1_000_000, diskMb: 64 };
+export const limits: SandboxLimits = {
+  timeMs: 30_000,
+  memoryMb: 256,
+  processes: 128,
+  outputBytes: 1_000_000,
+  diskMb: 64,
+};
 
 /** Runs `command` and returns its result with the lines it printed. */
 export async function runIn(
@@ -22,7 +28,15 @@ export async function runIn(
   more: Partial<SandboxRun> = {},
 ): Promise<SandboxResult & { lines: string[] }> {
   const lines: string[] = [];
-  const result = await sandbox.run({ command, workspace, env: {}, network: 'none', limits, log: (l) => lines.push(l), ...more });
+  const result = await sandbox.run({
+    command,
+    workspace,
+    env: {},
+    network: 'none',
+    limits,
+    log: (l) => lines.push(l),
+    ...more,
+  });
   return { ...result, lines };
 }
 
@@ -38,27 +52,39 @@ export function sandboxContract(name: string, make: () => Promise<SandboxUnderTe
     await ctx.s?.cleanup();
   });
 
-  t('a command runs in its workspace with exactly its environment; its exit code and lines come back', async ({ s }) => {
-    const dir = ws({ s });
-    writeFileSync(join(dir, 'in.txt'), 'from the host\n');
-    process.env.HOIST_CONTRACT_MARKER = 'hoist-private-marker';
-    const r = await runIn(s.sandbox, dir, 'pwd; cat in.txt; echo "A=$A"; env | grep -c HOIST_ || true; echo made > out.txt; echo err >&2; exit 7', {
-      env: { A: 'given' },
-    });
-    assert.equal(r.reason, 'exited');
-    assert.is(r.exitCode, 7);
-    assert.equal(r.lines.slice(0, 4), ['/app', 'from the host', 'A=given', '0']);
-    assert.ok(r.lines.includes('err'), 'stderr lines come back too');
-    assert.is(readFileSync(join(dir, 'out.txt'), 'utf8'), 'made\n');
-  });
+  t(
+    'a command runs in its workspace with exactly its environment; its exit code and lines come back',
+    async ({ s }) => {
+      const dir = ws({ s });
+      writeFileSync(join(dir, 'in.txt'), 'from the host\n');
+      process.env.HOIST_CONTRACT_MARKER = 'hoist-private-marker';
+      const r = await runIn(
+        s.sandbox,
+        dir,
+        'pwd; cat in.txt; echo "A=$A"; env | grep -c HOIST_ || true; echo made > out.txt; echo err >&2; exit 7',
+        {
+          env: { A: 'given' },
+        },
+      );
+      assert.equal(r.reason, 'exited');
+      assert.is(r.exitCode, 7);
+      assert.equal(r.lines.slice(0, 4), ['/app', 'from the host', 'A=given', '0']);
+      assert.ok(r.lines.includes('err'), 'stderr lines come back too');
+      assert.is(readFileSync(join(dir, 'out.txt'), 'utf8'), 'made\n');
+    },
+  );
 
   t('the process is not root and not Hoist; HOME and /tmp are its own and start empty', async ({ s }) => {
     const a = ws({ s });
-    const first = await runIn(s.sandbox, a, 'id -u; echo x > "$HOME/h"; echo y > /tmp/t; ls -A "$HOME" /tmp | tr "\\n" " "');
+    const first = await runIn(
+      s.sandbox,
+      a,
+      'id -u; echo x > "$HOME/h"; echo y > /tmp/t; ls -A "$HOME" /tmp | tr "\\n" " "',
+    );
     assert.is(first.reason, 'exited');
     assert.is.not(first.lines[0], '0');
     const second = await runIn(s.sandbox, ws({ s }), '(ls -A "$HOME"; ls -A /tmp) | wc -w');
-    assert.is(second.lines[0].trim(), '0', 'a second run sees none of the first run\'s HOME or /tmp');
+    assert.is(second.lines[0].trim(), '0', "a second run sees none of the first run's HOME or /tmp");
   });
 
   t('a time limit, a cancel and the output budget stop the run, with the reason', async ({ s }) => {
@@ -76,44 +102,99 @@ export function sandboxContract(name: string, make: () => Promise<SandboxUnderTe
 
   t('memory, disk and processes are limited', async ({ s }) => {
     const dir = ws({ s });
-    const hog = await runIn(s.sandbox, dir, 'node -e "const a=[]; for(;;) a.push(Buffer.alloc(1<<20).fill(1))"', { limits: { ...limits, memoryMb: 128 } });
-    assert.ok(hog.reason === 'memory' || (hog.reason === 'exited' && hog.exitCode !== 0), `memory hog: ${JSON.stringify(hog)}`);
-    const big = await runIn(s.sandbox, dir, 'head -c 200000000 /dev/zero > big || echo refused; wc -c < big', { limits: { ...limits, diskMb: 32 } });
-    assert.ok(big.reason === 'disk' || big.lines.includes('refused'), `one file past the disk limit: ${JSON.stringify(big)}`);
+    const hog = await runIn(s.sandbox, dir, 'node -e "const a=[]; for(;;) a.push(Buffer.alloc(1<<20).fill(1))"', {
+      limits: { ...limits, memoryMb: 128 },
+    });
+    assert.ok(
+      hog.reason === 'memory' || (hog.reason === 'exited' && hog.exitCode !== 0),
+      `memory hog: ${JSON.stringify(hog)}`,
+    );
+    const big = await runIn(s.sandbox, dir, 'head -c 200000000 /dev/zero > big || echo refused; wc -c < big', {
+      limits: { ...limits, diskMb: 32 },
+    });
+    assert.ok(
+      big.reason === 'disk' || big.lines.includes('refused'),
+      `one file past the disk limit: ${JSON.stringify(big)}`,
+    );
     assert.ok(!existsSync(join(dir, 'big')) || statSync(join(dir, 'big')).size <= 32 * 1024 * 1024);
-    const many = await runIn(s.sandbox, dir, 'i=0; while [ $i -lt 100 ]; do head -c 4000000 /dev/zero > "f$i"; i=$((i+1)); done; sleep 20', { limits: { ...limits, diskMb: 32 } });
+    const many = await runIn(
+      s.sandbox,
+      dir,
+      'i=0; while [ $i -lt 100 ]; do head -c 4000000 /dev/zero > "f$i"; i=$((i+1)); done; sleep 20',
+      { limits: { ...limits, diskMb: 32 } },
+    );
     assert.is(many.reason, 'disk', 'many files past the disk limit stop the run');
-    const bomb = await runIn(s.sandbox, dir, 'i=0; while [ $i -lt 400 ]; do sleep 5 & i=$((i+1)); done; wait', { limits: { ...limits, processes: 32, timeMs: 20_000 } });
-    assert.ok(bomb.lines.some((l) => /fork|resource/i.test(l)), `the process limit refused forks: ${bomb.lines.join(' | ')}`);
+    const bomb = await runIn(s.sandbox, dir, 'i=0; while [ $i -lt 400 ]; do sleep 5 & i=$((i+1)); done; wait', {
+      limits: { ...limits, processes: 32, timeMs: 20_000 },
+    });
+    assert.ok(
+      bomb.lines.some((l) => /fork|resource/i.test(l)),
+      `the process limit refused forks: ${bomb.lines.join(' | ')}`,
+    );
   });
 
   t('network none reaches nothing; egress reaches the npm registry', async ({ s }) => {
     const dir = ws({ s });
-    const probe = (url: string) => `node -e "fetch('${url}').then(r => console.log('status', r.status), e => console.log('refused', e.cause?.code ?? e.message))"`;
-    const env: Record<string, string> = process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {};
+    const probe = (url: string) =>
+      `node -e "fetch('${url}').then(r => console.log('status', r.status), e => ` +
+      `console.log('refused', e.cause?.code ?? e.message))"`;
+    const env: Record<string, string> = process.env.NODE_EXTRA_CA_CERTS
+      ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS }
+      : {};
     const none = await runIn(s.sandbox, dir, probe('https://registry.npmjs.org/is-number'), { env });
     assert.match(none.lines.join('\n'), /refused/);
-    const egress = await runIn(s.sandbox, dir, probe('https://registry.npmjs.org/is-number'), { env, network: 'egress' });
+    const egress = await runIn(s.sandbox, dir, probe('https://registry.npmjs.org/is-number'), {
+      env,
+      network: 'egress',
+    });
     assert.match(egress.lines.join('\n'), /status 200/);
   });
 
   t('serve publishes the port for the host, reports the exit and stops', async ({ s }) => {
     const dir = ws({ s });
-    writeFileSync(join(dir, 'app.js'), "require('http').createServer((q, r) => r.end('served ' + process.env.WHO)).listen(Number(process.env.PORT));");
+    writeFileSync(
+      join(dir, 'app.js'),
+      "require('http').createServer((q, r) => r.end('served ' + process.env.WHO)).listen(Number(process.env.PORT));",
+    );
     const lines: string[] = [];
-    const service = await s.sandbox.serve({ command: 'node app.js', workspace: dir, env: { WHO: 'me' }, network: 'egress', port: 8080, limits, log: (l) => lines.push(l) });
+    const service = await s.sandbox.serve({
+      command: 'node app.js',
+      workspace: dir,
+      env: { WHO: 'me' },
+      network: 'egress',
+      port: 8080,
+      limits,
+      log: (l) => lines.push(l),
+    });
     let body = '';
     for (let i = 0; i < 100 && !body; i++) {
-      body = await fetch(service.url, { signal: AbortSignal.timeout(1000) }).then((r) => r.text(), () => '');
+      body = await fetch(service.url, { signal: AbortSignal.timeout(1000) }).then(
+        (r) => r.text(),
+        () => '',
+      );
       if (!body) await new Promise((r) => setTimeout(r, 100));
     }
     assert.is(body, 'served me');
     await service.stop();
     const ended = await service.exited;
     assert.ok(['canceled', 'exited'].includes(ended.reason));
-    assert.is(await fetch(service.url, { signal: AbortSignal.timeout(2000) }).then(() => 'answered', () => 'gone'), 'gone');
+    assert.is(
+      await fetch(service.url, { signal: AbortSignal.timeout(2000) }).then(
+        () => 'answered',
+        () => 'gone',
+      ),
+      'gone',
+    );
 
-    const crash = await s.sandbox.serve({ command: 'echo bye; exit 3', workspace: dir, env: {}, network: 'egress', port: 8080, limits, log: (l) => lines.push(l) });
+    const crash = await s.sandbox.serve({
+      command: 'echo bye; exit 3',
+      workspace: dir,
+      env: {},
+      network: 'egress',
+      port: 8080,
+      limits,
+      log: (l) => lines.push(l),
+    });
     const r = await crash.exited;
     assert.equal([r.reason, r.exitCode], ['exited', 3]);
     assert.ok(lines.includes('bye'));
@@ -121,11 +202,25 @@ export function sandboxContract(name: string, make: () => Promise<SandboxUnderTe
 
   t('serve reaches an app that listens on the loopback only, as on the host', async ({ s }) => {
     const dir = ws({ s });
-    writeFileSync(join(dir, 'app.js'), "require('http').createServer((q, r) => r.end('loopback')).listen(Number(process.env.PORT), '127.0.0.1');");
-    const service = await s.sandbox.serve({ command: 'node app.js', workspace: dir, env: {}, network: 'egress', port: 3000, limits, log: () => {} });
+    writeFileSync(
+      join(dir, 'app.js'),
+      "require('http').createServer((q, r) => r.end('loopback')).listen(Number(process.env.PORT), '127.0.0.1');",
+    );
+    const service = await s.sandbox.serve({
+      command: 'node app.js',
+      workspace: dir,
+      env: {},
+      network: 'egress',
+      port: 3000,
+      limits,
+      log: () => {},
+    });
     let body = '';
     for (let i = 0; i < 100 && !body; i++) {
-      body = await fetch(service.url, { signal: AbortSignal.timeout(1000) }).then((r) => r.text(), () => '');
+      body = await fetch(service.url, { signal: AbortSignal.timeout(1000) }).then(
+        (r) => r.text(),
+        () => '',
+      );
       if (!body) await new Promise((r) => setTimeout(r, 100));
     }
     await service.stop();
@@ -135,7 +230,15 @@ export function sandboxContract(name: string, make: () => Promise<SandboxUnderTe
   t('a served release cannot write its release directory', async ({ s }) => {
     const dir = ws({ s });
     const lines: string[] = [];
-    const service = await s.sandbox.serve({ command: 'echo x > written 2>/dev/null && echo WROTE || echo refused', workspace: dir, env: {}, network: 'none', port: 8080, limits, log: (l) => lines.push(l) });
+    const service = await s.sandbox.serve({
+      command: 'echo x > written 2>/dev/null && echo WROTE || echo refused',
+      workspace: dir,
+      env: {},
+      network: 'none',
+      port: 8080,
+      limits,
+      log: (l) => lines.push(l),
+    });
     await service.exited;
     assert.ok(lines.includes('refused') && !lines.includes('WROTE'), lines.join('\n'));
     assert.not.ok(existsSync(join(dir, 'written')));

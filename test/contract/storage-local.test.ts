@@ -15,7 +15,12 @@ async function fresh() {
   const root = mkdtempSync(join(tmpdir(), 'hoist-storage-'));
   const storage = new LocalStorage(root);
   await storage.start();
-  return { root, storage, cleanup: async () => rmSync(root, { recursive: true, force: true }), leftovers: async () => readdirSync(join(root, '.tmp')) };
+  return {
+    root,
+    storage,
+    cleanup: async () => rmSync(root, { recursive: true, force: true }),
+    leftovers: async () => readdirSync(join(root, '.tmp')),
+  };
 }
 
 storageContract('storage-local', fresh);
@@ -80,7 +85,7 @@ test('delete removes the folders it leaves empty, and only those', async () => {
   await cleanup();
 });
 
-test('a key that runs into another key\'s folder is a conflict, and nothing is left', async () => {
+test("a key that runs into another key's folder is a conflict, and nothing is left", async () => {
   const { storage, cleanup, leftovers } = await fresh();
   await storage.put('a/b', Readable.from([Buffer.from('file')]));
   const err = await storage.put('a/b/c', Readable.from([Buffer.from('x')])).catch((e) => e);
@@ -94,7 +99,7 @@ test('the plugin keeps objects under <dataDir>/storage', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-data-'));
   const config = loadConfig({}, { dataDir });
   assert.is(storageLocal.id, 'storage-local');
-  const storage = await storageLocal.create({ config, get: () => undefined as never });
+  const storage = await storageLocal.create({ config });
   await storage.start();
   await storage.put('uploads/x.zip', Readable.from([Buffer.from('zip')]));
   assert.ok(existsSync(join(dataDir, 'storage', 'uploads', 'x.zip')));

@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import { loadConfig } from '../../config/load.js';
 import type { HoistConfig } from '../../config/schema.js';
 import { boot, KernelError } from '../../adapters/kernel.js';
+import { createLogger } from '../../adapters/logger.js';
 import { HoistError } from '../../core/errors.js';
 import { STORAGE, type Storage } from '../../core/ports/storage.js';
 import storageMinio from '../../plugins/storage-minio/index.js';
@@ -19,7 +20,7 @@ const s3: S3Server = await startS3Server();
 async function fresh(overrides: Partial<HoistConfig> = {}) {
   const bucket = `t-${randomUUID()}`;
   const config = loadConfig({}, { ...s3.config(bucket), ...overrides });
-  const storage = (await storageMinio.create({ config, get: () => undefined as never })) as MinioStorage;
+  const storage = (await storageMinio.create({ config, log: createLogger('silent') })) as MinioStorage;
   await storage.start();
   /** Every object in the bucket, valid key or not. */
   const raw = async () => {
@@ -31,10 +32,14 @@ async function fresh(overrides: Partial<HoistConfig> = {}) {
     bucket,
     storage: storage as Storage,
     raw,
-    leftovers: async () => [...(await raw()).filter((k) => k.startsWith('.tmp/')), ...(await s3.pendingUploads(bucket))],
+    leftovers: async () => [
+      ...(await raw()).filter((k) => k.startsWith('.tmp/')),
+      ...(await s3.pendingUploads(bucket)),
+    ],
     cleanup: async () => {
       for (const key of await raw()) await s3.client.removeObject(bucket, key);
-      for (const u of await s3.pendingUploads(bucket)) await s3.client.abortMultipartUpload(bucket, ...(u.split(' ') as [string, string]));
+      for (const u of await s3.pendingUploads(bucket))
+        await s3.client.abortMultipartUpload(bucket, ...(u.split(' ') as [string, string]));
       await s3.client.removeBucket(bucket);
     },
   };
@@ -58,21 +63,29 @@ function pattern(total: number): { body: () => Readable; bytes: Buffer } {
   return { body, bytes };
 }
 
-test('an object larger than a part (a multipart upload) reads back with the same sha256; ranges cross part boundaries', async () => {
-  const s = await fresh();
-  const { body, bytes } = pattern(12 * MiB + 12345);
-  const res = await s.storage.put('artifacts/big.bin', body());
-  assert.equal(res, { key: 'artifacts/big.bin', size: bytes.length, sha256: sha(bytes) });
-  assert.is(sha(await bytesOf(await s.storage.get('artifacts/big.bin'))), sha(bytes));
-  const at = 5 * MiB - 3;
-  assert.ok((await bytesOf(await s.storage.get('artifacts/big.bin', { start: at, end: at + 9 }))).equals(bytes.subarray(at, at + 10)));
-  assert.is((await s.storage.stat('artifacts/big.bin'))?.size, bytes.length);
-  const ca = await s.storage.putContentAddressed('artifacts', body(), { suffix: '.zip' });
-  assert.is(ca.key, `artifacts/sha256/${sha(bytes)}.zip`);
-  assert.is(sha(await bytesOf(await s.storage.get(ca.key))), sha(bytes));
-  assert.equal(await s.leftovers(), []);
-  await s.cleanup();
-});
+test(
+  'an object larger than a part (a multipart upload) reads back with the same ' +
+    'sha256; ranges cross part boundaries',
+  async () => {
+    const s = await fresh();
+    const { body, bytes } = pattern(12 * MiB + 12345);
+    const res = await s.storage.put('artifacts/big.bin', body());
+    assert.equal(res, { key: 'artifacts/big.bin', size: bytes.length, sha256: sha(bytes) });
+    assert.is(sha(await bytesOf(await s.storage.get('artifacts/big.bin'))), sha(bytes));
+    const at = 5 * MiB - 3;
+    assert.ok(
+      (await bytesOf(await s.storage.get('artifacts/big.bin', { start: at, end: at + 9 }))).equals(
+        bytes.subarray(at, at + 10),
+      ),
+    );
+    assert.is((await s.storage.stat('artifacts/big.bin'))?.size, bytes.length);
+    const ca = await s.storage.putContentAddressed('artifacts', body(), { suffix: '.zip' });
+    assert.is(ca.key, `artifacts/sha256/${sha(bytes)}.zip`);
+    assert.is(sha(await bytesOf(await s.storage.get(ca.key))), sha(bytes));
+    assert.equal(await s.leftovers(), []);
+    await s.cleanup();
+  },
+);
 
 test('a put aborted after parts went out leaves no object and no pending multipart upload', async () => {
   const s = await fresh();
@@ -81,17 +94,31 @@ test('a put aborted after parts went out leaves no object and no pending multipa
   const put = s.storage.put('uploads/aborted.zip', src, { signal: ac.signal });
   for (let i = 0; i < 12; i++) src.push(Buffer.alloc(MiB, i));
   // Wait until the multipart upload is open and has a part: the abort must clean that up.
-  for (const end = Date.now() + 20_000; (await s.storage.direct!.listParts('uploads/aborted.zip', (await s3.pendingUploads(s.bucket))[0]?.split(' ')[1] ?? 'none').catch(() => [])).length === 0; await tick()) {
+  for (
+    const end = Date.now() + 20_000;
+    (
+      await s.storage
+        .direct!.listParts('uploads/aborted.zip', (await s3.pendingUploads(s.bucket))[0]?.split(' ')[1] ?? 'none')
+        .catch(() => [])
+    ).length === 0;
+    await tick()
+  ) {
     if (Date.now() > end) throw new Error('no part was ever uploaded');
   }
   ac.abort();
-  const err = await put.then(() => null, (e) => e);
+  const err = await put.then(
+    () => null,
+    (e) => e,
+  );
   assert.is(err?.name, 'AbortError');
   assert.is(await s.storage.stat('uploads/aborted.zip'), null);
   assert.equal(await s.raw(), []);
   assert.equal(await s3.pendingUploads(s.bucket), []);
 
-  const over = await s.storage.put('uploads/over.zip', pattern(11 * MiB).body(), { maxBytes: 10 * MiB }).then(() => null, (e) => e);
+  const over = await s.storage.put('uploads/over.zip', pattern(11 * MiB).body(), { maxBytes: 10 * MiB }).then(
+    () => null,
+    (e) => e,
+  );
   assert.is(over?.code, 'payload_too_large');
   assert.equal(await s.raw(), []);
   assert.equal(await s3.pendingUploads(s.bucket), []);
@@ -115,63 +142,85 @@ test('direct: a presigned GET URL gives the object over plain HTTP, with ranges'
   await s.cleanup();
 });
 
-test('direct: parts PUT to presigned URLs, listed, completed into a whole object; abort discards an upload', async () => {
-  const s = await fresh();
-  const d = s.storage.direct!;
-  const { bytes } = pattern(6 * MiB);
-  const id = await d.createMultipart('uploads/direct.zip');
-  const etags = [];
-  for (const [n, part] of [[1, bytes.subarray(0, 5 * MiB)], [2, bytes.subarray(5 * MiB)]] as const) {
-    const res = await fetch(await d.partUrl('uploads/direct.zip', id, n, 60), { method: 'PUT', body: new Uint8Array(part) });
-    assert.is(res.status, 200, await res.text());
-    etags.push({ number: n, etag: res.headers.get('etag')!.replace(/"/g, '') });
-  }
-  assert.equal(await d.listParts('uploads/direct.zip', id), [
-    { number: 1, size: 5 * MiB, etag: etags[0].etag },
-    { number: 2, size: MiB, etag: etags[1].etag },
-  ]);
-  assert.is(await s.storage.stat('uploads/direct.zip'), null, 'nothing appears before completion');
-  await d.completeMultipart('uploads/direct.zip', id, etags);
-  assert.is(sha(await bytesOf(await s.storage.get('uploads/direct.zip'))), sha(bytes));
-  assert.equal(await s3.pendingUploads(s.bucket), []);
+test(
+  'direct: parts PUT to presigned URLs, listed, completed into a whole object; ' + 'abort discards an upload',
+  async () => {
+    const s = await fresh();
+    const d = s.storage.direct!;
+    const { bytes } = pattern(6 * MiB);
+    const id = await d.createMultipart('uploads/direct.zip');
+    const etags = [];
+    for (const [n, part] of [
+      [1, bytes.subarray(0, 5 * MiB)],
+      [2, bytes.subarray(5 * MiB)],
+    ] as const) {
+      const res = await fetch(await d.partUrl('uploads/direct.zip', id, n, 60), {
+        method: 'PUT',
+        body: new Uint8Array(part),
+      });
+      assert.is(res.status, 200, await res.text());
+      etags.push({ number: n, etag: res.headers.get('etag')!.replace(/"/g, '') });
+    }
+    assert.equal(await d.listParts('uploads/direct.zip', id), [
+      { number: 1, size: 5 * MiB, etag: etags[0].etag },
+      { number: 2, size: MiB, etag: etags[1].etag },
+    ]);
+    assert.is(await s.storage.stat('uploads/direct.zip'), null, 'nothing appears before completion');
+    await d.completeMultipart('uploads/direct.zip', id, etags);
+    assert.is(sha(await bytesOf(await s.storage.get('uploads/direct.zip'))), sha(bytes));
+    assert.equal(await s3.pendingUploads(s.bucket), []);
 
-  const dropped = await d.createMultipart('uploads/dropped.zip');
-  await fetch(await d.partUrl('uploads/dropped.zip', dropped, 1, 60), { method: 'PUT', body: 'x' });
-  await d.abortMultipart('uploads/dropped.zip', dropped);
-  await d.abortMultipart('uploads/dropped.zip', dropped);
-  assert.equal(await s3.pendingUploads(s.bucket), []);
-  const gone = await d.listParts('uploads/dropped.zip', dropped).then(() => null, (e) => e);
-  assert.instance(gone, HoistError);
-  assert.is(gone.code, 'not_found');
-  assert.equal(await s.raw(), ['uploads/direct.zip']);
-  await s.cleanup();
-});
+    const dropped = await d.createMultipart('uploads/dropped.zip');
+    await fetch(await d.partUrl('uploads/dropped.zip', dropped, 1, 60), { method: 'PUT', body: 'x' });
+    await d.abortMultipart('uploads/dropped.zip', dropped);
+    await d.abortMultipart('uploads/dropped.zip', dropped);
+    assert.equal(await s3.pendingUploads(s.bucket), []);
+    const gone = await d.listParts('uploads/dropped.zip', dropped).then(
+      () => null,
+      (e) => e,
+    );
+    assert.instance(gone, HoistError);
+    assert.is(gone.code, 'not_found');
+    assert.equal(await s.raw(), ['uploads/direct.zip']);
+    await s.cleanup();
+  },
+);
 
-test('start fails naming the plugin when the server is unreachable or the bucket is missing; creates it when told', async () => {
-  const dataDir = `/tmp/hoist-minio-${randomUUID()}`;
-  const bootWith = (over: Partial<HoistConfig>) => boot(loadConfig({}, { dataDir, ...over }), {}).then((k) => k.stop().then(() => null), (e) => e);
-  const missing = `m-${randomUUID()}`;
-  const noBucket = await bootWith(s3.config(missing, false));
-  assert.instance(noBucket, KernelError);
-  assert.match(noBucket.message, /plugin storage-minio failed to start: bucket m-[0-9a-f-]+ does not exist/);
-  assert.not.ok(await s3.client.bucketExists(missing));
-  const unreachable = await bootWith({ ...s3.config(missing), s3Endpoint: 'http://127.0.0.1:1' });
-  assert.instance(unreachable, KernelError);
-  assert.match(unreachable.message, /plugin storage-minio failed to start: cannot reach the S3 server/);
-  const noKey = await bootWith({ ...s3.config(missing), s3SecretKey: undefined });
-  assert.match(noKey.message, /plugin storage-minio is misconfigured: s3SecretKey \(HOIST_S3_SECRET_KEY\) is required/);
+test(
+  'start fails naming the plugin when the server is unreachable or the bucket is ' + 'missing; creates it when told',
+  async () => {
+    const dataDir = `/tmp/hoist-minio-${randomUUID()}`;
+    const bootWith = (over: Partial<HoistConfig>) =>
+      boot(loadConfig({}, { dataDir, ...over }), {}).then(
+        (k) => k.stop().then(() => null),
+        (e) => e,
+      );
+    const missing = `m-${randomUUID()}`;
+    const noBucket = await bootWith(s3.config(missing, false));
+    assert.instance(noBucket, KernelError);
+    assert.match(noBucket.message, /plugin storage-minio failed to start: bucket m-[0-9a-f-]+ does not exist/);
+    assert.not.ok(await s3.client.bucketExists(missing));
+    const unreachable = await bootWith({ ...s3.config(missing), s3Endpoint: 'http://127.0.0.1:1' });
+    assert.instance(unreachable, KernelError);
+    assert.match(unreachable.message, /plugin storage-minio failed to start: cannot reach the S3 server/);
+    const noKey = await bootWith({ ...s3.config(missing), s3SecretKey: undefined });
+    assert.match(
+      noKey.message,
+      /plugin storage-minio is misconfigured: s3SecretKey \(HOIST_S3_SECRET_KEY\) is required/,
+    );
 
-  const kernel = await boot(loadConfig({}, { dataDir, ...s3.config(missing, true) }));
-  try {
-    assert.ok(await s3.client.bucketExists(missing));
-    const storage = kernel.get<Storage>(STORAGE);
-    assert.instance(storage, MinioStorage);
-    assert.equal((await kernel.ready()).checks['storage-minio'], 'ok');
-  } finally {
-    await kernel.stop();
-    await s3.client.removeBucket(missing);
-  }
-});
+    const kernel = await boot(loadConfig({}, { dataDir, ...s3.config(missing, true) }));
+    try {
+      assert.ok(await s3.client.bucketExists(missing));
+      const storage = kernel.get<Storage>(STORAGE);
+      assert.instance(storage, MinioStorage);
+      assert.equal((await kernel.ready()).checks['storage-minio'], 'ok');
+    } finally {
+      await kernel.stop();
+      await s3.client.removeBucket(missing);
+    }
+  },
+);
 
 // The last suite to run: the server goes with it.
 test.after(() => s3.close());

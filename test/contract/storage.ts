@@ -51,7 +51,12 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
   } catch (err) {
     return err as Error;
   }
-  throw new assert.Assertion({ message: 'expected a rejection', operator: 'rejects', actual: 'resolved', expects: 'rejected' });
+  throw new assert.Assertion({
+    message: 'expected a rejection',
+    operator: 'rejects',
+    actual: 'resolved',
+    expects: 'rejected',
+  });
 }
 
 function assertCode(err: Error, code: string) {
@@ -87,7 +92,10 @@ export function storageContract(name: string, make: () => Promise<StorageUnderTe
 
   test('put streams bytes in, get gives them back with size and sha256', async ({ s }) => {
     const body = Buffer.from('hello, storage. '.repeat(1000));
-    const res = await s.storage.put('uploads/a.zip', chunked(body.subarray(0, 7), body.subarray(7, 9000), body.subarray(9000)));
+    const res = await s.storage.put(
+      'uploads/a.zip',
+      chunked(body.subarray(0, 7), body.subarray(7, 9000), body.subarray(9000)),
+    );
     assert.equal(res, { key: 'uploads/a.zip', size: body.length, sha256: sha(body) });
     assert.ok((await bytesOf(await s.storage.get('uploads/a.zip'))).equals(body));
   });
@@ -174,7 +182,8 @@ export function storageContract(name: string, make: () => Promise<StorageUnderTe
 
   test('range reads give inclusive byte ranges, clamped at the end', async ({ s }) => {
     await s.storage.put('artifacts/r.bin', chunked('0123456789'));
-    const read = async (start: number, end?: number) => (await bytesOf(await s.storage.get('artifacts/r.bin', { start, end }))).toString();
+    const read = async (start: number, end?: number) =>
+      (await bytesOf(await s.storage.get('artifacts/r.bin', { start, end }))).toString();
     assert.is(await read(0, 0), '0');
     assert.is(await read(2, 4), '234');
     assert.is(await read(7), '789');
@@ -219,7 +228,15 @@ export function storageContract(name: string, make: () => Promise<StorageUnderTe
   });
 
   test('list gives keys by string prefix in lexicographic order, with size', async ({ s }) => {
-    for (const k of ['uploads/b.zip', 'uploads/a.zip', 'uploads-old/x.zip', 'logs/op/build.log', 'logs/op-2/build.log', 'logs/op/analyze.log', 'upl']) {
+    for (const k of [
+      'uploads/b.zip',
+      'uploads/a.zip',
+      'uploads-old/x.zip',
+      'logs/op/build.log',
+      'logs/op-2/build.log',
+      'logs/op/analyze.log',
+      'upl',
+    ]) {
       await s.storage.put(k, chunked(k));
     }
     assert.equal(await keys(s.storage, 'uploads/'), ['uploads/a.zip', 'uploads/b.zip']);
@@ -228,7 +245,13 @@ export function storageContract(name: string, make: () => Promise<StorageUnderTe
     assert.equal(await keys(s.storage, 'logs/op/b'), ['logs/op/build.log']);
     assert.equal(await keys(s.storage, 'nothing/'), []);
     assert.equal(await keys(s.storage), [
-      'logs/op-2/build.log', 'logs/op/analyze.log', 'logs/op/build.log', 'upl', 'uploads-old/x.zip', 'uploads/a.zip', 'uploads/b.zip',
+      'logs/op-2/build.log',
+      'logs/op/analyze.log',
+      'logs/op/build.log',
+      'upl',
+      'uploads-old/x.zip',
+      'uploads/a.zip',
+      'uploads/b.zip',
     ]);
     const all = [];
     for await (const o of s.storage.list('uploads/a')) all.push(o);
@@ -239,11 +262,16 @@ export function storageContract(name: string, make: () => Promise<StorageUnderTe
 
   test('concurrent puts of one key leave one complete object, never a mix', async ({ s }) => {
     const chunk = 64 * 1024;
-    const writers = [1, 2, 3, 4].map((fill) => s.storage.put('uploads/race.zip', chunked(...Array.from({ length: 16 }, () => Buffer.alloc(chunk, fill)))));
+    const writers = [1, 2, 3, 4].map((fill) =>
+      s.storage.put('uploads/race.zip', chunked(...Array.from({ length: 16 }, () => Buffer.alloc(chunk, fill)))),
+    );
     const results = await Promise.all(writers);
     const got = await bytesOf(await s.storage.get('uploads/race.zip'));
     assert.is(got.length, 16 * chunk);
-    assert.ok(got.every((b) => b === got[0]), 'bytes come from one writer');
+    assert.ok(
+      got.every((b) => b === got[0]),
+      'bytes come from one writer',
+    );
     assert.ok(results.some((r) => r.sha256 === sha(got)));
     assert.equal(await keys(s.storage), ['uploads/race.zip']);
     if (s.leftovers) assert.equal(await s.leftovers(), []);
@@ -265,7 +293,23 @@ export function storageContract(name: string, make: () => Promise<StorageUnderTe
   });
 
   test('invalid keys and prefixes are invalid_request and nothing is written', async ({ s }) => {
-    const bad = ['', '/abs.zip', 'a/../b', '..', '../x', 'a//b', 'a\\b', 'a/', 'a/./b', '.tmp/x', 'uploads/.hidden', 'Uploads/a.zip', 'a b', 'a\0b', 'x'.repeat(1025)];
+    const bad = [
+      '',
+      '/abs.zip',
+      'a/../b',
+      '..',
+      '../x',
+      'a//b',
+      'a\\b',
+      'a/',
+      'a/./b',
+      '.tmp/x',
+      'uploads/.hidden',
+      'Uploads/a.zip',
+      'a b',
+      'a\0b',
+      'x'.repeat(1025),
+    ];
     for (const key of bad) {
       const src = chunked('data');
       assertCode(await rejection(s.storage.put(key, src)), 'invalid_request');
@@ -313,7 +357,10 @@ export function storageContract(name: string, make: () => Promise<StorageUnderTe
     assert.is(res.size, total);
     assert.is(res.sha256, hash.digest('hex'));
     assert.ok(peak.js < total / 5, `heap + buffers grew by ${peak.js} bytes during a ${total}-byte put`);
-    assert.ok(after.js - base.js < total / 5, `heap + buffers grew by ${after.js - base.js} bytes after a ${total}-byte put`);
+    assert.ok(
+      after.js - base.js < total / 5,
+      `heap + buffers grew by ${after.js - base.js} bytes after a ${total}-byte put`,
+    );
     assert.ok(peak.rss < total / 2, `rss grew by ${peak.rss} bytes during a ${total}-byte put`);
     assert.is((await s.storage.stat('uploads/big.zip'))?.size, total);
   });

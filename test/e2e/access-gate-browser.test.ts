@@ -10,7 +10,16 @@ import { mailFor, nextCode } from '../helpers/site-gate.js';
 import { root } from '../helpers/cli.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const PASSWORD = 'browser test password';
 const GUEST = 'browser-guest@example.com';
 
@@ -22,18 +31,31 @@ const profiles: string[] = [];
 async function browser(): Promise<BrowserContext> {
   const dir = mkdtempSync(join(tmpdir(), 'hoist-chromium-'));
   profiles.push(dir);
-  return chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: true, args: ARGS, timeout: 60_000 });
+  return chromium.launchPersistentContext(dir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    timeout: 60_000,
+  });
 }
 
 const present = existsSync(CHROMIUM);
-if (!present) console.log(`! skip: ${CHROMIUM} is absent, so the browser test of the access gate does not run (.ci/run installs Debian's chromium)`);
+if (!present)
+  console.log(
+    `! skip: ${CHROMIUM} is absent, so the browser test of the access gate does not ` +
+      `run (.ci/run installs Debian's chromium)`,
+  );
 
 test.before(async () => {
   if (!present) return;
   h = await liveHoist();
   const { token } = await h.login('pro');
   const zip = await zipOf({ 'index.html': '<h1>Members only</h1>', 'docs/index.html': '<h1>The private docs</h1>' });
-  const res = await h.upload(token, '/api/v1/local-to-live', zip, { name: 'browser-gated', visibility: 'private', access_password: PASSWORD });
+  const res = await h.upload(token, '/api/v1/local-to-live', zip, {
+    name: 'browser-gated',
+    visibility: 'private',
+    access_password: PASSWORD,
+  });
   const body = await res.json();
   assert.is(res.status, 202, JSON.stringify(body));
   assert.is((await h.waitFor(token, body.operation.id)).status, 'succeeded');
@@ -75,7 +97,7 @@ test('sign in by a mailed code (a wrong one is refused first) and see the page f
     await page.getByLabel('Code').fill(wrong);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').waitFor();
-    assert.match(await page.getByRole('alert').textContent() ?? '', /wrong or has expired/);
+    assert.match((await page.getByRole('alert').textContent()) ?? '', /wrong or has expired/);
     assert.is(await page.getByText('The private docs').count(), 0);
 
     await page.getByLabel('Code').fill(code);

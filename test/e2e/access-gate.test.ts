@@ -16,7 +16,9 @@ let site: { id: string; host: string };
 let other: { id: string; host: string };
 let app: { id: string; host: string };
 let ip = 0;
-/** A client address of its own (the edge trusts X-Forwarded-For here), so rate limits of one test never touch another. */
+/**
+ * A client address of its own (the edge trusts X-Forwarded-For here), so rate limits of one test never touch another.
+ */
 const client = () => `10.0.${Math.floor(++ip / 250)}.${ip % 250}`;
 
 // Echoes the request's cookie header and path; answers upgrades with 101 and a greeting.
@@ -27,13 +29,20 @@ const s = http.createServer((req, res) => {
   res.end(JSON.stringify({ app: true, path: req.url, cookie: req.headers.cookie || null }));
 });
 s.on('upgrade', (req, socket) => {
-  socket.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\nhello from the app ' + (req.headers.cookie || 'no cookie'));
+  socket.write(
+    'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n' +
+      'hello from the app ' + (req.headers.cookie || 'no cookie'),
+  );
 });
 s.listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
 async function deploy(name: string, files: Record<string, string>, fields: Record<string, string>) {
-  const res = await h.upload(token, '/api/v1/local-to-live', await zipOf(files), { name, visibility: 'private', ...fields });
+  const res = await h.upload(token, '/api/v1/local-to-live', await zipOf(files), {
+    name,
+    visibility: 'private',
+    ...fields,
+  });
   const body = await res.json();
   assert.is(res.status, 202, JSON.stringify(body));
   const op = await h.waitFor(token, body.operation.id, undefined, 90_000);
@@ -50,10 +59,14 @@ async function api(method: string, path: string, body?: object) {
   return { status: res.status, body: res.status === 204 ? null : await res.json() };
 }
 
-const get = (host: string, path: string, headers: Record<string, string> = {}) => edgeRequest(h.edge, host, 'GET', path, { headers });
+const get = (host: string, path: string, headers: Record<string, string> = {}) =>
+  edgeRequest(h.edge, host, 'GET', path, { headers });
 /** A gate form post from a page of `host` (right Origin) and its own client address unless given. */
 const post = (host: string, path: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
-  edgeRequest(h.edge, host, 'POST', `/.hoist/access/${path}`, { form, headers: { origin: `http://${host}`, 'x-forwarded-for': client(), ...headers } });
+  edgeRequest(h.edge, host, 'POST', `/.hoist/access/${path}`, {
+    form,
+    headers: { origin: `http://${host}`, 'x-forwarded-for': client(), ...headers },
+  });
 const cookieOf = (res: EdgeAnswer) => setCookie(res.cookies, ACCESS_COOKIE);
 const withCookie = (value: string) => ({ cookie: `theme=dark; ${ACCESS_COOKIE}=${value}` });
 
@@ -71,8 +84,14 @@ async function upgrade(host: string, headers: Record<string, string> = {}): Prom
   const edge = new URL(h.edge);
   return new Promise<string>((resolve, reject) => {
     const s = net.connect(Number(edge.port), edge.hostname, () => {
-      const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-      s.write(`GET /socket HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`);
+      const extra = Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
+      s.write(
+        `GET /socket HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: ` +
+          `Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: ` +
+          `13\r\n${extra}\r\n`,
+      );
     });
     let data = '';
     const timer = setTimeout(() => reject(new Error(`no answer to the upgrade: ${data}`)), 15_000);
@@ -91,40 +110,59 @@ async function upgrade(host: string, headers: Record<string, string> = {}): Prom
 test.before(async () => {
   h = await liveHoist({ trustProxy: true, accessMaxAttempts: MAX, healthTimeoutSeconds: 20 });
   ({ token } = await h.login('pro'));
-  site = await deploy('gated-site', { 'index.html': '<h1>the private site</h1>', 'asset.css': 'body{color:red}' }, { access_password: PASSWORD });
+  site = await deploy(
+    'gated-site',
+    { 'index.html': '<h1>the private site</h1>', 'asset.css': 'body{color:red}' },
+    { access_password: PASSWORD },
+  );
   other = await deploy('other-site', { 'index.html': '<h1>the other site</h1>' }, {});
-  app = await deploy('gated-app', { 'package.json': JSON.stringify({ name: 'gated-app', main: 'server.js' }), 'server.js': server }, {});
-  for (const p of [site, other, app]) assert.is((await api('POST', `/projects/${p.id}/access-grants`, { email: 'guest@example.com' })).status, 201);
+  app = await deploy(
+    'gated-app',
+    { 'package.json': JSON.stringify({ name: 'gated-app', main: 'server.js' }), 'server.js': server },
+    {},
+  );
+  for (const p of [site, other, app])
+    assert.is((await api('POST', `/projects/${p.id}/access-grants`, { email: 'guest@example.com' })).status, 201);
 });
 test.after(async () => h?.close());
 
-test('without a cookie every URL answers the 401 sign-in page: pages, assets, app paths, POSTs; upgrades are refused', async () => {
-  for (const [host, path] of [
-    [site.host, '/'],
-    [site.host, '/asset.css'],
-    [site.host, '/missing/page'],
-    [app.host, '/api/data?x=1'],
-  ]) {
-    const res = await get(host, path);
-    assert.is(res.status, 401, `${host}${path}`);
-    assert.match(res.headers['content-type']!, /^text\/html/);
-    assert.is(res.headers['cache-control'], 'no-store');
-    assert.match(res.body, /<label for="gate-email">E-mail address<\/label>/);
-    assert.match(res.body, /<form method="post" action="\/\.hoist\/access\/email">/);
-    assert.match(res.body, new RegExp(`name="next" value="${path.replace(/[?.]/g, '\\$&')}"`));
-    assert.not.match(res.body, /the private site|color:red|"app":true/);
-  }
-  assert.match((await get(site.host, '/')).body, /action="\/\.hoist\/access\/password"/, 'a project with a password offers it');
-  assert.not.match((await get(app.host, '/')).body, /password/i, 'a project without one does not');
-  const head = await edgeRequest(h.edge, site.host, 'HEAD', '/asset.css');
-  assert.is(head.status, 401);
-  const posted = await edgeRequest(h.edge, app.host, 'POST', '/api/data', { body: '{"a":1}', headers: { 'content-type': 'application/json' } });
-  assert.is(posted.status, 401);
-  assert.not.match(posted.body, /"app":true/);
-  const refused = await upgrade(app.host);
-  assert.match(refused, /^HTTP\/1\.1 401/);
-  assert.not.match(refused, /hello from the app/);
-});
+test(
+  'without a cookie every URL answers the 401 sign-in page: pages, assets, app ' + 'paths, POSTs; upgrades are refused',
+  async () => {
+    for (const [host, path] of [
+      [site.host, '/'],
+      [site.host, '/asset.css'],
+      [site.host, '/missing/page'],
+      [app.host, '/api/data?x=1'],
+    ]) {
+      const res = await get(host, path);
+      assert.is(res.status, 401, `${host}${path}`);
+      assert.match(res.headers['content-type']!, /^text\/html/);
+      assert.is(res.headers['cache-control'], 'no-store');
+      assert.match(res.body, /<label for="gate-email">E-mail address<\/label>/);
+      assert.match(res.body, /<form method="post" action="\/\.hoist\/access\/email">/);
+      assert.match(res.body, new RegExp(`name="next" value="${path.replace(/[?.]/g, '\\$&')}"`));
+      assert.not.match(res.body, /the private site|color:red|"app":true/);
+    }
+    assert.match(
+      (await get(site.host, '/')).body,
+      /action="\/\.hoist\/access\/password"/,
+      'a project with a password offers it',
+    );
+    assert.not.match((await get(app.host, '/')).body, /password/i, 'a project without one does not');
+    const head = await edgeRequest(h.edge, site.host, 'HEAD', '/asset.css');
+    assert.is(head.status, 401);
+    const posted = await edgeRequest(h.edge, app.host, 'POST', '/api/data', {
+      body: '{"a":1}',
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.is(posted.status, 401);
+    assert.not.match(posted.body, /"app":true/);
+    const refused = await upgrade(app.host);
+    assert.match(refused, /^HTTP\/1\.1 401/);
+    assert.not.match(refused, /hello from the app/);
+  },
+);
 
 test("the owner's API bearer token does not open the site", async () => {
   const res = await get(site.host, '/', { authorization: `Bearer ${token}` });
@@ -142,62 +180,83 @@ test('the gate path belongs to the gate even on a Node.js app', async () => {
   assert.is((await get(app.host, '/.hoist/access/else')).status, 404);
 });
 
-test('code flow: mail with code and link, then a host-only HttpOnly SameSite cookie that opens pages, assets, the app and its WebSocket', async () => {
-  const email = 'guest@example.com';
-  const known = (await mailFor(h.running.kernel, email)).length;
-  const asked = await post(app.host, 'email', { email: '  Guest@Example.com ', next: '/api/data?x=1' });
-  assert.is(asked.status, 200);
-  assert.match(asked.body, /<label for="gate-code">Code<\/label>/);
-  const { code, link, mail } = await nextCode(h.running.kernel, email, known);
-  assert.match(code, /^\d{6}$/);
-  assert.match(mail.subject, /gated-app/);
-  assert.ok(link.startsWith(`http://${app.host}/.hoist/access/link?`), link);
-  const row = (await h.running.kernel.orm.em.fork().find(AccessCode, { projectId: app.id }))[0];
-  assert.match(row.codeHash, /^\$argon2id\$/, 'the code is stored hashed');
-  const minutes = (row.expiresAt.getTime() - Date.now()) / 60_000;
-  assert.ok(minutes > 9 && minutes <= 10, `expires in ${minutes} min`);
+test(
+  'code flow: mail with code and link, then a host-only HttpOnly SameSite cookie ' +
+    'that opens pages, assets, the app and its WebSocket',
+  async () => {
+    const email = 'guest@example.com';
+    const known = (await mailFor(h.running.kernel, email)).length;
+    const asked = await post(app.host, 'email', { email: '  Guest@Example.com ', next: '/api/data?x=1' });
+    assert.is(asked.status, 200);
+    assert.match(asked.body, /<label for="gate-code">Code<\/label>/);
+    const { code, link, mail } = await nextCode(h.running.kernel, email, known);
+    assert.match(code, /^\d{6}$/);
+    assert.match(mail.subject, /gated-app/);
+    assert.ok(link.startsWith(`http://${app.host}/.hoist/access/link?`), link);
+    const row = (await h.running.kernel.orm.em.fork().find(AccessCode, { projectId: app.id }))[0];
+    assert.match(row.codeHash, /^\$argon2id\$/, 'the code is stored hashed');
+    const minutes = (row.expiresAt.getTime() - Date.now()) / 60_000;
+    assert.ok(minutes > 9 && minutes <= 10, `expires in ${minutes} min`);
 
-  // The mailed link only fills the form in.
-  const linked = new URL(link);
-  const filled = await get(app.host, `${linked.pathname}${linked.search}`);
-  assert.is(filled.status, 200);
-  assert.match(filled.body, new RegExp(`name="code"[^>]*value="${code}"`));
+    // The mailed link only fills the form in.
+    const linked = new URL(link);
+    const filled = await get(app.host, `${linked.pathname}${linked.search}`);
+    assert.is(filled.status, 200);
+    assert.match(filled.body, new RegExp(`name="code"[^>]*value="${code}"`));
 
-  const res = await post(app.host, 'code', { email, code, next: '/api/data?x=1' });
-  assert.is(res.status, 303);
-  assert.is(res.headers.location, '/api/data?x=1');
-  const cookie = cookieOf(res)!;
-  assert.ok(cookie, res.cookies.join('\n'));
-  const attrs = cookie.attributes.map((a) => a.toLowerCase());
-  assert.ok(attrs.includes('httponly'));
-  assert.ok(attrs.includes('samesite=lax'));
-  assert.ok(attrs.includes('path=/'));
-  assert.not.ok(attrs.some((a) => a.startsWith('domain')), 'host-only');
-  assert.not.ok(attrs.includes('secure'), 'plain HTTP: no Secure');
-  assert.ok(attrs.some((a) => a.startsWith('max-age=')));
+    const res = await post(app.host, 'code', { email, code, next: '/api/data?x=1' });
+    assert.is(res.status, 303);
+    assert.is(res.headers.location, '/api/data?x=1');
+    const cookie = cookieOf(res)!;
+    assert.ok(cookie, res.cookies.join('\n'));
+    const attrs = cookie.attributes.map((a) => a.toLowerCase());
+    assert.ok(attrs.includes('httponly'));
+    assert.ok(attrs.includes('samesite=lax'));
+    assert.ok(attrs.includes('path=/'));
+    assert.not.ok(
+      attrs.some((a) => a.startsWith('domain')),
+      'host-only',
+    );
+    assert.not.ok(attrs.includes('secure'), 'plain HTTP: no Secure');
+    assert.ok(attrs.some((a) => a.startsWith('max-age=')));
 
-  const page = await get(app.host, '/api/data?x=1', withCookie(cookie.value));
-  assert.is(page.status, 200, page.body);
-  const seen = JSON.parse(page.body);
-  assert.is(seen.path, '/api/data?x=1');
-  assert.is(seen.cookie, 'theme=dark', 'the app never sees the access cookie');
-  const ws = await upgrade(app.host, withCookie(cookie.value));
-  assert.match(ws, /^HTTP\/1\.1 101/);
-  assert.match(ws, /hello from the app theme=dark/);
+    const page = await get(app.host, '/api/data?x=1', withCookie(cookie.value));
+    assert.is(page.status, 200, page.body);
+    const seen = JSON.parse(page.body);
+    assert.is(seen.path, '/api/data?x=1');
+    assert.is(seen.cookie, 'theme=dark', 'the app never sees the access cookie');
+    const ws = await upgrade(app.host, withCookie(cookie.value));
+    assert.match(ws, /^HTTP\/1\.1 101/);
+    assert.match(ws, /hello from the app theme=dark/);
 
-  // Used once: the same code does not open it again.
-  assert.is((await post(app.host, 'code', { email, code, next: '/' })).status, 401);
-});
+    // Used once: the same code does not open it again.
+    assert.is((await post(app.host, 'code', { email, code, next: '/' })).status, 401);
+  },
+);
 
 test('over HTTPS (X-Forwarded-Proto from a trusted proxy) the cookie is Secure', async () => {
   const email = 'guest@example.com';
   const known = (await mailFor(h.running.kernel, email)).length;
-  await post(other.host, 'email', { email, next: '/' }, { 'x-forwarded-proto': 'https', origin: `https://${other.host}` });
+  await post(
+    other.host,
+    'email',
+    { email, next: '/' },
+    { 'x-forwarded-proto': 'https', origin: `https://${other.host}` },
+  );
   const { code, link } = await nextCode(h.running.kernel, email, known);
   assert.ok(link.startsWith(`https://${other.host}/`), link);
-  const res = await post(other.host, 'code', { email, code, next: '/' }, { 'x-forwarded-proto': 'https', origin: `https://${other.host}` });
+  const res = await post(
+    other.host,
+    'code',
+    { email, code, next: '/' },
+    { 'x-forwarded-proto': 'https', origin: `https://${other.host}` },
+  );
   assert.is(res.status, 303);
-  assert.ok(cookieOf(res)!.attributes.map((a) => a.toLowerCase()).includes('secure'));
+  assert.ok(
+    cookieOf(res)!
+      .attributes.map((a) => a.toLowerCase())
+      .includes('secure'),
+  );
 });
 
 test('a granted and a non-granted address get the same page, and only the granted one gets mail', async () => {
@@ -240,7 +299,9 @@ test('an expired code is refused', async () => {
   const known = (await mailFor(h.running.kernel, email)).length;
   await post(site.host, 'email', { email, next: '/' });
   const { code } = await nextCode(h.running.kernel, email, known);
-  await h.running.kernel.orm.em.fork().nativeUpdate(AccessCode, { projectId: site.id }, { expiresAt: new Date(Date.now() - 1000) });
+  await h.running.kernel.orm.em
+    .fork()
+    .nativeUpdate(AccessCode, { projectId: site.id }, { expiresAt: new Date(Date.now() - 1000) });
   const res = await post(site.host, 'code', { email, code, next: '/' });
   assert.is(res.status, 401);
   assert.is(cookieOf(res), null);
@@ -275,7 +336,11 @@ test('password flow: wrong is 401, right sets the cookie; a new password ends it
   const cookie = cookieOf(right)!;
   assert.ok(cookie.attributes.map((a) => a.toLowerCase()).includes('httponly'));
   assert.is((await get(site.host, '/', withCookie(cookie.value))).status, 200);
-  assert.is((await post(app.host, 'password', { password: PASSWORD, next: '/' })).status, 401, 'no password on that project');
+  assert.is(
+    (await post(app.host, 'password', { password: PASSWORD, next: '/' })).status,
+    401,
+    'no password on that project',
+  );
 
   assert.is((await api('PATCH', `/projects/${site.id}/`, { access_password: 'a brand new password' })).status, 200);
   assert.is((await get(site.host, '/', withCookie(cookie.value))).status, 401);
@@ -286,46 +351,74 @@ test('password flow: wrong is 401, right sets the cookie; a new password ends it
 
 test('password and code attempts are rate-limited per client address: 429 page with Retry-After', async () => {
   const from = client();
-  for (let i = 0; i < MAX; i++) assert.is((await post(site.host, 'password', { password: `guess ${i}`, next: '/' }, { 'x-forwarded-for': from })).status, 401);
+  for (let i = 0; i < MAX; i++)
+    assert.is(
+      (await post(site.host, 'password', { password: `guess ${i}`, next: '/' }, { 'x-forwarded-for': from })).status,
+      401,
+    );
   const limited = await post(site.host, 'password', { password: PASSWORD, next: '/' }, { 'x-forwarded-for': from });
   assert.is(limited.status, 429);
   assert.ok(Number(limited.headers['retry-after']) >= 1);
   assert.match(limited.body, /Too many/);
   assert.is(cookieOf(limited), null);
-  const code = await post(site.host, 'code', { email: 'guest@example.com', code: '000000', next: '/' }, { 'x-forwarded-for': from });
+  const code = await post(
+    site.host,
+    'code',
+    { email: 'guest@example.com', code: '000000', next: '/' },
+    { 'x-forwarded-for': from },
+  );
   assert.is(code.status, 429, 'codes share the allowance');
-  assert.is((await post(site.host, 'password', { password: PASSWORD, next: '/' })).status, 303, 'another address is not limited');
+  assert.is(
+    (await post(site.host, 'password', { password: PASSWORD, next: '/' })).status,
+    303,
+    'another address is not limited',
+  );
 });
 
-test('form posts: cross-site or missing Origin is 403, other content types 415, a bad e-mail 400; nothing is mailed', async () => {
-  const email = 'guest@example.com';
-  const known = (await mailFor(h.running.kernel, email)).length;
-  const foreign = await post(site.host, 'email', { email, next: '/' }, { origin: 'http://evil.example' });
-  assert.is(foreign.status, 403);
-  const none = await edgeRequest(h.edge, site.host, 'POST', '/.hoist/access/password', { form: { password: PASSWORD } });
-  assert.is(none.status, 403);
-  assert.is(cookieOf(none), null);
-  const json = await edgeRequest(h.edge, site.host, 'POST', '/.hoist/access/password', {
-    body: JSON.stringify({ password: PASSWORD }),
-    headers: { 'content-type': 'application/json', origin: `http://${site.host}` },
-  });
-  assert.is(json.status, 415);
-  const bad = await post(site.host, 'email', { email: 'not an address', next: '/' });
-  assert.is(bad.status, 400);
-  assert.match(bad.body, /aria-invalid="true"/);
-  for (const form of [{ email: `${email}\u0000`, next: '/' }, { email, next: '/\u0000' }]) {
-    const nul = await post(site.host, 'email', form);
-    assert.is(nul.status, 400);
-    assert.match(nul.body, 'A form field holds the NUL character (U+0000)');
-  }
-  const nulPassword = await post(site.host, 'password', { password: `${PASSWORD}\u0000` });
-  assert.is(nulPassword.status, 400);
-  assert.is(cookieOf(nulPassword), null);
-  assert.is((await mailFor(h.running.kernel, email)).length, known);
-});
+test(
+  'form posts: cross-site or missing Origin is 403, other content types 415, a bad ' + 'e-mail 400; nothing is mailed',
+  async () => {
+    const email = 'guest@example.com';
+    const known = (await mailFor(h.running.kernel, email)).length;
+    const foreign = await post(site.host, 'email', { email, next: '/' }, { origin: 'http://evil.example' });
+    assert.is(foreign.status, 403);
+    const none = await edgeRequest(h.edge, site.host, 'POST', '/.hoist/access/password', {
+      form: { password: PASSWORD },
+    });
+    assert.is(none.status, 403);
+    assert.is(cookieOf(none), null);
+    const json = await edgeRequest(h.edge, site.host, 'POST', '/.hoist/access/password', {
+      body: JSON.stringify({ password: PASSWORD }),
+      headers: { 'content-type': 'application/json', origin: `http://${site.host}` },
+    });
+    assert.is(json.status, 415);
+    const bad = await post(site.host, 'email', { email: 'not an address', next: '/' });
+    assert.is(bad.status, 400);
+    assert.match(bad.body, /aria-invalid="true"/);
+    for (const form of [
+      { email: `${email}\u0000`, next: '/' },
+      { email, next: '/\u0000' },
+    ]) {
+      const nul = await post(site.host, 'email', form);
+      assert.is(nul.status, 400);
+      assert.match(nul.body, 'A form field holds the NUL character (U+0000)');
+    }
+    const nulPassword = await post(site.host, 'password', { password: `${PASSWORD}\u0000` });
+    assert.is(nulPassword.status, 400);
+    assert.is(cookieOf(nulPassword), null);
+    assert.is((await mailFor(h.running.kernel, email)).length, known);
+  },
+);
 
 test('after sign-in the redirect stays on the host: other sites and gate pages become /', async () => {
-  for (const next of ['//evil.example/x', 'https://evil.example/', '/\\evil.example', 'javascript:alert(1)', '/.hoist/access/', '']) {
+  for (const next of [
+    '//evil.example/x',
+    'https://evil.example/',
+    '/\\evil.example',
+    'javascript:alert(1)',
+    '/.hoist/access/',
+    '',
+  ]) {
     const res = await post(site.host, 'password', { password: PASSWORD, next });
     assert.is(res.status, 303, next);
     assert.is(res.headers.location, '/', next);
@@ -343,22 +436,32 @@ test('a public project is not gated', async () => {
   }
 });
 
-test('Local-to-Live takes access_password only when it creates the project, and checks it before creating anything', async () => {
-  const zip = await zipOf({ 'index.html': 'x' });
-  const short = await h.upload(token, '/api/v1/local-to-live', zip, { name: 'short-password', visibility: 'private', access_password: 'short' });
-  assert.is(short.status, 400);
-  const body = await short.json();
-  assert.is(body.error.code, 'invalid_request');
-  assert.is(body.error.details.field, 'access_password');
-  const names = (await api('GET', '/projects/?limit=100')).body.projects.map((p: { name: string }) => p.name);
-  assert.not.ok(names.includes('short-password'));
+test(
+  'Local-to-Live takes access_password only when it creates the project, and checks ' + 'it before creating anything',
+  async () => {
+    const zip = await zipOf({ 'index.html': 'x' });
+    const short = await h.upload(token, '/api/v1/local-to-live', zip, {
+      name: 'short-password',
+      visibility: 'private',
+      access_password: 'short',
+    });
+    assert.is(short.status, 400);
+    const body = await short.json();
+    assert.is(body.error.code, 'invalid_request');
+    assert.is(body.error.details.field, 'access_password');
+    const names = (await api('GET', '/projects/?limit=100')).body.projects.map((p: { name: string }) => p.name);
+    assert.not.ok(names.includes('short-password'));
 
-  const before = await h.running.kernel.orm.em.fork().findOneOrFail(Project, { id: site.id });
-  const existing = await h.upload(token, '/api/v1/local-to-live', zip, { name: 'gated-site', access_password: 'a replacement password' });
-  assert.is(existing.status, 400);
-  assert.is((await existing.json()).error.details.field, 'access_password');
-  const after = await h.running.kernel.orm.em.fork().findOneOrFail(Project, { id: site.id });
-  assert.is(after.accessPasswordHash, before.accessPasswordHash);
-});
+    const before = await h.running.kernel.orm.em.fork().findOneOrFail(Project, { id: site.id });
+    const existing = await h.upload(token, '/api/v1/local-to-live', zip, {
+      name: 'gated-site',
+      access_password: 'a replacement password',
+    });
+    assert.is(existing.status, 400);
+    assert.is((await existing.json()).error.details.field, 'access_password');
+    const after = await h.running.kernel.orm.em.fork().findOneOrFail(Project, { id: site.id });
+    assert.is(after.accessPasswordHash, before.accessPasswordHash);
+  },
+);
 
 test.run();

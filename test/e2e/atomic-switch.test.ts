@@ -11,7 +11,9 @@ test.before(async () => {
 });
 test.after(async () => h?.close());
 
-/** A release whose every file starts and ends with its marker; markers have the same length, so files keep their sizes. */
+/**
+ * A release whose every file starts and ends with its marker; markers have the same length, so files keep their sizes.
+ */
 const release = (marker: string) =>
   zipOf({
     'index.html': `<!--${marker}--><h1>${'x'.repeat(4000)}</h1><!--${marker}-->`,
@@ -37,11 +39,19 @@ async function poll(host: string, stop: () => boolean, out: Sample[]) {
   while (!stop())
     for (const path of ['/', '/app.js', '/about/']) {
       const res = await h.site(host, path);
-      out.push({ path, status: res.status, release: String(res.headers['x-hoist-release']), markers: res.body.match(/release-[A-Z]/g) ?? [] });
+      out.push({
+        path,
+        status: res.status,
+        release: String(res.headers['x-hoist-release']),
+        markers: res.body.match(/release-[A-Z]/g) ?? [],
+      });
     }
 }
 
-/** Checks every sample came whole from one release, and each release id always with the same marker; returns marker by release. */
+/**
+ * Checks every sample came whole from one release, and each release id always with the same marker; returns marker by
+ * release.
+ */
 function checkWhole(samples: Sample[]): Map<string, string> {
   const byRelease = new Map<string, string>();
   for (const s of samples) {
@@ -55,39 +65,52 @@ function checkWhole(samples: Sample[]): Map<string, string> {
   return byRelease;
 }
 
-test('readers during a redeploy see one release or the other, never a mix or an error; then only the new one', async () => {
-  const first = await (await h.upload(token, '/api/v1/local-to-live', await release('release-A'), { name: 'atomic' })).json();
-  await succeeded(first.operation.id);
-  const host = hostOf(first.project.url);
-  const a = (await h.site(host)).headers['x-hoist-release'] as string;
+test(
+  'readers during a redeploy see one release or the other, never a mix or an error; ' + 'then only the new one',
+  async () => {
+    const first = await (
+      await h.upload(token, '/api/v1/local-to-live', await release('release-A'), { name: 'atomic' })
+    ).json();
+    await succeeded(first.operation.id);
+    const host = hostOf(first.project.url);
+    const a = (await h.site(host)).headers['x-hoist-release'] as string;
 
-  let done = false;
-  const samples: Sample[] = [];
-  const readers = [poll(host, () => done, samples), ...Array.from({ length: 3 }, () => poll(host, () => done, samples))];
-  const res = await h.upload(token, `/api/v1/projects/${first.project.id}/local-to-live`, await release('release-B'));
-  const body = await res.json();
-  assert.is(res.status, 202, JSON.stringify(body));
-  await succeeded(body.operation.id);
-  await new Promise((r) => setTimeout(r, 200));
-  done = true;
-  await Promise.all(readers);
+    let done = false;
+    const samples: Sample[] = [];
+    const readers = [
+      poll(host, () => done, samples),
+      ...Array.from({ length: 3 }, () => poll(host, () => done, samples)),
+    ];
+    const res = await h.upload(token, `/api/v1/projects/${first.project.id}/local-to-live`, await release('release-B'));
+    const body = await res.json();
+    assert.is(res.status, 202, JSON.stringify(body));
+    await succeeded(body.operation.id);
+    await new Promise((r) => setTimeout(r, 200));
+    done = true;
+    await Promise.all(readers);
 
-  assert.ok(samples.length > 50, `${samples.length} samples`);
-  const byRelease = checkWhole(samples);
-  assert.is(byRelease.get(a), 'release-A');
-  assert.is(byRelease.size, 2, `releases seen: ${[...byRelease.keys()]}`);
-  const b = [...byRelease.keys()].find((id) => id !== a)!;
-  assert.is(byRelease.get(b), 'release-B');
+    assert.ok(samples.length > 50, `${samples.length} samples`);
+    const byRelease = checkWhole(samples);
+    assert.is(byRelease.get(a), 'release-A');
+    assert.is(byRelease.size, 2, `releases seen: ${[...byRelease.keys()]}`);
+    const b = [...byRelease.keys()].find((id) => id !== a)!;
+    assert.is(byRelease.get(b), 'release-B');
 
-  const after: Sample[] = [];
-  let count = 0;
-  await poll(host, () => count++ >= 10, after);
-  checkWhole(after);
-  assert.ok(after.every((s) => s.release === b && s.markers[0] === 'release-B'), 'only the new release after the deploy');
-});
+    const after: Sample[] = [];
+    let count = 0;
+    await poll(host, () => count++ >= 10, after);
+    checkWhole(after);
+    assert.ok(
+      after.every((s) => s.release === b && s.markers[0] === 'release-B'),
+      'only the new release after the deploy',
+    );
+  },
+);
 
 test('a deploy that fails never goes live: the old release keeps serving throughout', async () => {
-  const first = await (await h.upload(token, '/api/v1/local-to-live', await release('release-C'), { name: 'stays' })).json();
+  const first = await (
+    await h.upload(token, '/api/v1/local-to-live', await release('release-C'), { name: 'stays' })
+  ).json();
   await succeeded(first.operation.id);
   const host = hostOf(first.project.url);
   const live = (await h.site(host)).headers['x-hoist-release'] as string;
@@ -112,12 +135,16 @@ test('a deploy that fails never goes live: the old release keeps serving through
 });
 
 test('the edge learns a new release without a restart', async () => {
-  const first = await (await h.upload(token, '/api/v1/local-to-live', await release('release-E'), { name: 'learns' })).json();
+  const first = await (
+    await h.upload(token, '/api/v1/local-to-live', await release('release-E'), { name: 'learns' })
+  ).json();
   await succeeded(first.operation.id);
   const host = hostOf(first.project.url);
   assert.match((await h.site(host, '/app.js')).body, /release-E/);
   for (const marker of ['release-F', 'release-G']) {
-    const body = await (await h.upload(token, `/api/v1/projects/${first.project.id}/local-to-live`, await release(marker))).json();
+    const body = await (
+      await h.upload(token, `/api/v1/projects/${first.project.id}/local-to-live`, await release(marker))
+    ).json();
     await succeeded(body.operation.id);
     assert.match((await h.site(host, '/app.js')).body, new RegExp(marker));
     assert.match((await h.site(host, '/')).body, new RegExp(marker));

@@ -49,10 +49,17 @@ async function deploy(projectId: string, files: Record<string, string>) {
 
 // A build script: writes dist/index.html with `marker`; when `gated`, waits for the gate file in
 // its workspace first (the sandbox shows it no other host path). `id` (a gate's) goes in a comment.
+const gateWait = `const t = setInterval(() => {
+  if (fs.existsSync(${JSON.stringify(GATE_FILE)})) { clearInterval(t); finish(); }
+}, 50);`;
 const buildJs = (marker: string, gated = false, id = '') => `// ${id}
 const fs = require('fs');
-const finish = () => { fs.mkdirSync('dist', { recursive: true }); fs.writeFileSync('dist/index.html', ${JSON.stringify(marker)}); console.log('built ${marker}'); };
-${gated ? `const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(GATE_FILE)})) { clearInterval(t); finish(); } }, 50);` : 'console.warn("warning: demo"); finish();'}
+const finish = () => {
+  fs.mkdirSync('dist', { recursive: true });
+  fs.writeFileSync('dist/index.html', ${JSON.stringify(marker)});
+  console.log('built ${marker}');
+};
+${gated ? gateWait : 'console.warn("warning: demo"); finish();'}
 `;
 
 test('a site with a build command is built in a workspace and its output served', async () => {
@@ -60,7 +67,10 @@ test('a site with a build command is built in a workspace and its output served'
   const op = await h.waitFor(token, await deploy(p.id, { 'build.js': buildJs('built v1'), 'src.txt': 'source' }));
   assert.is(op.status, 'succeeded', JSON.stringify(op));
   assert.is(op.stages.analyze.result.build_command, 'node build.js');
-  assert.ok(op.build_log.last_lines.some((l: string) => l.includes('built built v1')), JSON.stringify(op.build_log));
+  assert.ok(
+    op.build_log.last_lines.some((l: string) => l.includes('built built v1')),
+    JSON.stringify(op.build_log),
+  );
   assert.ok(op.build_log.warnings >= 1);
   assert.is((await h.site(hostOf(p.url))).body, 'built v1');
   assert.is((await h.site(hostOf(p.url), '/build.js')).status, 404, 'only the output directory is served');
@@ -89,12 +99,18 @@ test('cancel during a build stops its process; the previous release keeps servin
   assert.is(op.next_step.action, 'retry');
   assert.is((await h.site(hostOf(p.url))).body, 'release one');
   // The stage records its build's end once the sandboxed process is gone and its output drained.
-  const buildOf = async () => (await h.get(token, `/api/v1/projects/${p.id}/builds`)).body.builds.find((b: { operation_id: string }) => b.operation_id === opId);
+  const buildOf = async () =>
+    (await h.get(token, `/api/v1/projects/${p.id}/builds`)).body.builds.find(
+      (b: { operation_id: string }) => b.operation_id === opId,
+    );
   await until(async () => (await buildOf()).status !== 'running');
   const build = await buildOf();
   assert.is(build.status, 'canceled', 'the build record says canceled, not failed');
   assert.is(build.error, null);
-  assert.match(await (await fetch(`${h.api}${build.log_url}`, { headers: { authorization: `Bearer ${token}` } })).text(), /Build stopped: operation canceled/);
+  assert.match(
+    await (await fetch(`${h.api}${build.log_url}`, { headers: { authorization: `Bearer ${token}` } })).text(),
+    /Build stopped: operation canceled/,
+  );
 
   const again = await h.post(token, `/api/v1/operations/${opId}/cancel`);
   assert.is(again.status, 409);
@@ -104,7 +120,10 @@ test('cancel during a build stops its process; the previous release keeps servin
 test('retry after a failed build resumes at the build and reuses the analysis', async () => {
   // The fix is the gate file, which the gate writes into the workspaces of builds started after it opens.
   const fix = workspaceGate(h.dataDir, 'build.js');
-  const p = await project('retry-me', { build_command: `${waitForGate()} test -f ${GATE_FILE} && node build.js`, output_directory: 'dist' });
+  const p = await project('retry-me', {
+    build_command: `${waitForGate()} test -f ${GATE_FILE} && node build.js`,
+    output_directory: 'dist',
+  });
   const opId = await deploy(p.id, { 'build.js': buildJs('after retry', false, fix.id) });
   const failed = await h.waitFor(token, opId);
   assert.is(failed.status, 'failed');
@@ -133,8 +152,15 @@ test('operations of another account are 404', async () => {
   const other = await h.login();
   const p = await project('mine-only', {});
   const opId = await deploy(p.id, { 'index.html': 'x' });
-  for (const [method, path] of [['get', ''], ['post', '/cancel'], ['post', '/retry']] as const) {
-    const res = method === 'get' ? await h.get(other.token, `/api/v1/operations/${opId}${path}`) : await h.post(other.token, `/api/v1/operations/${opId}${path}`);
+  for (const [method, path] of [
+    ['get', ''],
+    ['post', '/cancel'],
+    ['post', '/retry'],
+  ] as const) {
+    const res =
+      method === 'get'
+        ? await h.get(other.token, `/api/v1/operations/${opId}${path}`)
+        : await h.post(other.token, `/api/v1/operations/${opId}${path}`);
     assert.is(res.status, 404, `${method} ${path}`);
     assert.is(res.body.error.code, 'not_found');
   }

@@ -24,34 +24,37 @@ async function upload(zip: Buffer, target: { name: string } | { projectId: strin
   return { status: res.status, body: await res.json() };
 }
 
-test('one chain per project: a second upload while the first runs → 409 deployment_in_progress; nothing stored', async () => {
-  const p = await gatedProject(h, token, 'one-chain');
-  const first = await upload(await p.zip('first'), { name: p.name });
-  assert.is(first.status, 202, JSON.stringify(first.body));
-  assert.is(first.body.project.id, p.id, 'the account-level upload selects the project by name');
-  const running = first.body.operation.id;
-  await h.waitFor(token, running, (op) => op.stages.build.status === 'running');
+test(
+  'one chain per project: a second upload while the first runs → 409 ' + 'deployment_in_progress; nothing stored',
+  async () => {
+    const p = await gatedProject(h, token, 'one-chain');
+    const first = await upload(await p.zip('first'), { name: p.name });
+    assert.is(first.status, 202, JSON.stringify(first.body));
+    assert.is(first.body.project.id, p.id, 'the account-level upload selects the project by name');
+    const running = first.body.operation.id;
+    await h.waitFor(token, running, (op) => op.stages.build.status === 'running');
 
-  const before = await footprint(kernel());
-  for (const target of [{ name: p.name }, { projectId: p.id }]) {
-    const second = await upload(await p.zip('second'), target);
-    assert.is(second.status, 409, JSON.stringify(second.body));
-    assert.is(second.body.error.code, 'deployment_in_progress');
-    assert.is(second.body.error.details.operation_id, running);
-  }
-  assert.equal(await footprint(kernel()), before);
-  assert.is((await h.get(token, `/api/v1/operations/${running}`)).body.status, 'running');
+    const before = await footprint(kernel());
+    for (const target of [{ name: p.name }, { projectId: p.id }]) {
+      const second = await upload(await p.zip('second'), target);
+      assert.is(second.status, 409, JSON.stringify(second.body));
+      assert.is(second.body.error.code, 'deployment_in_progress');
+      assert.is(second.body.error.details.operation_id, running);
+    }
+    assert.equal(await footprint(kernel()), before);
+    assert.is((await h.get(token, `/api/v1/operations/${running}`)).body.status, 'running');
 
-  p.open();
-  const done = await h.waitFor(token, running);
-  assert.is(done.status, 'succeeded', JSON.stringify(done));
-  assert.is((await h.site(hostOf(first.body.project.url))).body, 'first');
+    p.open();
+    const done = await h.waitFor(token, running);
+    assert.is(done.status, 'succeeded', JSON.stringify(done));
+    assert.is((await h.site(hostOf(first.body.project.url))).body, 'first');
 
-  const next = await upload(await p.zip('next'), { projectId: p.id });
-  assert.is(next.status, 202, JSON.stringify(next.body));
-  assert.is((await h.waitFor(token, next.body.operation.id)).status, 'succeeded');
-  assert.is((await h.site(hostOf(first.body.project.url))).body, 'next');
-});
+    const next = await upload(await p.zip('next'), { projectId: p.id });
+    assert.is(next.status, 202, JSON.stringify(next.body));
+    assert.is((await h.waitFor(token, next.body.operation.id)).status, 'succeeded');
+    assert.is((await h.site(hostOf(first.body.project.url))).body, 'next');
+  },
+);
 
 test('concurrent uploads to one project: one chain starts, the others get 409; only its upload is kept', async () => {
   const p = await gatedProject(h, token, 'racing');
@@ -68,7 +71,12 @@ test('concurrent uploads to one project: one chain starts, the others get 409; o
     assert.is(r.body.error.details.operation_id, running);
   }
   const after = await footprint(kernel());
-  assert.equal(after, { ...before, uploads: before.uploads + 1, versions: before.versions + 1, operations: before.operations + 1 });
+  assert.equal(after, {
+    ...before,
+    uploads: before.uploads + 1,
+    versions: before.versions + 1,
+    operations: before.operations + 1,
+  });
   p.open();
   assert.is((await h.waitFor(token, running)).status, 'succeeded');
 });

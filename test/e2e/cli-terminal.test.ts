@@ -41,18 +41,33 @@ test.after(async () => {
 });
 
 async function tokenOf(user: { email: string; password: string }): Promise<string> {
-  const res = await fetch(`${h.api}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(user) });
+  const res = await fetch(`${h.api}/api/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(user),
+  });
   return (await res.json()).token;
 }
 
-/** Starts `hoist deploy ...args` in a new tmux window `name` (a 100×30 terminal); the shell prints EXIT=<code> after it. */
+/**
+ * Starts `hoist deploy ...args` in a new tmux window `name` (a 100×30 terminal); the shell prints EXIT=<code> after it.
+ */
 function startInTerminal(name: string, args: string[]): void {
   const dir = mkdtempSync(join(tmpdir(), 'hoist-tmux-'));
   const script = join(dir, 'run.sh');
   const env = Object.entries(cli.env)
     .filter(([k, v]) => v !== undefined && /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
     .map(([k, v]) => `export ${k}='${v!.replace(/'/g, `'\\''`)}'`);
-  writeFileSync(script, [...env, 'export TERM=xterm-256color', `'${process.execPath}' '${hoistBin}' ${args.map((a) => `'${a}'`).join(' ')}`, 'echo "EXIT=$?"', 'sleep 600'].join('\n'));
+  writeFileSync(
+    script,
+    [
+      ...env,
+      'export TERM=xterm-256color',
+      `'${process.execPath}' '${hoistBin}' ${args.map((a) => `'${a}'`).join(' ')}`,
+      'echo "EXIT=$?"',
+      'sleep 600',
+    ].join('\n'),
+  );
   tmux('new-session', '-d', '-s', name, '-x', '100', '-y', '30', `bash ${script}`);
 }
 
@@ -79,7 +94,7 @@ test('on a terminal: an upload bar, the three stages redrawn in place, then "Liv
   if (!hasTmux) return console.log('! tmux is not installed: the terminal test is skipped');
   startInTerminal('live', ['deploy', folder({ 'index.html': '<h1>tty</h1>' })]);
   const text = await untilScreen('live', /EXIT=\d/);
-  assert.match(text, /Uploading  █+  (\d+) B \/ \1 B/);
+  assert.match(text, /Uploading {2}█+ {2}(\d+) B \/ \1 B/);
   assert.is(text.match(/Uploading/g)!.length, 1, text);
   assert.match(text, /✔ analyze\s+succeeded/);
   assert.match(text, /(✔|–) build\s+(succeeded|skipped)/);
@@ -123,32 +138,51 @@ test('Ctrl-C asks before canceling; "y" cancels through the API and exits 1', as
 
   tmux('send-keys', '-t', 'gated', 'C-c');
   await untilScreen('gated', QUESTION);
-  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'running', 'nothing is canceled before the answer');
+  assert.is(
+    (await h.get(token, `/api/v1/operations/${id}`)).body.status,
+    'running',
+    'nothing is canceled before the answer',
+  );
   await answerYes('gated', id);
   gated.open();
 });
 
-test('Ctrl-C, "n" redraws the stages at once and keeps watching; a second Ctrl-C asks again and "y" cancels', async () => {
-  if (!hasTmux) return;
-  const { gated, id } = await deployGated('twice', 'tty-gated-twice');
+test(
+  'Ctrl-C, "n" redraws the stages at once and keeps watching; a second Ctrl-C asks ' + 'again and "y" cancels',
+  async () => {
+    if (!hasTmux) return;
+    const { gated, id } = await deployGated('twice', 'tty-gated-twice');
 
-  tmux('send-keys', '-t', 'twice', 'C-c');
-  await untilScreen('twice', QUESTION);
-  tmux('send-keys', '-t', 'twice', 'n', 'Enter');
-  // The view is drawn again at once, in place: the question and the answer are erased, the stages are back.
-  const again = await untilScreen('twice', /^(?![\s\S]*Cancel the deployment)[\s\S]*build\s+running\s+[█░]+\s+\d+%[\s\S]*Ctrl-C to cancel or detach/, 5_000);
-  assert.is(again.match(/ build {3,}/g)!.length, 1, again);
-  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'running', '"n" cancels nothing');
-  // Still redrawn in place: the spinner turns, and the block is not drawn a second time.
-  const spinner = /([⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]) build/.exec(again)![1];
-  const later = await untilScreen('twice', new RegExp(`[${'⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏'.replace(spinner, '')}] build\\s+running`), 3_000);
-  assert.is(later.match(/ build {3,}/g)!.length, 1, later);
+    tmux('send-keys', '-t', 'twice', 'C-c');
+    await untilScreen('twice', QUESTION);
+    tmux('send-keys', '-t', 'twice', 'n', 'Enter');
+    // The view is drawn again at once, in place: the question and the answer are erased, the stages are back.
+    const again = await untilScreen(
+      'twice',
+      /^(?![\s\S]*Cancel the deployment)[\s\S]*build\s+running\s+[█░]+\s+\d+%[\s\S]*Ctrl-C to cancel or detach/,
+      5_000,
+    );
+    assert.is(again.match(/ build {3,}/g)!.length, 1, again);
+    assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'running', '"n" cancels nothing');
+    // Still redrawn in place: the spinner turns, and the block is not drawn a second time.
+    const spinner = /([⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]) build/.exec(again)![1];
+    const later = await untilScreen(
+      'twice',
+      new RegExp(`[${'⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏'.replace(spinner, '')}] build\\s+running`),
+      3_000,
+    );
+    assert.is(later.match(/ build {3,}/g)!.length, 1, later);
 
-  tmux('send-keys', '-t', 'twice', 'C-c');
-  await untilScreen('twice', QUESTION, 10_000);
-  assert.is((await h.get(token, `/api/v1/operations/${id}`)).body.status, 'running', 'nothing is canceled before the second answer');
-  await answerYes('twice', id);
-  gated.open();
-});
+    tmux('send-keys', '-t', 'twice', 'C-c');
+    await untilScreen('twice', QUESTION, 10_000);
+    assert.is(
+      (await h.get(token, `/api/v1/operations/${id}`)).body.status,
+      'running',
+      'nothing is canceled before the second answer',
+    );
+    await answerYes('twice', id);
+    gated.open();
+  },
+);
 
 test.run();

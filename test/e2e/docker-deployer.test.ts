@@ -33,14 +33,22 @@ else {
 
   /** The container of the project's live release, inspected. */
   async function liveContainer(projectId: string) {
-    const [c] = await testDocker().listContainers({ filters: { label: [`hoist.project=${projectId}`, 'hoist.managed=true'] } });
+    const [c] = await testDocker().listContainers({
+      filters: { label: [`hoist.project=${projectId}`, 'hoist.managed=true'] },
+    });
     assert.ok(c, 'a running container carries the project label');
     return testDocker().getContainer(c.Id).inspect();
   }
 
   test('a static site goes live in its own container and is served through the edge with the edge rules', async () => {
     const css = 'body { color: #123456; }\n'.repeat(100);
-    const { host, projectId } = await deploy('Docker Site', { 'index.html': '<h1>docker home</h1>', 'about/index.html': 'about', '404.html': 'custom missing', 'style.css': css, '.env': 'SECRET=1' });
+    const { host, projectId } = await deploy('Docker Site', {
+      'index.html': '<h1>docker home</h1>',
+      'about/index.html': 'about',
+      '404.html': 'custom missing',
+      'style.css': css,
+      '.env': 'SECRET=1',
+    });
     const home = await h.site(host, '/');
     assert.is(home.status, 200);
     assert.match(home.body, 'docker home');
@@ -81,13 +89,22 @@ http.createServer((req, res) => {
     const [host, port] = req.url.slice(7).split(':');
     const s = require('net').connect({ host, port: Number(port), timeout: 3000 });
     const done = (r) => { s.destroy(); res.end(r); };
-    return s.on('connect', () => done('connected')).on('timeout', () => done('timeout')).on('error', (e) => done(e.code));
+    return s
+      .on('connect', () => done('connected'))
+      .on('timeout', () => done('timeout'))
+      .on('error', (e) => done(e.code));
   }
   let writable = 'no';
   try { fs.writeFileSync('/app/x', '1'); writable = 'yes'; } catch {}
   fs.writeFileSync('/tmp/scratch', 'ok');
   res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify({ marker: ${JSON.stringify(marker)}, uid: process.getuid(), appWritable: writable, tmp: fs.readFileSync('/tmp/scratch', 'utf8'), forwardedHost: req.headers['x-forwarded-host'] || null }));
+  res.end(JSON.stringify({
+    marker: ${JSON.stringify(marker)},
+    uid: process.getuid(),
+    appWritable: writable,
+    tmp: fs.readFileSync('/tmp/scratch', 'utf8'),
+    forwardedHost: req.headers['x-forwarded-host'] || null,
+  }));
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
     const pkg = JSON.stringify({ name: 'app', version: '1.0.0', scripts: { start: 'node server.js' } });
@@ -97,7 +114,8 @@ http.createServer((req, res) => {
     const body = JSON.parse(res.body);
     assert.equal(body, { marker: 'one', uid: 10001, appWritable: 'no', tmp: 'ok', forwardedHost: first.host });
     const before = (await liveContainer(first.projectId)).Config.Labels['hoist.deployment'];
-    // The release cannot open a connection to this host (through its network's gateway or any address) when Hoist, as root here, firewalls it.
+    // The release cannot open a connection to this host (through its network's gateway or any address) when Hoist, as
+    // root here, firewalls it.
     const net = await testDocker().getNetwork('hoist').inspect();
     const bridge = net.Options?.['com.docker.network.bridge.name'] ?? `br-${net.Id.slice(0, 12)}`;
     if (process.getuid?.() === 0 && existsSync(`/sys/class/net/${bridge}`)) {
@@ -105,22 +123,39 @@ http.createServer((req, res) => {
       await new Promise<void>((r) => listener.listen(0, '0.0.0.0', r));
       const port = (listener.address() as AddressInfo).port;
       try {
-        for (const addr of [net.IPAM?.Config?.[0]?.Gateway, ...Object.values(networkInterfaces()).flat().filter((a) => a?.family === 'IPv4' && !a.internal).map((a) => a!.address)]) {
-          assert.match((await h.site(first.host, `/probe/${addr}:${port}`)).body, /^(ECONNREFUSED|EHOSTUNREACH|timeout)$/, `${addr}:${port}`);
+        for (const addr of [
+          net.IPAM?.Config?.[0]?.Gateway,
+          ...Object.values(networkInterfaces())
+            .flat()
+            .filter((a) => a?.family === 'IPv4' && !a.internal)
+            .map((a) => a!.address),
+        ]) {
+          assert.match(
+            (await h.site(first.host, `/probe/${addr}:${port}`)).body,
+            /^(ECONNREFUSED|EHOSTUNREACH|timeout)$/,
+            `${addr}:${port}`,
+          );
         }
       } finally {
         listener.close();
       }
     }
 
-    const up = await h.upload(token, `/api/v1/projects/${first.projectId}/local-to-live`, await zipOf({ 'package.json': pkg, 'server.js': server('two') }));
+    const up = await h.upload(
+      token,
+      `/api/v1/projects/${first.projectId}/local-to-live`,
+      await zipOf({ 'package.json': pkg, 'server.js': server('two') }),
+    );
     const op = await h.waitFor(token, (await up.json()).operation.id, undefined, 180_000);
     assert.is(op.status, 'succeeded', JSON.stringify(op));
     assert.is(JSON.parse((await h.site(first.host, '/')).body).marker, 'two');
-    // The replaced release's container and image are removed once its drain time (30 s) is over.
+    // The replaced release's container is removed once its drain time (30 s) is over; its image is kept
+    // (within the plan's release_retention) so that a promote can start it again.
+    const containers = async () => (await dockerLeftovers(before)).filter((l) => l.startsWith('container'));
     const end = Date.now() + 120_000;
-    while ((await dockerLeftovers(before)).length && Date.now() < end) await new Promise((r) => setTimeout(r, 500));
-    assert.equal(await dockerLeftovers(before), []);
+    while ((await containers()).length && Date.now() < end) await new Promise((r) => setTimeout(r, 500));
+    assert.equal(await containers(), []);
+    assert.is((await dockerLeftovers(before)).filter((l) => l.startsWith('image')).length, 1);
   });
 
   test.run();

@@ -44,7 +44,13 @@ test('same key and body → the first answer again; no second version, operation
   assert.equal(again.body, first.body);
   // Counted once the chain is done: while it runs, Build's artifact and log pass through storage temp files.
   assert.is((await h.waitFor(token, first.body.operation.id)).status, 'succeeded');
-  assert.equal(grew(before, await footprint(kernel())), { uploads: 1, temp: 0, versions: 1, operations: 1, projects: 1 });
+  assert.equal(grew(before, await footprint(kernel())), {
+    uploads: 1,
+    temp: 0,
+    versions: 1,
+    operations: 1,
+    projects: 1,
+  });
 });
 
 test('same key, different body → 422 idempotency_key_reused; nothing stored', async () => {
@@ -101,7 +107,13 @@ test('concurrent requests with one key → one deployment; the others replay or 
     if (r.status === 202) assert.equal(r.body, won[0].body);
     else assert.equal([r.status, r.body.error.code], [409, 'conflict']);
   }
-  assert.equal(grew(before, await footprint(kernel())), { uploads: 1, temp: 0, versions: 1, operations: 1, projects: 1 });
+  assert.equal(grew(before, await footprint(kernel())), {
+    uploads: 1,
+    temp: 0,
+    versions: 1,
+    operations: 1,
+    projects: 1,
+  });
   await h.waitFor(token, won[0].body.operation.id);
 });
 
@@ -110,7 +122,11 @@ test('a key is remembered 24 hours: older, the same request deploys again', asyn
   const first = await upload(key, 'expiry');
   await h.waitFor(token, first.body.operation.id);
   const em = kernel().orm.em.fork();
-  const moved = await em.nativeUpdate(IdempotencyRecord, { id: `${accountId}:${key}` }, { createdAt: new Date(Date.now() - 24 * 3600 * 1000 - 60_000) });
+  const moved = await em.nativeUpdate(
+    IdempotencyRecord,
+    { id: `${accountId}:${key}` },
+    { createdAt: new Date(Date.now() - 24 * 3600 * 1000 - 60_000) },
+  );
   assert.is(moved, 1);
   const again = await upload(key, 'expiry');
   assert.is(again.status, 202, JSON.stringify(again.body));

@@ -39,17 +39,24 @@ test('a NATS restart mid-build: the build finishes, the operation succeeds, late
   const deploy = async (marker: string) => {
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(await p.zip(marker))]), 'site.zip');
-    const res = await fetch(`${api.url}/api/v1/projects/${p.id}/local-to-live`, { method: 'POST', headers: auth, body: form });
+    const res = await fetch(`${api.url}/api/v1/projects/${p.id}/local-to-live`, {
+      method: 'POST',
+      headers: auth,
+      body: form,
+    });
     return (await res.json()).operation.id as string;
   };
   const site = () =>
     new Promise<string>((resolve, reject) => {
       const url = new URL(edge.url);
       http
-        .get({ host: url.hostname, port: url.port, path: '/', headers: { host: `through-restart.localhost:${url.port}` } }, (res) => {
-          let body = '';
-          res.on('data', (d) => (body += d)).on('end', () => resolve(body));
-        })
+        .get(
+          { host: url.hostname, port: url.port, path: '/', headers: { host: `through-restart.localhost:${url.port}` } },
+          (res) => {
+            let body = '';
+            res.on('data', (d) => (body += d)).on('end', () => resolve(body));
+          },
+        )
         .on('error', reject);
     });
 
@@ -61,12 +68,18 @@ test('a NATS restart mid-build: the build finishes, the operation succeeds, late
   assert.is((await op(first)).status, 'running', 'the API answers without NATS');
   await nats.start();
   p.open();
-  await until(async () => ['succeeded', 'failed', 'canceled'].includes((await op(first)).status), 'the first deployment finished');
+  await until(
+    async () => ['succeeded', 'failed', 'canceled'].includes((await op(first)).status),
+    'the first deployment finished',
+  );
   assert.is((await op(first)).status, 'succeeded', JSON.stringify(await op(first)));
   assert.is(await site(), 'first');
 
   const second = await deploy('second');
-  await until(async () => ['succeeded', 'failed', 'canceled'].includes((await op(second)).status), 'the second deployment finished');
+  await until(
+    async () => ['succeeded', 'failed', 'canceled'].includes((await op(second)).status),
+    'the second deployment finished',
+  );
   assert.is((await op(second)).status, 'succeeded', JSON.stringify(await op(second)));
   assert.is(await site(), 'second');
 });

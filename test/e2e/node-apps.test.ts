@@ -22,7 +22,15 @@ const s = http.createServer((req, res) => {
   req.on('data', (d) => (body += d));
   req.on('end', () => {
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ marker: ${JSON.stringify(marker)}, pid: process.pid, method: req.method, body, forwardedFor: req.headers['x-forwarded-for'] || null, forwardedHost: req.headers['x-forwarded-host'] || null, port: process.env.PORT }));
+    res.end(JSON.stringify({
+      marker: ${JSON.stringify(marker)},
+      pid: process.pid,
+      method: req.method,
+      body,
+      forwardedFor: req.headers['x-forwarded-for'] || null,
+      forwardedHost: req.headers['x-forwarded-host'] || null,
+      port: process.env.PORT,
+    }));
   });
 });
 s.on('upgrade', (req, socket) => {
@@ -57,7 +65,12 @@ test('a dependency-free Node.js server goes live and answers from its own proces
   assert.ok(post, 'edge answers');
   // Proxied requests (the reply is hijacked) are counted in the edge's metrics like the others
   // (read at the API's root: the public edge port has no /metrics).
-  const metrics = async () => Number(/^hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="200"\} (\d+)/m.exec(await (await fetch(`${h.api}/metrics`)).text())?.[1] ?? 0);
+  const metrics = async () =>
+    Number(
+      /^hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="200"\} (\d+)/m.exec(
+        await (await fetch(`${h.api}/metrics`)).text(),
+      )?.[1] ?? 0,
+    );
   const before = await metrics();
   for (let i = 0; i < 3; i++) assert.is((await h.site(hostOf(url), `/count/${i}`)).status, 200);
   assert.is(await metrics(), before + 3, 'the three proxied requests');
@@ -70,17 +83,26 @@ test('POST bodies and WebSocket upgrades are proxied', async () => {
   const edge = new URL(h.edge);
   const echoed = await new Promise<string>((resolve, reject) => {
     const s = net.connect(Number(edge.port), edge.hostname, () => {
-      s.write(`POST /echo HTTP/1.1\r\nHost: ${hostOf(url)}\r\nContent-Length: 5\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nhello`);
+      s.write(
+        `POST /echo HTTP/1.1\r\nHost: ${hostOf(url)}\r\nContent-Length: ` +
+          `5\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nhello`,
+      );
     });
     let data = '';
-    s.on('data', (d) => (data += d)).on('end', () => resolve(data)).on('error', reject);
+    s.on('data', (d) => (data += d))
+      .on('end', () => resolve(data))
+      .on('error', reject);
   });
   assert.match(echoed, /"body":"hello"/);
   assert.match(echoed, /"method":"POST"/);
 
   const upgraded = await new Promise<string>((resolve, reject) => {
     const s = net.connect(Number(edge.port), edge.hostname, () => {
-      s.write(`GET /socket HTTP/1.1\r\nHost: ${hostOf(url)}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      s.write(
+        `GET /socket HTTP/1.1\r\nHost: ${hostOf(url)}\r\nUpgrade: ` +
+          `websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ` +
+          `dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
     });
     let data = '';
     s.on('data', (d) => {
@@ -97,15 +119,24 @@ test('POST bodies and WebSocket upgrades are proxied', async () => {
 });
 
 test('a package-lock.json app with a committed node_modules runs with its dependency', async () => {
-  const pkg = JSON.stringify({ name: 'dep-app', version: '1.0.0', dependencies: { greet: '1.0.0' }, scripts: { start: 'node index.js' } });
+  const pkg = JSON.stringify({
+    name: 'dep-app',
+    version: '1.0.0',
+    dependencies: { greet: '1.0.0' },
+    scripts: { start: 'node index.js' },
+  });
   const lock = JSON.stringify({
     name: 'dep-app',
     version: '1.0.0',
     lockfileVersion: 3,
     requires: true,
-    packages: { '': { name: 'dep-app', version: '1.0.0', dependencies: { greet: '1.0.0' } }, 'node_modules/greet': { version: '1.0.0' } },
+    packages: {
+      '': { name: 'dep-app', version: '1.0.0', dependencies: { greet: '1.0.0' } },
+      'node_modules/greet': { version: '1.0.0' },
+    },
   });
-  const index = `require('http').createServer((q, r) => r.end(require('greet')('committed'))).listen(process.env.PORT);`;
+  const index =
+    `require('http').createServer((q, r) => ` + `r.end(require('greet')('committed'))).listen(process.env.PORT);`;
   const { op, url } = await deploy('dep-app', {
     'package.json': pkg,
     'package-lock.json': lock,
@@ -119,8 +150,13 @@ test('a package-lock.json app with a committed node_modules runs with its depend
 
 test('a Vite-style project whose build writes dist/ is served as a static site', async () => {
   const pkg = JSON.stringify({ name: 'vite-like', scripts: { build: 'node build.js' }, devDependencies: {} });
-  const build = `require('fs').mkdirSync('dist',{recursive:true}); require('fs').writeFileSync('dist/index.html','<p>built by node</p>');`;
-  const res = await h.upload(token, '/api/v1/local-to-live', await zipOf({ 'package.json': pkg, 'build.js': build }), { name: 'vite-like', runtime: 'static' });
+  const build =
+    `require('fs').mkdirSync('dist',{recursive:true}); ` +
+    `require('fs').writeFileSync('dist/index.html','<p>built by node</p>');`;
+  const res = await h.upload(token, '/api/v1/local-to-live', await zipOf({ 'package.json': pkg, 'build.js': build }), {
+    name: 'vite-like',
+    runtime: 'static',
+  });
   const body = await res.json();
   const op = await h.waitFor(token, body.operation.id, undefined, 90_000);
   assert.is(op.status, 'succeeded', JSON.stringify(op));
@@ -128,37 +164,74 @@ test('a Vite-style project whose build writes dist/ is served as a static site',
   assert.is((await h.site(hostOf(body.project.url))).body, '<p>built by node</p>');
 });
 
-test('the edge sets X-Forwarded-* for the app itself, and refuses two Host headers before the app sees them', async () => {
-  // The app records every request it gets and tells what it saw at /seen.
-  const app = `
+test(
+  'the edge sets X-Forwarded-* for the app itself, and refuses two Host headers ' + 'before the app sees them',
+  async () => {
+    // The app records every request it gets and tells what it saw at /seen.
+    const app = `
 const seen = [];
 require('http').createServer((req, res) => {
   if (req.url === '/seen') return res.end(JSON.stringify(seen));
-  seen.push({ url: req.url, host: req.headers.host, for: req.headers['x-forwarded-for'], fhost: req.headers['x-forwarded-host'], proto: req.headers['x-forwarded-proto'], forwarded: req.headers.forwarded || null, realIp: req.headers['x-real-ip'] || null });
+  seen.push({
+    url: req.url,
+    host: req.headers.host,
+    for: req.headers['x-forwarded-for'],
+    fhost: req.headers['x-forwarded-host'],
+    proto: req.headers['x-forwarded-proto'],
+    forwarded: req.headers.forwarded || null,
+    realIp: req.headers['x-real-ip'] || null,
+  });
   res.end('ok');
-}).on('upgrade', (req, socket) => { seen.push({ url: req.url, upgrade: true }); socket.end('HTTP/1.1 101 Switching Protocols\\r\\n\\r\\n'); }).listen(process.env.PORT, '127.0.0.1');
+}).on('upgrade', (req, socket) => {
+  seen.push({ url: req.url, upgrade: true });
+  socket.end('HTTP/1.1 101 Switching Protocols\\r\\n\\r\\n');
+}).listen(process.env.PORT, '127.0.0.1');
 `;
-  const { op, url } = await deploy('headers-app', { 'package.json': JSON.stringify({ name: 'headers-app', main: 'server.js' }), 'server.js': app });
-  assert.is(op.status, 'succeeded', JSON.stringify(op));
-  const host = hostOf(url);
-  const claims = { 'x-forwarded-for': '6.6.6.6', 'x-forwarded-host': 'victim.example', 'x-forwarded-proto': 'https', forwarded: 'for=6.6.6.6', 'x-real-ip': '6.6.6.6' };
+    const { op, url } = await deploy('headers-app', {
+      'package.json': JSON.stringify({ name: 'headers-app', main: 'server.js' }),
+      'server.js': app,
+    });
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    const host = hostOf(url);
+    const claims = {
+      'x-forwarded-for': '6.6.6.6',
+      'x-forwarded-host': 'victim.example',
+      'x-forwarded-proto': 'https',
+      forwarded: 'for=6.6.6.6',
+      'x-real-ip': '6.6.6.6',
+    };
 
-  const spoofed = await (await rawRequest(h.edge, 'GET', '/spoofed', { host, ...claims, connection: 'close' })).response;
-  assert.is(spoofed.status, 200, JSON.stringify(spoofed));
+    const spoofed = await (
+      await rawRequest(h.edge, 'GET', '/spoofed', { host, ...claims, connection: 'close' })
+    ).response;
+    assert.is(spoofed.status, 200, JSON.stringify(spoofed));
 
-  for (const second of ['other-project.localhost', host, 'evil.example']) {
-    const two = await (await rawRequest(h.edge, 'GET', '/two-hosts', { host, Host: second, connection: 'close' })).response;
-    assert.is(two.status, 400, second);
-    assert.match(String(two.body), /more than one Host header/);
-    assert.is(two.headers.connection, 'close');
-  }
-  const upgrade = await rawRequest(h.edge, 'GET', '/two-hosts-ws', { host, Host: 'evil.example', connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' });
-  assert.is((await upgrade.response).status, 400);
+    for (const second of ['other-project.localhost', host, 'evil.example']) {
+      const two = await (
+        await rawRequest(h.edge, 'GET', '/two-hosts', { host, Host: second, connection: 'close' })
+      ).response;
+      assert.is(two.status, 400, second);
+      assert.match(String(two.body), /more than one Host header/);
+      assert.is(two.headers.connection, 'close');
+    }
+    const upgrade = await rawRequest(h.edge, 'GET', '/two-hosts-ws', {
+      host,
+      Host: 'evil.example',
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-version': '13',
+    });
+    assert.is((await upgrade.response).status, 400);
 
-  // The site still answers, and the app saw only the one request, with the edge's own values (besides the deploy's health check).
-  const seen = JSON.parse((await h.site(host, '/seen')).body).filter((r: { url: string }) => r.url !== '/');
-  assert.equal(seen, [{ url: '/spoofed', host, for: '127.0.0.1', fhost: host, proto: 'http', forwarded: null, realIp: null }]);
-});
+    // The site still answers, and the app saw only the one request, with the edge's own values (besides the deploy's
+    // health check).
+    const seen = JSON.parse((await h.site(host, '/seen')).body).filter((r: { url: string }) => r.url !== '/');
+    assert.equal(seen, [
+      { url: '/spoofed', host, for: '127.0.0.1', fhost: host, proto: 'http', forwarded: null, realIp: null },
+    ]);
+  },
+);
 
 test('no start command fails Analyze with guidance', async () => {
   const { op } = await deploy('no-start', { 'package.json': JSON.stringify({ name: 'x' }), 'lib.js': '1' });
@@ -170,7 +243,10 @@ test('no start command fails Analyze with guidance', async () => {
 
 test('a server that never listens fails Deploy with its log lines', async () => {
   const pkg = JSON.stringify({ name: 'mute', scripts: { start: 'node mute.js' } });
-  const { op } = await deploy('mute', { 'package.json': pkg, 'mute.js': "console.log('booting but never listening'); setInterval(() => {}, 1000);" });
+  const { op } = await deploy('mute', {
+    'package.json': pkg,
+    'mute.js': "console.log('booting but never listening'); setInterval(() => {}, 1000);",
+  });
   assert.is(op.status, 'failed', JSON.stringify(op));
   assert.is(op.stages.deploy.error.code, 'deploy_unhealthy');
   assert.match(op.stages.deploy.error.message, /booting but never listening/);
@@ -180,7 +256,10 @@ test('a new release that fails its health check leaves the old one serving', asy
   const pkg = JSON.stringify({ name: 'steady', scripts: { start: 'node server.js' } });
   const first = await deploy('steady', { 'package.json': pkg, 'server.js': server('old') });
   assert.is(first.op.status, 'succeeded');
-  const second = await deploy('steady', { 'package.json': pkg, 'server.js': "console.error('boom on start'); process.exit(3);" });
+  const second = await deploy('steady', {
+    'package.json': pkg,
+    'server.js': "console.error('boom on start'); process.exit(3);",
+  });
   assert.is(second.op.status, 'failed');
   assert.match(second.op.stages.deploy.error.message, /boom on start/);
   assert.is(JSON.parse((await h.site(hostOf(first.url))).body).marker, 'old');
@@ -189,7 +268,9 @@ test('a new release that fails its health check leaves the old one serving', asy
 test('a crash loop marks the deployment failed', async () => {
   const pkg = JSON.stringify({ name: 'crashy', scripts: { start: 'node server.js' } });
   // Serves, then crashes 3 s later on every start (long enough to pass a container's health check).
-  const crashy = `require('http').createServer((q, r) => r.end('up')).listen(process.env.PORT); setTimeout(() => process.exit(1), 3000);`;
+  const crashy =
+    `require('http').createServer((q, r) => r.end('up')).listen(process.env.PORT); ` +
+    `setTimeout(() => process.exit(1), 3000);`;
   const { op } = await deploy('crashy', { 'package.json': pkg, 'server.js': crashy });
   assert.is(op.status, 'succeeded', JSON.stringify(op));
   const list = async () => (await h.get(token, `/api/v1/projects/${op.project_id}/deployments`)).body;

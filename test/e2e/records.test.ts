@@ -16,19 +16,14 @@ test.before(async () => {
 });
 test.after(async () => h?.close());
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-const until = async (cond: () => boolean, ms = 15_000) => {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
 
 /** POST with optional headers (h.post sends none). */
 async function post(tok: string, path: string, headers: Record<string, string> = {}) {
-  const res = await fetch(`${h.api}${path}`, { method: 'POST', headers: { authorization: `Bearer ${tok}`, ...headers } });
+  const res = await fetch(`${h.api}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tok}`, ...headers },
+  });
   return { status: res.status, headers: res.headers, body: await res.json() };
 }
 
@@ -56,10 +51,18 @@ const operationCount = (projectId: string) => h.running.kernel.orm.em.fork().cou
 
 // A build script: writes dist/index.html with `marker` and logs a warning. With a `gate` it carries
 // the gate's id and (unless `wait` is false) waits for the gate's file in its workspace first.
+const gateWait = `const t = setInterval(() => {
+  if (fs.existsSync(${JSON.stringify(GATE_FILE)})) { clearInterval(t); finish(); }
+}, 50);`;
 const buildJs = (marker: string, gate?: WorkspaceGate, wait = !!gate) => `${gate ? `// ${gate.id}` : ''}
 const fs = require('fs');
-const finish = () => { fs.mkdirSync('dist', { recursive: true }); fs.writeFileSync('dist/index.html', ${JSON.stringify(marker)}); console.warn('warning: demo'); console.log('built ${marker}'); };
-${wait ? `const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(GATE_FILE)})) { clearInterval(t); finish(); } }, 50);` : 'finish();'}
+const finish = () => {
+  fs.mkdirSync('dist', { recursive: true });
+  fs.writeFileSync('dist/index.html', ${JSON.stringify(marker)});
+  console.warn('warning: demo');
+  console.log('built ${marker}');
+};
+${wait ? gateWait : 'finish();'}
 `;
 
 // Shared through the tests below, which run in order: one project with two versions and several releases.
@@ -109,7 +112,10 @@ test('after a real deploy, the version, build, deployment and release records sh
   assert.is(builds.body.builds.length, 1);
   b1 = builds.body.builds[0];
   assert.is(b1.id, op.build_log.build_id);
-  assert.equal([b1.project_id, b1.version_id, b1.operation_id, b1.status, b1.error], [p.id, v1.id, op.id, 'succeeded', null]);
+  assert.equal(
+    [b1.project_id, b1.version_id, b1.operation_id, b1.status, b1.error],
+    [p.id, v1.id, op.id, 'succeeded', null],
+  );
   assert.match(b1.artifact.key, /^artifacts\/.+\.zip$/);
   assert.match(b1.artifact.sha256, /^[0-9a-f]{64}$/);
   assert.ok(b1.artifact.size > 0);
@@ -133,19 +139,55 @@ test('after a real deploy, the version, build, deployment and release records sh
   assert.equal((await h.get(token, `${base()}/deployments/${d1.id}`)).body, d1);
 
   const releases = await h.get(token, `${base()}/releases`);
-  assert.equal(releases.body, { releases: [d1], next_cursor: null });
+  // The release is its deployment record with its notes: target, provenance and whether it is promotable.
+  const notes = {
+    target: 'production',
+    source: 'upload',
+    started_by: releases.body.releases[0].started_by,
+    archive_sha256: v.sha256,
+    promotable: false,
+  };
+  assert.equal(releases.body, { releases: [{ ...d1, ...notes }], next_cursor: null });
+  assert.match(notes.started_by.email, /@example\.com$/);
   const release = await h.get(token, `${base()}/releases/${d1.id}`);
   assert.is(release.status, 200, JSON.stringify(release.body));
   const r = release.body;
   assert.equal([r.id, r.project_id, r.operation_id], [d1.id, p.id, op.id]);
-  assert.equal({ ...r.version, analysis: undefined }, { id: v1.id, filename: 'site.zip', size: v.size, sha256: v.sha256, created_at: v.created_at, analysis: undefined });
-  assert.equal(r.version.analysis, { runtime: 'static', framework: null, output_dir: 'dist', file_count: 2, total_size: v.analysis.total_size, warnings: v.analysis.warnings });
-  assert.equal(r.build, { id: b1.id, status: 'succeeded', skipped: false, artifact: b1.artifact, log: b1.log, log_url: b1.log_url });
-  assert.equal(r.deployment, { id: d1.id, status: 'live', url: p.url, live: true, live_at: d1.live_at, ended_at: null });
+  assert.equal(
+    { ...r.version, analysis: undefined },
+    { id: v1.id, filename: 'site.zip', size: v.size, sha256: v.sha256, created_at: v.created_at, analysis: undefined },
+  );
+  assert.equal(r.version.analysis, {
+    runtime: 'static',
+    framework: null,
+    output_dir: 'dist',
+    file_count: 2,
+    total_size: v.analysis.total_size,
+    warnings: v.analysis.warnings,
+  });
+  assert.equal(r.build, {
+    id: b1.id,
+    status: 'succeeded',
+    skipped: false,
+    artifact: b1.artifact,
+    log: b1.log,
+    log_url: b1.log_url,
+  });
+  assert.equal(r.deployment, {
+    id: d1.id,
+    status: 'live',
+    url: p.url,
+    live: true,
+    live_at: d1.live_at,
+    ended_at: null,
+  });
   const t = r.timings;
   assert.equal([t.uploaded_at, t.started_at, t.live_at], [v.created_at, op.created_at, d1.live_at]);
   const span = (s: any) => Date.parse(s.finished_at) - Date.parse(s.started_at);
-  assert.equal([t.analyze_ms, t.build_ms, t.deploy_ms], [span(op.stages.analyze), span(op.stages.build), span(op.stages.deploy)]);
+  assert.equal(
+    [t.analyze_ms, t.build_ms, t.deploy_ms],
+    [span(op.stages.analyze), span(op.stages.build), span(op.stages.deploy)],
+  );
   assert.ok(t.build_ms > 0 && t.analyze_ms >= 0 && t.deploy_ms >= 0, JSON.stringify(t));
   assert.is(t.total_ms, Date.parse(d1.live_at) - Date.parse(v.created_at));
   assert.ok(t.total_ms >= t.analyze_ms + t.build_ms + t.deploy_ms, JSON.stringify(t));
@@ -158,7 +200,13 @@ test('the full build log is served as text/plain', async () => {
   const text = await res.text();
   const lines = text.trimEnd().split('\n');
   assert.is(lines[0], 'Building with builder-static (static)');
-  for (const line of ['$ node build.js', 'warning: demo', 'built one', `Artifact ${b1.artifact.key} (${b1.artifact.size} bytes)`]) assert.ok(lines.includes(line), `${line} in ${text}`);
+  for (const line of [
+    '$ node build.js',
+    'warning: demo',
+    'built one',
+    `Artifact ${b1.artifact.key} (${b1.artifact.size} bytes)`,
+  ])
+    assert.ok(lines.includes(line), `${line} in ${text}`);
   assert.is(Buffer.byteLength(text), b1.log.bytes, 'the whole log, as the summary counted it');
   assert.equal(lines.slice(-b1.log.last_lines.length), b1.log.last_lines);
 });
@@ -174,8 +222,15 @@ test('a build retry starts a new operation for the same version that builds agai
 
   const op = await h.waitFor(token, res.body.operation.id);
   assert.is(op.status, 'succeeded', JSON.stringify(op));
-  assert.equal([op.version_id, op.stages.analyze.status, op.stages.build.status, op.stages.deploy.status], [v1.id, 'succeeded', 'succeeded', 'succeeded']);
-  assert.is((await h.get(token, `/api/v1/operations/${v1.op.id}`)).body.status, 'succeeded', 'the first operation is left as it was');
+  assert.equal(
+    [op.version_id, op.stages.analyze.status, op.stages.build.status, op.stages.deploy.status],
+    [v1.id, 'succeeded', 'succeeded', 'succeeded'],
+  );
+  assert.is(
+    (await h.get(token, `/api/v1/operations/${v1.op.id}`)).body.status,
+    'succeeded',
+    'the first operation is left as it was',
+  );
 
   const builds = (await h.get(token, `${base()}/builds`)).body.builds;
   assert.is(builds.length, 2);
@@ -183,7 +238,13 @@ test('a build retry starts a new operation for the same version that builds agai
   assert.is(builds[0].id, op.build_log.build_id);
   assert.equal(builds[1], b1, 'the retried build record is unchanged');
   const deployments = (await h.get(token, `${base()}/deployments`)).body.deployments;
-  assert.equal(deployments.map((d: any) => [d.status, d.live, d.build_id]), [['live', true, builds[0].id], ['superseded', false, b1.id]]);
+  assert.equal(
+    deployments.map((d: any) => [d.status, d.live, d.build_id]),
+    [
+      ['live', true, builds[0].id],
+      ['superseded', false, b1.id],
+    ],
+  );
   assert.match(deployments[1].ended_at, ISO);
   assert.is((await h.get(token, `${base()}/versions`)).body.versions.length, 1, 'no new version');
   assert.is((await h.site(hostOf(p.url))).body, 'one');
@@ -205,14 +266,25 @@ test('a deployment retry deploys the same build again without building: an earli
   const op = await h.waitFor(token, res.body.operation.id);
   assert.is(op.status, 'succeeded', JSON.stringify(op));
   // The spec has five statuses: stages a redeploy reuses are succeeded, flagged skipped.
-  assert.equal([op.version_id, op.stages.analyze.status, op.stages.build.status, op.stages.deploy.status], [v1.id, 'succeeded', 'succeeded', 'succeeded']);
+  assert.equal(
+    [op.version_id, op.stages.analyze.status, op.stages.build.status, op.stages.deploy.status],
+    [v1.id, 'succeeded', 'succeeded', 'succeeded'],
+  );
   assert.equal([op.stages.analyze.skipped, op.stages.build.skipped, op.stages.deploy.skipped], [true, true, false]);
   assert.match(op.stages.build.skip_reason, /^reused/);
-  assert.equal([op.stages.analyze.started_at, op.stages.build.started_at], [null, null], 'neither Analyze nor Build ran');
+  assert.equal(
+    [op.stages.analyze.started_at, op.stages.build.started_at],
+    [null, null],
+    'neither Analyze nor Build ran',
+  );
   assert.is(op.build_log.build_id, b1.id, 'the operation shows the build it shipped');
   assert.is(op.result.build_id, b1.id);
 
-  assert.equal((await h.get(token, `${base()}/builds`)).body.builds, buildsBefore, 'no build ran: no new build record, none changed');
+  assert.equal(
+    (await h.get(token, `${base()}/builds`)).body.builds,
+    buildsBefore,
+    'no build ran: no new build record, none changed',
+  );
   const d = (await h.get(token, `${base()}/deployments/${op.result.deployment_id}`)).body;
   assert.equal([d.status, d.live, d.build_id, d.version_id, d.operation_id], ['live', true, b1.id, v1.id, op.id]);
   assert.is((await h.site(hostOf(p.url))).body, 'one');
@@ -245,13 +317,23 @@ test('lists page with cursor and limit until next_cursor is null, newest first',
         cursor = page.body.next_cursor;
         pages++;
       } while (cursor);
-      assert.equal(seen, all[kind].map((x: any) => x.id), `${kind}, limit ${limit}`);
+      assert.equal(
+        seen,
+        all[kind].map((x: any) => x.id),
+        `${kind}, limit ${limit}`,
+      );
       assert.is(pages, Math.ceil(count / limit), `${kind}, limit ${limit}: pages`);
     }
   }
   const releases = (await h.get(token, `${base()}/releases`)).body.releases;
-  assert.equal(releases.map((r: any) => r.live), [true, false, false, false]);
-  assert.equal(releases.map((r: any) => r.status), ['live', 'superseded', 'superseded', 'superseded']);
+  assert.equal(
+    releases.map((r: any) => r.live),
+    [true, false, false, false],
+  );
+  assert.equal(
+    releases.map((r: any) => r.status),
+    ['live', 'superseded', 'superseded', 'superseded'],
+  );
   assert.equal((await h.get(token, `${base()}/versions?limit=1`)).body.versions.length, 1);
 });
 
@@ -275,37 +357,49 @@ test('a bad cursor or limit is invalid_request', async () => {
   }
 });
 
-test('retries are refused with 409 deployment_in_progress while another chain of the project runs; nothing is written', async () => {
-  const gate = workspaceGate(h.dataDir, 'build.js');
-  const held = await upload(token, p.id, await zipOf({ 'build.js': buildJs('three', gate) }));
-  await h.waitFor(token, held.operation.id, (o) => o.stages.build.status === 'running');
-  const running = (await h.get(token, `${base()}/builds`)).body.builds[0];
-  assert.equal([running.operation_id, running.status, running.artifact, running.finished_at], [held.operation.id, 'running', null, null]);
-  const noLog = await h.get(token, `${base()}/builds/${running.id}/log`);
-  assert.is(noLog.status, 404, 'no log is stored before the build ends');
-  assert.is(noLog.body.error.code, 'not_found');
+test(
+  'retries are refused with 409 deployment_in_progress while another chain of the ' +
+    'project runs; nothing is written',
+  async () => {
+    const gate = workspaceGate(h.dataDir, 'build.js');
+    const held = await upload(token, p.id, await zipOf({ 'build.js': buildJs('three', gate) }));
+    await h.waitFor(token, held.operation.id, (o) => o.stages.build.status === 'running');
+    const running = (await h.get(token, `${base()}/builds`)).body.builds[0];
+    assert.equal(
+      [running.operation_id, running.status, running.artifact, running.finished_at],
+      [held.operation.id, 'running', null, null],
+    );
+    const noLog = await h.get(token, `${base()}/builds/${running.id}/log`);
+    assert.is(noLog.status, 404, 'no log is stored before the build ends');
+    assert.is(noLog.body.error.code, 'not_found');
 
-  const ops = await operationCount(p.id);
-  for (const path of [`builds/${b1.id}/retry`, `deployments/${d1.id}/retry`, `builds/${running.id}/retry`]) {
-    const res = await post(token, `${base()}/${path}`);
-    assert.is(res.status, 409, `${path}: ${JSON.stringify(res.body)}`);
-    assert.is(res.body.error.code, 'deployment_in_progress');
-    assert.is(res.body.error.details.operation_id, held.operation.id);
-  }
-  assert.is(await operationCount(p.id), ops, 'no operation was written');
+    const ops = await operationCount(p.id);
+    for (const path of [`builds/${b1.id}/retry`, `deployments/${d1.id}/retry`, `builds/${running.id}/retry`]) {
+      const res = await post(token, `${base()}/${path}`);
+      assert.is(res.status, 409, `${path}: ${JSON.stringify(res.body)}`);
+      assert.is(res.body.error.code, 'deployment_in_progress');
+      assert.is(res.body.error.details.operation_id, held.operation.id);
+    }
+    assert.is(await operationCount(p.id), ops, 'no operation was written');
 
-  gate.open();
-  assert.is((await h.waitFor(token, held.operation.id)).status, 'succeeded');
-  gate.close();
-  const log = await fetch(`${h.api}${base()}/builds/${running.id}/log`, { headers: { authorization: `Bearer ${token}` } });
-  assert.is(log.status, 200);
-  assert.match(await log.text(), /built three/);
-});
+    gate.open();
+    assert.is((await h.waitFor(token, held.operation.id)).status, 'succeeded');
+    gate.close();
+    const log = await fetch(`${h.api}${base()}/builds/${running.id}/log`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.is(log.status, 200);
+    assert.match(await log.text(), /built three/);
+  },
+);
 
 test('a failed build is retried by a new operation once its cause is fixed', async () => {
   // The fix is the gate's file, which the gate writes into the workspaces of builds started after it opens.
   const fix = workspaceGate(h.dataDir, 'build.js');
-  const q = await project(token, 'fix-me', { build_command: `${waitForGate()} test -f ${GATE_FILE} && node build.js`, output_directory: 'dist' });
+  const q = await project(token, 'fix-me', {
+    build_command: `${waitForGate()} test -f ${GATE_FILE} && node build.js`,
+    output_directory: 'dist',
+  });
   const queued = await upload(token, q.id, await zipOf({ 'build.js': buildJs('fixed', fix, false) }));
   const failed = await h.waitFor(token, queued.operation.id);
   assert.is(failed.status, 'failed');
@@ -315,7 +409,10 @@ test('a failed build is retried by a new operation once its cause is fixed', asy
   const log = await fetch(`${h.api}${build.log_url}`, { headers: { authorization: `Bearer ${token}` } });
   assert.is(log.status, 200, 'a failed build stores its log too');
   assert.match(await log.text(), /Build failed/);
-  assert.equal((await h.get(token, `/api/v1/projects/${q.id}/deployments`)).body, { deployments: [], next_cursor: null });
+  assert.equal((await h.get(token, `/api/v1/projects/${q.id}/deployments`)).body, {
+    deployments: [],
+    next_cursor: null,
+  });
   assert.equal((await h.get(token, `/api/v1/projects/${q.id}/releases`)).body, { releases: [], next_cursor: null });
 
   fix.open();
@@ -324,9 +421,16 @@ test('a failed build is retried by a new operation once its cause is fixed', asy
   const op = await h.waitFor(token, retried.body.operation.id);
   fix.close();
   assert.is(op.status, 'succeeded', JSON.stringify(op));
-  assert.is((await h.get(token, `/api/v1/operations/${failed.id}`)).body.status, 'failed', 'the failed operation stays failed');
+  assert.is(
+    (await h.get(token, `/api/v1/operations/${failed.id}`)).body.status,
+    'failed',
+    'the failed operation stays failed',
+  );
   const builds = (await h.get(token, `/api/v1/projects/${q.id}/builds`)).body.builds;
-  assert.equal(builds.map((b: any) => b.status), ['succeeded', 'failed']);
+  assert.equal(
+    builds.map((b: any) => b.status),
+    ['succeeded', 'failed'],
+  );
   assert.is((await h.site(hostOf(q.url))).body, 'fixed');
 });
 
@@ -346,7 +450,7 @@ test('an Idempotency-Key makes a retry safe to repeat', async () => {
   assert.is((await h.waitFor(token, first.body.operation.id)).status, 'succeeded');
 });
 
-test('retries count towards the plan\'s deployments_per_day; beyond it they are refused and write nothing', async () => {
+test("retries count towards the plan's deployments_per_day; beyond it they are refused and write nothing", async () => {
   const mine = await project(other.token, 'quota');
   const queued = await upload(other.token, mine.id, await zipOf({ 'index.html': 'quota' }));
   const op = await h.waitFor(other.token, queued.operation.id);
@@ -354,7 +458,17 @@ test('retries count towards the plan\'s deployments_per_day; beyond it they are 
   // The free plan allows 50 a day: record 49 more finished ones, as if made earlier today.
   const em = h.running.kernel.orm.em.fork();
   for (let i = 0; i < 49; i++) {
-    em.persist(Object.assign(new Operation(), { accountId: other.accountId, projectId: mine.id, kind: 'deploy', status: 'succeeded', progress: 100 }));
+    em.persist(
+      Object.assign(new Operation(), {
+        accountId: other.accountId,
+        projectId: mine.id,
+        kind: 'deploy',
+        status: 'succeeded',
+        progress: 100,
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      }),
+    );
   }
   await em.flush();
   const ops = await operationCount(mine.id);
@@ -362,32 +476,39 @@ test('retries count towards the plan\'s deployments_per_day; beyond it they are 
     const res = await post(other.token, `/api/v1/projects/${mine.id}/${path}`);
     assert.is(res.status, 403, `${path}: ${JSON.stringify(res.body)}`);
     assert.is(res.body.error.code, 'plan_restricted');
-    assert.equal([res.body.error.feature, res.body.error.plan, res.body.error.limit, res.body.error.usage], ['deployments_per_day', 'free', 50, 50]);
+    assert.equal(
+      [res.body.error.feature, res.body.error.plan, res.body.error.limit, res.body.error.usage],
+      ['deployments_per_day', 'free', 50, 50],
+    );
   }
   assert.is(await operationCount(mine.id), ops);
 });
 
-test('every route answers 404 for another account\'s project or records, and writes nothing', async () => {
+test("every route answers 404 for another account's project or records, and writes nothing", async () => {
   const own = await project(other.token, 'nosy');
   const release = d1.id;
   const records = { version: v1.id, build: b1.id, deployment: d1.id };
-  const paths = (projectId: string) => [
-    ['get', `/api/v1/projects/${projectId}/versions`],
-    ['get', `/api/v1/projects/${projectId}/versions/${records.version}`],
-    ['get', `/api/v1/projects/${projectId}/builds`],
-    ['get', `/api/v1/projects/${projectId}/builds/${records.build}`],
-    ['get', `/api/v1/projects/${projectId}/builds/${records.build}/log`],
-    ['post', `/api/v1/projects/${projectId}/builds/${records.build}/retry`],
-    ['get', `/api/v1/projects/${projectId}/deployments`],
-    ['get', `/api/v1/projects/${projectId}/deployments/${records.deployment}`],
-    ['post', `/api/v1/projects/${projectId}/deployments/${records.deployment}/retry`],
-    ['get', `/api/v1/projects/${projectId}/releases`],
-    ['get', `/api/v1/projects/${projectId}/releases/${release}`],
-  ] as const;
+  const paths = (projectId: string) =>
+    [
+      ['get', `/api/v1/projects/${projectId}/versions`],
+      ['get', `/api/v1/projects/${projectId}/versions/${records.version}`],
+      ['get', `/api/v1/projects/${projectId}/builds`],
+      ['get', `/api/v1/projects/${projectId}/builds/${records.build}`],
+      ['get', `/api/v1/projects/${projectId}/builds/${records.build}/log`],
+      ['post', `/api/v1/projects/${projectId}/builds/${records.build}/retry`],
+      ['get', `/api/v1/projects/${projectId}/deployments`],
+      ['get', `/api/v1/projects/${projectId}/deployments/${records.deployment}`],
+      ['post', `/api/v1/projects/${projectId}/deployments/${records.deployment}/retry`],
+      ['get', `/api/v1/projects/${projectId}/releases`],
+      ['get', `/api/v1/projects/${projectId}/releases/${release}`],
+    ] as const;
   const opsA = await operationCount(p.id);
   const opsB = await operationCount(own.id);
   // Their project with my records; my records under their project (lists of their own project are theirs, so skipped).
-  const tries = [...paths(p.id), ...paths(own.id).filter(([, path]) => !/(versions|builds|deployments|releases)$/.test(path))];
+  const tries = [
+    ...paths(p.id),
+    ...paths(own.id).filter(([, path]) => !/(versions|builds|deployments|releases)$/.test(path)),
+  ];
   assert.is(tries.length, 11 + 7);
   for (const [method, path] of tries) {
     const res = method === 'get' ? await h.get(other.token, path) : await post(other.token, path);
@@ -426,7 +547,11 @@ test('malformed ids answer 404 exactly like missing ones', async () => {
       const url = `${base()}/${path.replace('ID', encodeURIComponent(id))}`;
       const res = method === 'get' ? await h.get(token, url) : await post(token, url);
       assert.is(res.status, 404, `${method} ${url}`);
-      assert.equal([res.body.error.code, res.body.error.message], ['not_found', `${what} not found`], `${method} ${url}`);
+      assert.equal(
+        [res.body.error.code, res.body.error.message],
+        ['not_found', `${what} not found`],
+        `${method} ${url}`,
+      );
     }
   }
   // A record of another kind is not found either: a build id is no version, and a version id no release.

@@ -26,24 +26,40 @@ test.after(async () => h?.close());
 
 // A value with characters every encoding changes, so each form is a distinct string to look for.
 const SECRET = `tok_${randomUUID().replace(/-/g, '')}/+=&?"x`;
-const forms = [SECRET, Buffer.from(SECRET).toString('base64'), Buffer.from(SECRET).toString('base64url'), encodeURIComponent(SECRET), JSON.stringify(SECRET).slice(1, -1)];
+const forms = [
+  SECRET,
+  Buffer.from(SECRET).toString('base64'),
+  Buffer.from(SECRET).toString('base64url'),
+  encodeURIComponent(SECRET),
+  JSON.stringify(SECRET).slice(1, -1),
+];
 
 async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any; text: string }> {
   const res = await fetch(`${h.api}${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
   answers.push(text);
-  return { status: res.status, body: res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text, text };
+  return {
+    status: res.status,
+    body: res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text,
+    text,
+  };
 }
 
 /** A project with these settings and the variable SECRET_TOKEN. */
 async function project(name: string, settings: Record<string, string>): Promise<{ id: string; url: string }> {
   const created = await api('POST', '/api/v1/projects/', { name, settings });
   assert.is(created.status, 201, created.text);
-  const set = await api('PUT', `/api/v1/projects/${created.body.id}/environment/SECRET_TOKEN`, { value: SECRET, scope: 'both' });
+  const set = await api('PUT', `/api/v1/projects/${created.body.id}/environment/SECRET_TOKEN`, {
+    value: SECRET,
+    scope: 'both',
+  });
   assert.ok(set.status === 200 || set.status === 201, set.text);
   return created.body;
 }
@@ -80,8 +96,10 @@ async function readRecords(projectId: string): Promise<{ builds: any[]; deployme
 
 const assertClean = (label: string) => {
   for (const text of answers) {
-    for (const dir of dataDirs) assert.not.ok(text.includes(dir), `${label}: an answer shows the data directory: ${text.slice(0, 400)}`);
-    for (const form of forms) assert.not.ok(text.includes(form), `${label}: an answer shows the secret (${form}): ${text.slice(0, 400)}`);
+    for (const dir of dataDirs)
+      assert.not.ok(text.includes(dir), `${label}: an answer shows the data directory: ${text.slice(0, 400)}`);
+    for (const form of forms)
+      assert.not.ok(text.includes(form), `${label}: an answer shows the secret (${form}): ${text.slice(0, 400)}`);
   }
 };
 
@@ -93,8 +111,13 @@ test('a failing build that prints its paths and the secret: the log, last lines 
       'echo "cwd $PWD"',
       'echo "token=$SECRET_TOKEN"',
       'sleep 1',
-      `node -e 'const v = process.env.SECRET_TOKEN; console.log(Buffer.from(v).toString("base64")); console.log(encodeURIComponent(v)); console.log(JSON.stringify({ v }))'`,
-      `node -e 'if (require("crypto").createHash("sha256").update(process.env.SECRET_TOKEN).digest("hex") === "${createHash('sha256').update(SECRET).digest('hex')}") console.log("the build got the real value")'`,
+      `node -e 'const v = process.env.SECRET_TOKEN; ` +
+        `console.log(Buffer.from(v).toString("base64")); ` +
+        `console.log(encodeURIComponent(v)); console.log(JSON.stringify({ v }))'`,
+      `node -e 'if ` +
+        `(require("crypto").createHash("sha256").update(process.env.SECRET_TOKEN).digest("hex") ` +
+        `=== "${createHash('sha256').update(SECRET).digest('hex')}") console.log("the ` +
+        `build got the real value")'`,
       'sleep 1',
       'cat "$PWD/no-such-file"',
     ].join('; '),
@@ -114,38 +137,62 @@ test('a failing build that prints its paths and the secret: the log, last lines 
   assertClean('build');
 });
 
-test('a Node.js release that prints its paths and the secret, then crashes: the failure message shows neither', async () => {
-  const p = await project('leaky-release', {});
-  const op = await deploy(p.id, {
-    'package.json': JSON.stringify({ name: 'leaky', version: '1.0.0', scripts: { start: 'node server.js' } }),
-    'server.js': `console.log('file ' + __filename); console.log('cwd ' + process.cwd()); console.log('token=' + process.env.SECRET_TOKEN); console.log(Buffer.from(process.env.SECRET_TOKEN).toString('base64')); console.error('boom in ' + __dirname); process.exit(1);`,
-  });
-  assert.is(op.status, 'failed', JSON.stringify(op));
-  const error = op.stages.deploy.error;
-  assert.is(error.code, 'deploy_unhealthy');
-  assert.match(error.message, 'token=***', error.message);
-  assert.match(error.message, /^file \S+server\.js$/m);
-  assert.match(error.message, 'boom in');
-  assert.is(op.error.message, error.message);
-  await readRecords(p.id);
-  assertClean('release');
-});
+test(
+  'a Node.js release that prints its paths and the secret, then crashes: the ' + 'failure message shows neither',
+  async () => {
+    const p = await project('leaky-release', {});
+    const op = await deploy(p.id, {
+      'package.json': JSON.stringify({ name: 'leaky', version: '1.0.0', scripts: { start: 'node server.js' } }),
+      'server.js':
+        `console.log('file ' + __filename); console.log('cwd ' + process.cwd()); ` +
+        `console.log('token=' + process.env.SECRET_TOKEN); ` +
+        `console.log(Buffer.from(process.env.SECRET_TOKEN).toString('base64')); ` +
+        `console.error('boom in ' + __dirname); process.exit(1);`,
+    });
+    assert.is(op.status, 'failed', JSON.stringify(op));
+    const error = op.stages.deploy.error;
+    assert.is(error.code, 'deploy_unhealthy');
+    assert.match(error.message, 'token=***', error.message);
+    assert.match(error.message, /^file \S+server\.js$/m);
+    assert.match(error.message, 'boom in');
+    assert.is(op.error.message, error.message);
+    await readRecords(p.id);
+    assertClean('release');
+  },
+);
 
-test('a failure a deployer records on a deployment later (a crash loop) is shown without the paths or the secret', async () => {
-  const p = await project('leaky-loop', {});
-  const op = await deploy(p.id, {
-    'package.json': JSON.stringify({ name: 'loop', version: '1.0.0', scripts: { start: 'node server.js' } }),
-    'server.js': `process.exit(2);`,
-  });
-  assert.is(op.status, 'failed', JSON.stringify(op));
-  // What deployer-local writes when a live release crashes five times within a minute: the app's last lines.
-  const { deployments } = await readRecords(p.id);
-  const dataDir = h.running.kernel.config.dataDir;
-  const message = `The app crashed 5 times within a minute and was stopped. Last lines:\ntoken=${SECRET}\n    at ${dataDir}/releases/${deployments[0].id}/server.js:1:9`;
-  await h.running.kernel.orm.em.fork().nativeUpdate(Deployment, { id: deployments[0].id }, { status: 'failed', error: { code: 'deploy_crash_loop', message } });
-  const shown = (await readRecords(p.id)).deployments[0];
-  assert.equal(shown.error, { code: 'deploy_crash_loop', message: 'The app crashed 5 times within a minute and was stopped. Last lines:\ntoken=***\n    at <release>/server.js:1:9' });
-  assertClean('crash loop');
-});
+test(
+  'a failure a deployer records on a deployment later (a crash loop) is shown ' + 'without the paths or the secret',
+  async () => {
+    const p = await project('leaky-loop', {});
+    const op = await deploy(p.id, {
+      'package.json': JSON.stringify({ name: 'loop', version: '1.0.0', scripts: { start: 'node server.js' } }),
+      'server.js': `process.exit(2);`,
+    });
+    assert.is(op.status, 'failed', JSON.stringify(op));
+    // What deployer-local writes when a live release crashes five times within a minute: the app's last lines.
+    const { deployments } = await readRecords(p.id);
+    const dataDir = h.running.kernel.config.dataDir;
+    const message =
+      `The app crashed 5 times within a minute and was stopped. Last ` +
+      `lines:\ntoken=${SECRET}\n    at ` +
+      `${dataDir}/releases/${deployments[0].id}/server.js:1:9`;
+    await h.running.kernel.orm.em
+      .fork()
+      .nativeUpdate(
+        Deployment,
+        { id: deployments[0].id },
+        { status: 'failed', error: { code: 'deploy_crash_loop', message } },
+      );
+    const shown = (await readRecords(p.id)).deployments[0];
+    assert.equal(shown.error, {
+      code: 'deploy_crash_loop',
+      message:
+        'The app crashed 5 times within a minute and was stopped. Last ' +
+        'lines:\ntoken=***\n    at <release>/server.js:1:9',
+    });
+    assertClean('crash loop');
+  },
+);
 
 test.run();

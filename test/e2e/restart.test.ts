@@ -40,29 +40,47 @@ test.after(async () => {
 
 test('a SIGKILL during a build resumes after restart; the live release keeps serving', async () => {
   const [apiPort, edgePort] = [await freePort(), await freePort()];
-  Object.assign(cli.env, { HOIST_PORT: String(apiPort), HOIST_EDGE_PORT: String(edgePort), HOIST_QUEUE_VISIBILITY_SECONDS: '2', HOIST_STUCK_AFTER_SECONDS: '2' });
+  Object.assign(cli.env, {
+    HOIST_PORT: String(apiPort),
+    HOIST_EDGE_PORT: String(edgePort),
+    HOIST_QUEUE_VISIBILITY_SECONDS: '2',
+    HOIST_STUCK_AFTER_SECONDS: '2',
+  });
   const api = `http://127.0.0.1:${apiPort}`;
   const email = 'restart@example.com';
-  await RequestContext.create(cli.kernel.orm.em.fork(), () => cli.kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password: 'a-long-password', plan: 'pro' }));
+  await RequestContext.create(cli.kernel.orm.em.fork(), () =>
+    cli.kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password: 'a-long-password', plan: 'pro' }),
+  );
   server = await startHoist(cli);
-  const { token } = await (await fetch(`${api}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'a-long-password' }) })).json();
+  const { token } = await (
+    await fetch(`${api}/api/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'a-long-password' }),
+    })
+  ).json();
   const auth = { authorization: `Bearer ${token}` };
   const op = async (id: string) => (await fetch(`${api}/api/v1/operations/${id}`, { headers: auth })).json();
   const site = () =>
     new Promise<string | null>((resolve) => {
       http
-        .get({ host: '127.0.0.1', port: edgePort, path: '/', headers: { host: `restart-site.localhost:${edgePort}` } }, (res) => {
-          let body = '';
-          res.on('data', (d) => (body += d)).on('end', () => resolve(body));
-        })
+        .get(
+          { host: '127.0.0.1', port: edgePort, path: '/', headers: { host: `restart-site.localhost:${edgePort}` } },
+          (res) => {
+            let body = '';
+            res.on('data', (d) => (body += d)).on('end', () => resolve(body));
+          },
+        )
         .on('error', () => resolve(null));
     });
 
   // The build waits for the gate's file in its own workspace: the sandbox shows it no other host path.
   const gate = workspaceGate(cli.dataDir, 'build.js');
   const buildJs = `// ${gate.id}
-const fs=require('fs');const done=()=>{fs.mkdirSync('dist',{recursive:true});fs.writeFileSync('dist/index.html',process.argv[2]);};
-if(process.argv[2]==='v1'||fs.existsSync(${JSON.stringify(GATE_FILE)}))done();else{const t=setInterval(()=>{if(fs.existsSync(${JSON.stringify(GATE_FILE)})){clearInterval(t);done();}},50);}`;
+const fs=require('fs');
+const done=()=>{fs.mkdirSync('dist',{recursive:true});fs.writeFileSync('dist/index.html',process.argv[2]);};
+const gated=()=>fs.existsSync(${JSON.stringify(GATE_FILE)});
+if(process.argv[2]==='v1'||gated())done();else{const t=setInterval(()=>{if(gated()){clearInterval(t);done();}},50);}`;
   const created = await fetch(`${api}/api/v1/projects/`, {
     method: 'POST',
     headers: { ...auth, 'content-type': 'application/json' },
@@ -77,7 +95,11 @@ if(process.argv[2]==='v1'||fs.existsSync(${JSON.stringify(GATE_FILE)}))done();el
     });
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(await zipOf({ 'build.js': buildJs }))]), 'site.zip');
-    const res = await fetch(`${api}/api/v1/projects/${project.id}/local-to-live`, { method: 'POST', headers: auth, body: form });
+    const res = await fetch(`${api}/api/v1/projects/${project.id}/local-to-live`, {
+      method: 'POST',
+      headers: auth,
+      body: form,
+    });
     return (await res.json()).operation.id as string;
   };
 

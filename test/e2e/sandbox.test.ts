@@ -42,10 +42,21 @@ const attempts = (hostPorts: number[]) => `
 const fs = require('fs'), net = require('net');
 const out = [];
 const data = ${JSON.stringify(h?.dataDir ?? '')};
-for (const f of [data + '/jwt.key', data + '/master-keys.json', data + '/hoist.sqlite', '/root', '/var/run/docker.sock', '/proc/1/environ']) {
-  try { const c = fs.readFileSync(f, 'utf8'); if (!f.startsWith('/proc') || /HOIST_/.test(c)) out.push('ESCAPED read ' + f); } catch (e) { out.push('refused ' + f + ' ' + e.code); }
+const secrets = [data + '/jwt.key', data + '/master-keys.json', data + '/hoist.sqlite'];
+for (const f of [...secrets, '/root', '/var/run/docker.sock', '/proc/1/environ']) {
+  try {
+    const c = fs.readFileSync(f, 'utf8');
+    if (!f.startsWith('/proc') || /HOIST_/.test(c)) out.push('ESCAPED read ' + f);
+  } catch (e) {
+    out.push('refused ' + f + ' ' + e.code);
+  }
 }
-try { fs.writeFileSync('/usr/escape', 'x'); out.push('ESCAPED wrote /usr'); } catch (e) { out.push('refused write /usr ' + e.code); }
+try {
+  fs.writeFileSync('/usr/escape', 'x');
+  out.push('ESCAPED wrote /usr');
+} catch (e) {
+  out.push('refused write /usr ' + e.code);
+}
 Promise.all(${JSON.stringify(hostPorts)}.map((p) => new Promise((resolve) => {
   const s = net.connect(p, '127.0.0.1');
   s.setTimeout(2000);
@@ -57,46 +68,78 @@ Promise.all(${JSON.stringify(hostPorts)}.map((p) => new Promise((resolve) => {
 
 const ports = () => [new URL(h.api).port, new URL(h.edge).port, '5432', '4222'].map(Number);
 
-test('a build command that attacks Hoist is refused everywhere, the build log says so and holds no secret', async () => {
-  const script = attempts(ports()).replace('REPORT(out);', "fs.mkdirSync('out', { recursive: true }); fs.writeFileSync('out/index.html', out.join('\\n'));");
-  const { op, url } = await deploy('escape-build', { 'index.html': 'source', 'escape.js': script }, { build_command: 'node escape.js', output_directory: 'out' });
-  assert.is(op.status, 'succeeded', JSON.stringify(op));
-  const log = await h.get(token, `/api/v1/operations/${op.id}`);
-  const site = (await h.site(hostOf(url), '/')).body;
-  assert.match(site, 'refused connect 5432');
-  assert.not.match(site, 'ESCAPED');
-  for (const s of secrets()) assert.not.ok(site.includes(s) || JSON.stringify(log.body).includes(s), 'a secret leaked');
-});
+test(
+  'a build command that attacks Hoist is refused everywhere, the build log says so ' + 'and holds no secret',
+  async () => {
+    const script = attempts(ports()).replace(
+      'REPORT(out);',
+      "fs.mkdirSync('out', { recursive: true }); fs.writeFileSync('out/index.html', out.join('\\n'));",
+    );
+    const { op, url } = await deploy(
+      'escape-build',
+      { 'index.html': 'source', 'escape.js': script },
+      { build_command: 'node escape.js', output_directory: 'out' },
+    );
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    const log = await h.get(token, `/api/v1/operations/${op.id}`);
+    const site = (await h.site(hostOf(url), '/')).body;
+    assert.match(site, 'refused connect 5432');
+    assert.not.match(site, 'ESCAPED');
+    for (const s of secrets())
+      assert.not.ok(site.includes(s) || JSON.stringify(log.body).includes(s), 'a secret leaked');
+  },
+);
 
-test('an npm postinstall script that attacks Hoist is refused, and a project with dependencies and a postinstall still deploys', async () => {
-  const pkg = JSON.stringify({ name: 'npm-escape', version: '1.0.0', private: true, scripts: { postinstall: 'node escape.js', build: 'node build.js' }, dependencies: { 'is-number': '7.0.0' } });
-  const script = attempts(ports()).replace('REPORT(out);', "fs.writeFileSync('attempts.txt', out.join('\\n'));");
-  const build = "const fs = require('fs'); fs.mkdirSync('dist', { recursive: true }); fs.writeFileSync('dist/index.html', 'is-number says ' + require('is-number')(5) + '\\n' + fs.readFileSync('attempts.txt', 'utf8'));";
-  const { op, url } = await deploy('escape-npm', { 'package.json': pkg, 'escape.js': script, 'build.js': build, 'index.html': 'x' }, { output_directory: 'dist' });
-  assert.is(op.status, 'succeeded', JSON.stringify(op));
-  const site = (await h.site(hostOf(url), '/')).body;
-  assert.match(site, 'is-number says true');
-  assert.match(site, 'refused connect 4222');
-  assert.not.match(site, 'ESCAPED');
-  for (const s of secrets()) assert.not.ok(site.includes(s), 'a secret leaked');
-});
+test(
+  'an npm postinstall script that attacks Hoist is refused, and a project with ' +
+    'dependencies and a postinstall still deploys',
+  async () => {
+    const pkg = JSON.stringify({
+      name: 'npm-escape',
+      version: '1.0.0',
+      private: true,
+      scripts: { postinstall: 'node escape.js', build: 'node build.js' },
+      dependencies: { 'is-number': '7.0.0' },
+    });
+    const script = attempts(ports()).replace('REPORT(out);', "fs.writeFileSync('attempts.txt', out.join('\\n'));");
+    const build =
+      "const fs = require('fs'); fs.mkdirSync('dist', { recursive: true }); " +
+      "fs.writeFileSync('dist/index.html', 'is-number says ' + require('is-number')(5) " +
+      "+ '\\n' + fs.readFileSync('attempts.txt', 'utf8'));";
+    const { op, url } = await deploy(
+      'escape-npm',
+      { 'package.json': pkg, 'escape.js': script, 'build.js': build, 'index.html': 'x' },
+      { output_directory: 'dist' },
+    );
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    const site = (await h.site(hostOf(url), '/')).body;
+    assert.match(site, 'is-number says true');
+    assert.match(site, 'refused connect 4222');
+    assert.not.match(site, 'ESCAPED');
+    for (const s of secrets()) assert.not.ok(site.includes(s), 'a secret leaked');
+  },
+);
 
-test('a running Node.js release that attacks Hoist is refused and goes on serving (WebSockets through the sandbox: node-apps)', async () => {
-  const script = attempts(ports()).replace(
-    'REPORT(out);',
-    `const http = require('http');
+test(
+  'a running Node.js release that attacks Hoist is refused and goes on serving ' +
+    '(WebSockets through the sandbox: node-apps)',
+  async () => {
+    const script = attempts(ports()).replace(
+      'REPORT(out);',
+      `const http = require('http');
      const s = http.createServer((q, r) => r.end(out.join('\\n')));
      s.listen(Number(process.env.PORT));`,
-  );
-  const pkg = JSON.stringify({ name: 'app', version: '1.0.0', scripts: { start: 'node server.js' } });
-  const { op, url } = await deploy('escape-release', { 'package.json': pkg, 'server.js': script });
-  assert.is(op.status, 'succeeded', JSON.stringify(op));
-  const site = (await h.site(hostOf(url), '/')).body;
-  assert.match(site, 'refused connect 5432');
-  assert.match(site, 'refused write /usr');
-  assert.not.match(site, 'ESCAPED');
-  for (const s of secrets()) assert.not.ok(site.includes(s), 'a secret leaked');
-});
+    );
+    const pkg = JSON.stringify({ name: 'app', version: '1.0.0', scripts: { start: 'node server.js' } });
+    const { op, url } = await deploy('escape-release', { 'package.json': pkg, 'server.js': script });
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    const site = (await h.site(hostOf(url), '/')).body;
+    assert.match(site, 'refused connect 5432');
+    assert.match(site, 'refused write /usr');
+    assert.not.match(site, 'ESCAPED');
+    for (const s of secrets()) assert.not.ok(site.includes(s), 'a secret leaked');
+  },
+);
 
 test('a Vite build installs from its lockfile and deploys', async () => {
   const dir = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../fixtures/vite-site');

@@ -26,8 +26,17 @@ const kernel = () => h.running.kernel;
 const auth = () => ({ authorization: `Bearer ${token}` });
 
 /** Sends a whole (small) body with its Content-Length and returns the answer. */
-async function send(body: Buffer | string, contentType: string | null, path = '/api/v1/local-to-live', headers: Record<string, string> = auth()): Promise<RawResponse> {
-  const conn = await rawRequest(h.api, 'POST', path, { ...headers, ...(contentType ? { 'content-type': contentType } : {}), 'content-length': Buffer.byteLength(body) });
+async function send(
+  body: Buffer | string,
+  contentType: string | null,
+  path = '/api/v1/local-to-live',
+  headers: Record<string, string> = auth(),
+): Promise<RawResponse> {
+  const conn = await rawRequest(h.api, 'POST', path, {
+    ...headers,
+    ...(contentType ? { 'content-type': contentType } : {}),
+    'content-length': Buffer.byteLength(body),
+  });
   await conn.write(body);
   return conn.response;
 }
@@ -60,7 +69,10 @@ test('the 202 answer has the shape of the spec', async () => {
   const res = await h.upload(token, '/api/v1/local-to-live', zip, { name: 'shape' });
   const body = await res.json();
   assert.is(res.status, 202, JSON.stringify(body));
-  assert.ok(['action', 'project', 'operation', 'next_step'].every((k) => k in body), JSON.stringify(body));
+  assert.ok(
+    ['action', 'project', 'operation', 'next_step'].every((k) => k in body),
+    JSON.stringify(body),
+  );
   assert.is(body.action, 'local_to_live_queued');
   assert.match(body.project.url, /^http:\/\/shape\.localhost:\d+\/$/);
   assert.equal(Object.keys(body.operation).sort(), ['id', 'progress', 'status']);
@@ -122,7 +134,11 @@ test('a ZIP of 95,000,001 bytes → 413 payload_too_large; nothing stored, no op
 test('a Content-Length over 100,000,000 → 413 before a byte of the body is read', async () => {
   const before = await footprint(kernel());
   const form = new Form();
-  const conn = await rawRequest(h.api, 'POST', '/api/v1/local-to-live', { ...auth(), 'content-type': form.contentType, 'content-length': ENVELOPE + 1 });
+  const conn = await rawRequest(h.api, 'POST', '/api/v1/local-to-live', {
+    ...auth(),
+    'content-type': form.contentType,
+    'content-length': ENVELOPE + 1,
+  });
   const res = await conn.response;
   const error = refused(res, 413, 'payload_too_large');
   assert.is(error.details.limit, ENVELOPE);
@@ -130,15 +146,23 @@ test('a Content-Length over 100,000,000 → 413 before a byte of the body is rea
   await unchanged(before);
 });
 
-/** Sends a chunked body (no Content-Length): `first(form)`, then `filler` until the server stops it; returns the answer and the bytes sent. */
+/**
+ * Sends a chunked body (no Content-Length): `first(form)`, then `filler` until the server stops it; returns the answer
+ * and the bytes sent.
+ */
 async function chunked(first: (form: Form) => Buffer, filler: Buffer): Promise<{ res: RawResponse; sent: number }> {
   const form = new Form();
-  const conn = await rawRequest(h.api, 'POST', '/api/v1/local-to-live', { ...auth(), 'content-type': form.contentType, 'transfer-encoding': 'chunked' });
+  const conn = await rawRequest(h.api, 'POST', '/api/v1/local-to-live', {
+    ...auth(),
+    'content-type': form.contentType,
+    'transfer-encoding': 'chunked',
+  });
   let settled = false;
   void conn.response.then(() => (settled = true));
   let sent = 0;
   for (let b = first(form); !settled && sent < 3 * ENVELOPE; b = filler) {
-    if (!(await conn.write(Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')])))) break;
+    if (!(await conn.write(Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')]))))
+      break;
     sent += b.length;
   }
   const res = await conn.response;
@@ -162,18 +186,32 @@ test('a chunked body is bounded: an endless preamble → 413 once 100,000,000 by
 test('a chunked body is bounded: an endless file part → 413 at 95,000,001 bytes', async () => {
   const before = await footprint(kernel());
   const filler = Buffer.alloc(MiB, 'z');
-  bounded(await chunked((f) => Buffer.concat([f.part('name', 'endless'), f.head('file', 'endless.zip'), filler]), filler), ARCHIVE_MAX);
+  bounded(
+    await chunked((f) => Buffer.concat([f.part('name', 'endless'), f.head('file', 'endless.zip'), filler]), filler),
+    ARCHIVE_MAX,
+  );
   await unchanged(before);
 });
 
 /** Sends a chunked body of `total` bytes: a preamble of filler (which multipart ignores), then a small valid form. */
 async function chunkedOfSize(total: number, name: string): Promise<RawResponse> {
   const form = new Form();
-  const tail = Buffer.concat([Buffer.from('\r\n'), form.body([['name', name], ['file', zip, 'site.zip']])]);
-  const conn = await rawRequest(h.api, 'POST', '/api/v1/local-to-live', { ...auth(), 'content-type': form.contentType, 'transfer-encoding': 'chunked' });
+  const tail = Buffer.concat([
+    Buffer.from('\r\n'),
+    form.body([
+      ['name', name],
+      ['file', zip, 'site.zip'],
+    ]),
+  ]);
+  const conn = await rawRequest(h.api, 'POST', '/api/v1/local-to-live', {
+    ...auth(),
+    'content-type': form.contentType,
+    'transfer-encoding': 'chunked',
+  });
   const chunk = (b: Buffer) => Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')]);
   const filler = Buffer.alloc(MiB, 'x');
-  for (let left = total - tail.length; left > 0; left -= MiB) await conn.write(chunk(left >= MiB ? filler : filler.subarray(0, left)));
+  for (let left = total - tail.length; left > 0; left -= MiB)
+    await conn.write(chunk(left >= MiB ? filler : filler.subarray(0, left)));
   await conn.write(chunk(tail));
   await conn.write('0\r\n\r\n');
   return conn.response;
@@ -192,7 +230,7 @@ test('a chunked body of 100,000,001 bytes → 413 payload_too_large; nothing sto
   await unchanged(before);
 });
 
-test('a ZIP over the plan\'s archive_bytes → 403 plan_restricted; no project created, nothing stored', async () => {
+test("a ZIP over the plan's archive_bytes → 403 plan_restricted; no project created, nothing stored", async () => {
   const free = await h.login('free');
   const before = await footprint(kernel());
   const form = new Form();
@@ -222,24 +260,160 @@ const rawForm = (text: (f: Form) => string) => {
 const jsonPart = Object.assign(
   () => {
     const f = jsonPart.form;
-    return Buffer.concat([Buffer.from(`--${f.boundary}\r\ncontent-disposition: form-data; name="name"\r\ncontent-type: application/json\r\n\r\n{"a":1}\r\n`), f.body([['file', zip, 'a.zip']])]);
+    return Buffer.concat([
+      Buffer.from(
+        `--${f.boundary}\r\ncontent-disposition: form-data; name="name"\r\ncontent-type: ` +
+          `application/json\r\n\r\n{"a":1}\r\n`,
+      ),
+      f.body([['file', zip, 'a.zip']]),
+    ]);
   },
   { form: new Form() },
 );
 const malformed: [string, () => Promise<RawResponse>, number, string, string?][] = [
   ['no file part', () => sendForm([['name', 'nofile']]), 400, 'invalid_request', 'file'],
-  ['two file parts', () => sendForm([['name', 'two'], ['file', zip, 'a.zip'], ['file', zip, 'b.zip']]), 400, 'invalid_request', 'file'],
-  ['the ZIP in a part with another name', () => sendForm([['name', 'other'], ['archive', zip, 'a.zip']]), 400, 'invalid_request', 'archive'],
-  ['an unknown text part', () => sendForm([['name', 'unknown'], ['colour', 'red'], ['file', zip, 'a.zip']]), 400, 'invalid_request', 'colour'],
-  ['an unknown text part after the file', () => sendForm([['name', 'unknown'], ['file', zip, 'a.zip'], ['colour', 'red']]), 400, 'invalid_request', 'colour'],
-  ['a repeated text part', () => sendForm([['name', 'a'], ['name', 'b'], ['file', zip, 'a.zip']]), 400, 'invalid_request', 'name'],
-  ['a repeated text part after the file', () => sendForm([['name', 'a'], ['file', zip, 'a.zip'], ['name', 'b']]), 400, 'invalid_request', 'name'],
-  ['a text part over 64 KiB', () => sendForm([['name', 'n'.repeat(65 * 1024)], ['file', zip, 'a.zip']]), 400, 'invalid_request', 'name'],
-  ['an empty name', () => sendForm([['name', ' '], ['file', zip, 'a.zip']]), 400, 'invalid_request', 'name'],
-  ['a bad visibility', () => sendForm([['name', 'vis'], ['visibility', 'everyone'], ['file', zip, 'a.zip']]), 400, 'invalid_request', 'visibility'],
-  ['a bad skip_build', () => sendForm([['name', 'skip'], ['skip_build', 'maybe'], ['file', zip, 'a.zip']]), 400, 'invalid_request', 'skip_build'],
-  ['a root_directory outside the archive', () => sendForm([['name', 'root'], ['root_directory', '../up'], ['file', zip, 'a.zip']]), 400, 'invalid_request', 'root_directory'],
-  ['a multipart content type without boundary', () => send(new Form().body([['name', 'nb'], ['file', zip, 'a.zip']]), 'multipart/form-data'), 400, 'invalid_request'],
+  [
+    'two file parts',
+    () =>
+      sendForm([
+        ['name', 'two'],
+        ['file', zip, 'a.zip'],
+        ['file', zip, 'b.zip'],
+      ]),
+    400,
+    'invalid_request',
+    'file',
+  ],
+  [
+    'the ZIP in a part with another name',
+    () =>
+      sendForm([
+        ['name', 'other'],
+        ['archive', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+    'archive',
+  ],
+  [
+    'an unknown text part',
+    () =>
+      sendForm([
+        ['name', 'unknown'],
+        ['colour', 'red'],
+        ['file', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+    'colour',
+  ],
+  [
+    'an unknown text part after the file',
+    () =>
+      sendForm([
+        ['name', 'unknown'],
+        ['file', zip, 'a.zip'],
+        ['colour', 'red'],
+      ]),
+    400,
+    'invalid_request',
+    'colour',
+  ],
+  [
+    'a repeated text part',
+    () =>
+      sendForm([
+        ['name', 'a'],
+        ['name', 'b'],
+        ['file', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+    'name',
+  ],
+  [
+    'a repeated text part after the file',
+    () =>
+      sendForm([
+        ['name', 'a'],
+        ['file', zip, 'a.zip'],
+        ['name', 'b'],
+      ]),
+    400,
+    'invalid_request',
+    'name',
+  ],
+  [
+    'a text part over 64 KiB',
+    () =>
+      sendForm([
+        ['name', 'n'.repeat(65 * 1024)],
+        ['file', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+    'name',
+  ],
+  [
+    'an empty name',
+    () =>
+      sendForm([
+        ['name', ' '],
+        ['file', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+    'name',
+  ],
+  [
+    'a bad visibility',
+    () =>
+      sendForm([
+        ['name', 'vis'],
+        ['visibility', 'everyone'],
+        ['file', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+    'visibility',
+  ],
+  [
+    'a bad skip_build',
+    () =>
+      sendForm([
+        ['name', 'skip'],
+        ['skip_build', 'maybe'],
+        ['file', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+    'skip_build',
+  ],
+  [
+    'a root_directory outside the archive',
+    () =>
+      sendForm([
+        ['name', 'root'],
+        ['root_directory', '../up'],
+        ['file', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+    'root_directory',
+  ],
+  [
+    'a multipart content type without boundary',
+    () =>
+      send(
+        new Form().body([
+          ['name', 'nb'],
+          ['file', zip, 'a.zip'],
+        ]),
+        'multipart/form-data',
+      ),
+    400,
+    'invalid_request',
+  ],
   ['a JSON body', () => send('{"name":"json"}', 'application/json'), 400, 'invalid_request', 'content-type'],
   ['a body without content type', () => send('name=x', null), 400, 'invalid_request', 'content-type'],
   ['an empty multipart body', () => send('', new Form().contentType), 400, 'invalid_request', 'file'],
@@ -257,20 +431,108 @@ const malformed: [string, () => Promise<RawResponse>, number, string, string?][]
     'a file part whose headers never end',
     () => {
       const form = new Form();
-      return send(Buffer.concat([form.part('name', 'cut'), Buffer.from(`--${form.boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.zip"\r\n`)]), form.contentType);
+      return send(
+        Buffer.concat([
+          form.part('name', 'cut'),
+          Buffer.from(`--${form.boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.zip"\r\n`),
+        ]),
+        form.contentType,
+      );
     },
     400,
     'invalid_request',
   ],
-  ['a text part named file', () => sendForm([['name', 'textfile'], ['file', 'not a file']]), 400, 'invalid_request', 'file'],
+  [
+    'a text part named file',
+    () =>
+      sendForm([
+        ['name', 'textfile'],
+        ['file', 'not a file'],
+      ]),
+    400,
+    'invalid_request',
+    'file',
+  ],
   ['a JSON text part', () => send(jsonPart(), jsonPart.form.contentType), 400, 'invalid_request', 'name'],
-  ['a part named __proto__', () => sendForm([['name', 'proto'], ['__proto__', 'x'], ['file', zip, 'a.zip']]), 400, 'invalid_request'],
-  ['a file part named constructor', () => sendForm([['name', 'proto'], ['constructor', zip, 'a.zip']]), 400, 'invalid_request'],
-  ['parts without a name', () => rawForm((f) => `--${f.boundary}\r\ncontent-disposition: form-data\r\n\r\nx\r\n--${f.boundary}\r\n\r\ny\r\n--${f.boundary}--\r\n`), 400, 'invalid_request'],
-  ['a part header of 100 KiB', () => rawForm((f) => `--${f.boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.zip"\r\nx-pad: ${'p'.repeat(100 * 1024)}\r\n\r\nzz\r\n--${f.boundary}--\r\n`), 400, 'invalid_request'],
-  ['a thousand empty parts', () => rawForm((f) => `--${f.boundary}\r\n\r\n\r\n`.repeat(1000) + `--${f.boundary}--\r\n`), 400, 'invalid_request'],
-  ['an invalid Idempotency-Key', () => sendForm([['name', 'idem'], ['file', zip, 'a.zip']], undefined, { ...auth(), 'idempotency-key': 'has spaces in it' }), 400, 'invalid_request', 'Idempotency-Key'],
-  ['no bearer token', () => sendForm([['name', 'anon'], ['file', zip, 'a.zip']], undefined, {}), 401, 'unauthorized'],
+  [
+    'a part named __proto__',
+    () =>
+      sendForm([
+        ['name', 'proto'],
+        ['__proto__', 'x'],
+        ['file', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+  ],
+  [
+    'a file part named constructor',
+    () =>
+      sendForm([
+        ['name', 'proto'],
+        ['constructor', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+  ],
+  [
+    'parts without a name',
+    () =>
+      rawForm(
+        (f) =>
+          `--${f.boundary}\r\ncontent-disposition: ` +
+          `form-data\r\n\r\nx\r\n--${f.boundary}\r\n\r\ny\r\n--${f.boundary}--\r\n`,
+      ),
+    400,
+    'invalid_request',
+  ],
+  [
+    'a part header of 100 KiB',
+    () =>
+      rawForm(
+        (f) =>
+          `--${f.boundary}\r\ncontent-disposition: form-data; name="file"; ` +
+          `filename="a.zip"\r\nx-pad: ` +
+          `${'p'.repeat(100 * 1024)}\r\n\r\nzz\r\n--${f.boundary}--\r\n`,
+      ),
+    400,
+    'invalid_request',
+  ],
+  [
+    'a thousand empty parts',
+    () => rawForm((f) => `--${f.boundary}\r\n\r\n\r\n`.repeat(1000) + `--${f.boundary}--\r\n`),
+    400,
+    'invalid_request',
+  ],
+  [
+    'an invalid Idempotency-Key',
+    () =>
+      sendForm(
+        [
+          ['name', 'idem'],
+          ['file', zip, 'a.zip'],
+        ],
+        undefined,
+        { ...auth(), 'idempotency-key': 'has spaces in it' },
+      ),
+    400,
+    'invalid_request',
+    'Idempotency-Key',
+  ],
+  [
+    'no bearer token',
+    () =>
+      sendForm(
+        [
+          ['name', 'anon'],
+          ['file', zip, 'a.zip'],
+        ],
+        undefined,
+        {},
+      ),
+    401,
+    'unauthorized',
+  ],
 ];
 
 for (const [what, request, status, code, field] of malformed) {
@@ -285,8 +547,18 @@ for (const [what, request, status, code, field] of malformed) {
 test('a body cut short by the client (half sent, then the write side closed) is refused; nothing stored', async () => {
   const before = await footprint(kernel());
   const form = new Form();
-  const body = Buffer.concat([form.part('name', 'half'), form.head('file', 'a.zip'), Buffer.alloc(2 * MiB, 'y'), Buffer.from('\r\n'), form.end()]);
-  const conn = await rawRequest(h.api, 'POST', '/api/v1/local-to-live', { ...auth(), 'content-type': form.contentType, 'content-length': body.length });
+  const body = Buffer.concat([
+    form.part('name', 'half'),
+    form.head('file', 'a.zip'),
+    Buffer.alloc(2 * MiB, 'y'),
+    Buffer.from('\r\n'),
+    form.end(),
+  ]);
+  const conn = await rawRequest(h.api, 'POST', '/api/v1/local-to-live', {
+    ...auth(),
+    'content-type': form.contentType,
+    'content-length': body.length,
+  });
   await conn.write(body.subarray(0, body.length >> 1));
   conn.socket.end();
   const res = await conn.response;
@@ -297,7 +569,11 @@ test('a body cut short by the client (half sent, then the write side closed) is 
 test('a client that disconnects mid-upload leaves nothing behind, and the server still answers', async () => {
   const before = await footprint(kernel());
   const form = new Form();
-  const conn = await rawRequest(h.api, 'POST', '/api/v1/local-to-live', { ...auth(), 'content-type': form.contentType, 'content-length': 20 * MiB });
+  const conn = await rawRequest(h.api, 'POST', '/api/v1/local-to-live', {
+    ...auth(),
+    'content-type': form.contentType,
+    'content-length': 20 * MiB,
+  });
   await conn.write(Buffer.concat([form.part('name', 'gone'), form.head('file', 'a.zip')]));
   for (let i = 0; i < 4; i++) await conn.write(Buffer.alloc(MiB, 'd'));
   await new Promise((r) => setTimeout(r, 200));
@@ -309,13 +585,21 @@ test('a client that disconnects mid-upload leaves nothing behind, and the server
   await h.waitFor(token, (await res.json()).operation.id);
 });
 
-test('project level: another account\'s project → 404; nothing stored', async () => {
+test("project level: another account's project → 404; nothing stored", async () => {
   const other = await h.login();
   const own = await (await h.upload(other.token, '/api/v1/local-to-live', zip, { name: 'theirs' })).json();
   await h.waitFor(other.token, own.operation.id);
   const before = await footprint(kernel());
-  refused(await sendForm([['file', zip, 'a.zip']], `/api/v1/projects/${own.project.id}/local-to-live`), 404, 'not_found');
-  refused(await sendForm([['file', zip, 'a.zip']], `/api/v1/projects/${crypto.randomUUID()}/local-to-live`), 404, 'not_found');
+  refused(
+    await sendForm([['file', zip, 'a.zip']], `/api/v1/projects/${own.project.id}/local-to-live`),
+    404,
+    'not_found',
+  );
+  refused(
+    await sendForm([['file', zip, 'a.zip']], `/api/v1/projects/${crypto.randomUUID()}/local-to-live`),
+    404,
+    'not_found',
+  );
   await unchanged(before);
 });
 
@@ -325,12 +609,28 @@ test('project level: name and visibility parts are refused, naming the part; not
   const path = `/api/v1/projects/${first.project.id}/local-to-live`;
   const before = await footprint(kernel());
   for (const part of ['name', 'visibility']) {
-    const error = refused(await sendForm([[part, 'public'], ['file', zip, 'a.zip']], path), 400, 'invalid_request');
+    const error = refused(
+      await sendForm(
+        [
+          [part, 'public'],
+          ['file', zip, 'a.zip'],
+        ],
+        path,
+      ),
+      400,
+      'invalid_request',
+    );
     assert.is(error.details.field, part);
     assert.match(error.message, `"${part}"`);
   }
   await unchanged(before);
-  const res = await sendForm([['file', zip, 'a.zip'], ['skip_build', 'true']], path);
+  const res = await sendForm(
+    [
+      ['file', zip, 'a.zip'],
+      ['skip_build', 'true'],
+    ],
+    path,
+  );
   assert.is(res.status, 202, JSON.stringify(res));
   assert.is(res.body.project.id, first.project.id);
   await h.waitFor(token, res.body.operation.id);

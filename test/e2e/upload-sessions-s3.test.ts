@@ -73,7 +73,11 @@ const storage = () => kernel().get<Storage>(STORAGE);
 const em = () => kernel().orm.em.fork();
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const sessionOf = async (url: string) =>
-  em().findOneOrFail(UploadSession, { tokenHash: createHash('sha256').update(new URL(url).pathname.split('/')[4]).digest('hex') }, { disableIdentityMap: true });
+  em().findOneOrFail(
+    UploadSession,
+    { tokenHash: createHash('sha256').update(new URL(url).pathname.split('/')[4]).digest('hex') },
+    { disableIdentityMap: true },
+  );
 
 type Answer = { status: number; headers: Headers; body: any };
 const answer = async (res: Response): Promise<Answer> => {
@@ -87,7 +91,11 @@ const answer = async (res: Response): Promise<Answer> => {
 
 /** Creates a session through the counting proxy; returns its 201 answer body. */
 async function create(body: object): Promise<any> {
-  const res = await fetch(`${api.url}/api/v1/upload-sessions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(answer);
+  const res = await fetch(`${api.url}/api/v1/upload-sessions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  }).then(answer);
   assert.is(res.status, 201, JSON.stringify(res.body));
   return res.body;
 }
@@ -113,8 +121,14 @@ async function putAll(session: any, zip: Buffer) {
 }
 
 /** POSTs the completion JSON to upload_url (through the proxy). */
-const complete = (url: string, body: unknown, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
-  fetch(viaProxy(url), { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) }).then(answer);
+const complete = (
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = { 'content-type': 'application/json' },
+) =>
+  fetch(viaProxy(url), { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) }).then(
+    answer,
+  );
 
 function refused(res: Answer, status: number, code: string) {
   assert.is(res.status, status, JSON.stringify(res.body));
@@ -122,7 +136,10 @@ function refused(res: Answer, status: number, code: string) {
   return res.body.error;
 }
 
-/** Everything an upload could leave behind: objects in the bucket, open multipart uploads (other than `open`), versions, operations, projects. */
+/**
+ * Everything an upload could leave behind: objects in the bucket, open multipart uploads (other than `open`), versions,
+ * operations, projects.
+ */
 async function snapshot(open: string[] = []) {
   const objects: string[] = [];
   for await (const o of storage().list('')) objects.push(o.key);
@@ -136,48 +153,78 @@ async function snapshot(open: string[] = []) {
   };
 }
 
-test('direct_storage_resumable on S3: the parts go straight to storage, the API receives none of the bytes, the site deploys', async () => {
-  const before = api.bytesIn();
-  const session = await create({ name: 'direct-site', transport: 'direct_storage_resumable', size: site.length, filename: 'direct.zip' });
-  assert.is(session.method, 'POST');
-  assert.equal(session.limits, { archive_bytes: 100_000_000 });
-  assert.is(session.parts.part_size, PART);
-  assert.is(session.parts.count, 2);
-  assert.equal(session.parts.urls.map((p: any) => [p.part_number, p.size]), [[1, PART], [2, site.length - PART]]);
-  for (const p of session.parts.urls) assert.ok(p.url.startsWith(`${s3.endpoint}/${bucket}/uploads/`), p.url);
-  assert.match(session.next_step, /parts\.urls/);
-  const row = await sessionOf(session.upload_url);
-  assert.ok(row.multipartUploadId);
+test(
+  'direct_storage_resumable on S3: the parts go straight to storage, the API ' +
+    'receives none of the bytes, the site deploys',
+  async () => {
+    const before = api.bytesIn();
+    const session = await create({
+      name: 'direct-site',
+      transport: 'direct_storage_resumable',
+      size: site.length,
+      filename: 'direct.zip',
+    });
+    assert.is(session.method, 'POST');
+    assert.equal(session.limits, { archive_bytes: 100_000_000 });
+    assert.is(session.parts.part_size, PART);
+    assert.is(session.parts.count, 2);
+    assert.equal(
+      session.parts.urls.map((p: any) => [p.part_number, p.size]),
+      [
+        [1, PART],
+        [2, site.length - PART],
+      ],
+    );
+    for (const p of session.parts.urls) assert.ok(p.url.startsWith(`${s3.endpoint}/${bucket}/uploads/`), p.url);
+    assert.match(session.next_step, /parts\.urls/);
+    const row = await sessionOf(session.upload_url);
+    assert.ok(row.multipartUploadId);
 
-  // Part 2 first: the order of the PUTs does not matter.
-  const [one, two] = session.parts.urls;
-  const etag2 = await putPart(two.url, site.subarray(PART));
-  const etag1 = await putPart(one.url, site.subarray(0, PART));
-  assert.is(await storage().stat(row.storageKey), null, 'nothing is stored before completion');
+    // Part 2 first: the order of the PUTs does not matter.
+    const [one, two] = session.parts.urls;
+    const etag2 = await putPart(two.url, site.subarray(PART));
+    const etag1 = await putPart(one.url, site.subarray(0, PART));
+    assert.is(await storage().stat(row.storageKey), null, 'nothing is stored before completion');
 
-  const res = await complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }, { part_number: 2, etag: etag2 }], sha256: sha256(site) });
-  assert.is(res.status, 202, JSON.stringify(res.body));
-  assert.is(res.body.action, 'local_to_live_queued');
-  assert.is(res.body.version.size, site.length);
-  assert.is(res.body.version.sha256, sha256(site));
-  const sent = api.bytesIn() - before;
-  assert.ok(sent < 64 * 1024, `the API received ${sent} bytes for a ${site.length}-byte ZIP`);
+    const res = await complete(session.upload_url, {
+      parts: [
+        { part_number: 1, etag: etag1 },
+        { part_number: 2, etag: etag2 },
+      ],
+      sha256: sha256(site),
+    });
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    assert.is(res.body.action, 'local_to_live_queued');
+    assert.is(res.body.version.size, site.length);
+    assert.is(res.body.version.sha256, sha256(site));
+    const sent = api.bytesIn() - before;
+    assert.ok(sent < 64 * 1024, `the API received ${sent} bytes for a ${site.length}-byte ZIP`);
 
-  const op = await h.waitFor(token, res.body.operation.id, undefined, 90_000);
-  assert.is(op.status, 'succeeded', JSON.stringify(op));
-  assert.is((await h.site(hostOf(res.body.project.url))).body, '<h1>straight to storage</h1>');
-  const version = await em().findOneOrFail(Version, { id: res.body.version.id });
-  assert.is(version.filename, 'direct.zip');
-  assert.is((await storage().stat(version.archiveKey))?.size, site.length);
-  const done = await sessionOf(session.upload_url);
-  assert.ok(done.usedAt);
-  assert.is(done.operationId, res.body.operation.id);
-  assert.equal(await s3.pendingUploads(bucket), []);
+    const op = await h.waitFor(token, res.body.operation.id, undefined, 90_000);
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    assert.is((await h.site(hostOf(res.body.project.url))).body, '<h1>straight to storage</h1>');
+    const version = await em().findOneOrFail(Version, { id: res.body.version.id });
+    assert.is(version.filename, 'direct.zip');
+    assert.is((await storage().stat(version.archiveKey))?.size, site.length);
+    const done = await sessionOf(session.upload_url);
+    assert.ok(done.usedAt);
+    assert.is(done.operationId, res.body.operation.id);
+    assert.equal(await s3.pendingUploads(bucket), []);
 
-  const again = await snapshot();
-  refused(await complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }, { part_number: 2, etag: etag2 }] }), 410, 'gone');
-  assert.equal(await snapshot(), again);
-});
+    const again = await snapshot();
+    refused(
+      await complete(session.upload_url, {
+        parts: [
+          { part_number: 1, etag: etag1 },
+          { part_number: 2, etag: etag2 },
+        ],
+      }),
+      410,
+      'gone',
+    );
+    assert.equal(await snapshot(), again);
+  },
+);
 
 test('completing with bad parts → 400/413 and nothing is kept; the session can still be completed', async () => {
   const zip = Buffer.concat([site, Buffer.alloc(100)]);
@@ -188,37 +235,128 @@ test('completing with bad parts → 400/413 and nothing is kept; the session can
   const before = await snapshot([uploadId!]);
 
   const cases: [string, () => Promise<Answer>, number, string, Record<string, unknown>][] = [
-    ['a missing part', () => complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }, { part_number: 2, etag: etag1 }] }), 400, 'invalid_request', { field: 'parts', part_number: 2 }],
-    ['a part left out', () => complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }] }), 400, 'invalid_request', { field: 'parts', size: PART }],
-    ['parts not from 1', () => complete(session.upload_url, { parts: [{ part_number: 2, etag: etag1 }] }), 400, 'invalid_request', { field: 'parts', part_number: 2 }],
+    [
+      'a missing part',
+      () =>
+        complete(session.upload_url, {
+          parts: [
+            { part_number: 1, etag: etag1 },
+            { part_number: 2, etag: etag1 },
+          ],
+        }),
+      400,
+      'invalid_request',
+      { field: 'parts', part_number: 2 },
+    ],
+    [
+      'a part left out',
+      () => complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }] }),
+      400,
+      'invalid_request',
+      { field: 'parts', size: PART },
+    ],
+    [
+      'parts not from 1',
+      () => complete(session.upload_url, { parts: [{ part_number: 2, etag: etag1 }] }),
+      400,
+      'invalid_request',
+      { field: 'parts', part_number: 2 },
+    ],
     ['no parts', () => complete(session.upload_url, { parts: [] }), 400, 'invalid_request', {}],
-    ['an unknown field', () => complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }], size: 5 }), 400, 'invalid_request', {}],
-    ['a body that is not JSON', () => complete(session.upload_url, 'parts=1', { 'content-type': 'text/plain' }), 400, 'invalid_request', { field: 'content-type' }],
-    ['a malformed sha256', () => complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }], sha256: 'abc' }), 400, 'invalid_request', {}],
-    ['a tus PATCH', () => fetch(viaProxy(session.upload_url), { method: 'PATCH', headers: { 'tus-resumable': '1.0.0', 'content-type': 'application/offset+octet-stream', 'upload-offset': '0' }, body: 'x' }).then(answer), 400, 'invalid_request', { field: 'transport' }],
+    [
+      'an unknown field',
+      () => complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }], size: 5 }),
+      400,
+      'invalid_request',
+      {},
+    ],
+    [
+      'a body that is not JSON',
+      () => complete(session.upload_url, 'parts=1', { 'content-type': 'text/plain' }),
+      400,
+      'invalid_request',
+      { field: 'content-type' },
+    ],
+    [
+      'a malformed sha256',
+      () => complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }], sha256: 'abc' }),
+      400,
+      'invalid_request',
+      {},
+    ],
+    [
+      'a tus PATCH',
+      () =>
+        fetch(viaProxy(session.upload_url), {
+          method: 'PATCH',
+          headers: {
+            'tus-resumable': '1.0.0',
+            'content-type': 'application/offset+octet-stream',
+            'upload-offset': '0',
+          },
+          body: 'x',
+        }).then(answer),
+      400,
+      'invalid_request',
+      { field: 'transport' },
+    ],
   ];
   const check = async (cases: [string, () => Promise<Answer>, number, string, Record<string, unknown>][]) => {
     for (const [what, request, status, code, details] of cases) {
       const error = refused(await request(), status, code);
-      for (const [k, v] of Object.entries(details)) assert.is(error.details?.[k], v, `${what}: ${JSON.stringify(error)}`);
+      for (const [k, v] of Object.entries(details))
+        assert.is(error.details?.[k], v, `${what}: ${JSON.stringify(error)}`);
       assert.equal(await snapshot([uploadId!]), before, what);
       assert.is((await sessionOf(session.upload_url)).usedAt, null, `${what}: the session is not spent`);
     }
   };
   await check(cases);
-  assert.is((await fetch(viaProxy(session.upload_url), { method: 'HEAD', headers: { 'tus-resumable': '1.0.0' } })).status, 400, 'no tus HEAD');
+  assert.is(
+    (await fetch(viaProxy(session.upload_url), { method: 'HEAD', headers: { 'tus-resumable': '1.0.0' } })).status,
+    400,
+    'no tus HEAD',
+  );
 
   // Part 2 stored with a byte too many: past the declared size.
   const big = await putPart(two.url, Buffer.concat([zip.subarray(PART), Buffer.from('!')]));
   await check([
-    ['a wrong ETag', () => complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }, { part_number: 2, etag: etag1 }] }), 400, 'invalid_request', { field: 'parts', part_number: 2 }],
-    ['parts past the declared size', () => complete(session.upload_url, { parts: [{ part_number: 1, etag: etag1 }, { part_number: 2, etag: big }] }), 413, 'payload_too_large', { limit: zip.length }],
+    [
+      'a wrong ETag',
+      () =>
+        complete(session.upload_url, {
+          parts: [
+            { part_number: 1, etag: etag1 },
+            { part_number: 2, etag: etag1 },
+          ],
+        }),
+      400,
+      'invalid_request',
+      { field: 'parts', part_number: 2 },
+    ],
+    [
+      'parts past the declared size',
+      () =>
+        complete(session.upload_url, {
+          parts: [
+            { part_number: 1, etag: etag1 },
+            { part_number: 2, etag: big },
+          ],
+        }),
+      413,
+      'payload_too_large',
+      { limit: zip.length },
+    ],
   ]);
   assert.is(await storage().stat(storageKey), null);
 
   // The part sent again replaces it, and the session completes.
   const etag2 = await putPart(two.url, zip.subarray(PART));
-  const res = await complete(session.upload_url, { parts: [{ part_number: 1, etag: `"${etag1.replace(/"/g, '')}"` }, { part_number: 2, etag: etag2 }] });
+  const res = await complete(session.upload_url, {
+    parts: [
+      { part_number: 1, etag: `"${etag1.replace(/"/g, '')}"` },
+      { part_number: 2, etag: etag2 },
+    ],
+  });
   assert.is(res.status, 202, JSON.stringify(res.body));
   assert.is(res.body.version.sha256, sha256(zip));
   await h.waitFor(token, res.body.operation.id, undefined, 90_000);
@@ -232,7 +370,11 @@ test('a sha256 that differs → 400; the joined ZIP is deleted and the URL is sp
   const etag = await putPart(session.parts.urls[0].url, zip);
   const { multipartUploadId } = await sessionOf(session.upload_url);
   const before = await snapshot([multipartUploadId!]);
-  const error = refused(await complete(session.upload_url, { parts: [{ part_number: 1, etag }], sha256: sha256(Buffer.from('other')) }), 400, 'invalid_request');
+  const error = refused(
+    await complete(session.upload_url, { parts: [{ part_number: 1, etag }], sha256: sha256(Buffer.from('other')) }),
+    400,
+    'invalid_request',
+  );
   assert.is(error.details.field, 'sha256');
   assert.equal(await snapshot(), before);
   refused(await complete(session.upload_url, { parts: [{ part_number: 1, etag }] }), 410, 'gone');
@@ -249,22 +391,27 @@ test('one session completed twice at once: one 202, one 410', async () => {
   assert.is(await em().count(Version, { projectId: answers.find((a) => a.status === 202)!.body.project.id }), 1);
 });
 
-test('an expired session → 410, and its parts are discarded from storage (also by the sweep when it is never used again)', async () => {
-  const zip = await zipOf({ 'index.html': 'late' });
-  const before = await snapshot();
-  const late = await create({ name: 'late', transport: 'direct_storage_resumable', size: zip.length });
-  const forgotten = await create({ name: 'forgotten', transport: 'direct_storage_resumable', size: zip.length });
-  const parts = await putAll(late, zip);
-  await putAll(forgotten, zip);
-  assert.is((await s3.pendingUploads(bucket)).length, 2);
-  for (const s of [late, forgotten]) await em().nativeUpdate(UploadSession, { id: s.id }, { expiresAt: new Date(Date.now() - 1000) });
+test(
+  'an expired session → 410, and its parts are discarded from storage (also by the ' +
+    'sweep when it is never used again)',
+  async () => {
+    const zip = await zipOf({ 'index.html': 'late' });
+    const before = await snapshot();
+    const late = await create({ name: 'late', transport: 'direct_storage_resumable', size: zip.length });
+    const forgotten = await create({ name: 'forgotten', transport: 'direct_storage_resumable', size: zip.length });
+    const parts = await putAll(late, zip);
+    await putAll(forgotten, zip);
+    assert.is((await s3.pendingUploads(bucket)).length, 2);
+    for (const s of [late, forgotten])
+      await em().nativeUpdate(UploadSession, { id: s.id }, { expiresAt: new Date(Date.now() - 1000) });
 
-  refused(await complete(late.upload_url, { parts }), 410, 'gone');
-  assert.is((await s3.pendingUploads(bucket)).length, 1, 'the expired session\'s upload is aborted');
-  // Creating a session sweeps the account's expired ones.
-  await create({ name: 'sweeper' });
-  assert.equal(await snapshot(), before);
-  refused(await complete(late.upload_url, { parts }), 410, 'gone');
-});
+    refused(await complete(late.upload_url, { parts }), 410, 'gone');
+    assert.is((await s3.pendingUploads(bucket)).length, 1, "the expired session's upload is aborted");
+    // Creating a session sweeps the account's expired ones.
+    await create({ name: 'sweeper' });
+    assert.equal(await snapshot(), before);
+    refused(await complete(late.upload_url, { parts }), 410, 'gone');
+  },
+);
 
 test.run();

@@ -21,7 +21,11 @@ test.before(async () => {
   h = await liveHoist({ healthTimeoutSeconds: 10 });
   ({ token } = await h.login());
   zip = await zipOf({ 'index.html': '<h1>via an upload session</h1>' });
-  const res = await fetch(`${h.api}/api/v1/projects/`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ name: 'existing' }) });
+  const res = await fetch(`${h.api}/api/v1/projects/`, {
+    method: 'POST',
+    headers: { ...auth(), 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'existing' }),
+  });
   existing = await res.json();
   assert.is(res.status, 201, JSON.stringify(existing));
 });
@@ -33,7 +37,11 @@ const em = () => kernel().orm.em.fork();
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const pathOf = (url: string) => new URL(url).pathname;
 const sessionIdOf = async (url: string) =>
-  (await em().findOneOrFail(UploadSession, { tokenHash: createHash('sha256').update(pathOf(url).split('/')[4]).digest('hex') })).id;
+  (
+    await em().findOneOrFail(UploadSession, {
+      tokenHash: createHash('sha256').update(pathOf(url).split('/')[4]).digest('hex'),
+    })
+  ).id;
 
 type Answer = { status: number; headers: Headers; body: any };
 const answer = async (res: Response): Promise<Answer> => {
@@ -47,7 +55,13 @@ const answer = async (res: Response): Promise<Answer> => {
 
 /** POST /upload-sessions with `body` (as JSON) and the given bearer token. */
 const create = async (body: unknown, bearer: string | null = token) =>
-  answer(await fetch(`${h.api}/api/v1/upload-sessions`, { method: 'POST', headers: { 'content-type': 'application/json', ...(bearer ? auth(bearer) : {}) }, body: JSON.stringify(body) }));
+  answer(
+    await fetch(`${h.api}/api/v1/upload-sessions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(bearer ? auth(bearer) : {}) },
+      body: JSON.stringify(body),
+    }),
+  );
 
 /** A new session's upload URL. */
 async function urlOf(body: object): Promise<string> {
@@ -71,7 +85,12 @@ const head = (url: string) => fetch(url, { method: 'HEAD', headers: { 'tus-resum
 const patch = (url: string, offset: number, bytes: Buffer, headers: Record<string, string> = {}) =>
   fetch(url, {
     method: 'PATCH',
-    headers: { 'tus-resumable': '1.0.0', 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), ...headers },
+    headers: {
+      'tus-resumable': '1.0.0',
+      'content-type': 'application/offset+octet-stream',
+      'upload-offset': String(offset),
+      ...headers,
+    },
     body: new Uint8Array(bytes),
   }).then(answer);
 
@@ -96,38 +115,48 @@ async function unchanged(before: Awaited<ReturnType<typeof snapshot>>, ms = 3000
   }
 }
 
-test('a session: 201 with a one-time upload URL, its expiry and limits; only a hash of the token is stored', async () => {
-  const started = Date.now();
-  const res = await create({ name: 'session-shape', filename: 'site.zip', skip_build: true, root_directory: '.', runtime: 'static', framework: 'static' });
-  assert.is(res.status, 201, JSON.stringify(res.body));
-  assert.is(res.headers.get('cache-control'), 'no-store');
-  const m = new RegExp(`^${h.api}/api/v1/upload-sessions/([A-Za-z0-9_-]{43})/upload$`).exec(res.body.upload_url);
-  assert.ok(m, res.body.upload_url);
-  assert.is(res.body.transport, 'proxied_multipart');
-  assert.is(res.body.method, 'POST');
-  assert.equal(res.body.limits, { archive_bytes: 95_000_000, request_bytes: 100_000_000 });
-  assert.is(res.body.project, null);
-  assert.is(res.body.size, null);
-  const ttl = Date.parse(res.body.expires_at) - started;
-  assert.ok(ttl > 895_000 && ttl < 905_000, `expires in ${ttl} ms`);
-  assert.match(res.body.next_step, /no Authorization header/);
+test(
+  'a session: 201 with a one-time upload URL, its expiry and limits; only a hash of ' + 'the token is stored',
+  async () => {
+    const started = Date.now();
+    const res = await create({
+      name: 'session-shape',
+      filename: 'site.zip',
+      skip_build: true,
+      root_directory: '.',
+      runtime: 'static',
+      framework: 'static',
+    });
+    assert.is(res.status, 201, JSON.stringify(res.body));
+    assert.is(res.headers.get('cache-control'), 'no-store');
+    const m = new RegExp(`^${h.api}/api/v1/upload-sessions/([A-Za-z0-9_-]{43})/upload$`).exec(res.body.upload_url);
+    assert.ok(m, res.body.upload_url);
+    assert.is(res.body.transport, 'proxied_multipart');
+    assert.is(res.body.method, 'POST');
+    assert.equal(res.body.limits, { archive_bytes: 95_000_000, request_bytes: 100_000_000 });
+    assert.is(res.body.project, null);
+    assert.is(res.body.size, null);
+    const ttl = Date.parse(res.body.expires_at) - started;
+    assert.ok(ttl > 895_000 && ttl < 905_000, `expires in ${ttl} ms`);
+    assert.match(res.body.next_step, /no Authorization header/);
 
-  const row = await em().findOneOrFail(UploadSession, { id: res.body.id });
-  assert.is(row.tokenHash, sha256(Buffer.from(m![1])));
-  assert.not.ok(JSON.stringify(row).includes(m![1]), 'the token itself is not stored');
-  assert.equal(row.options, { skip_build: true, root_directory: '.', runtime: 'static', framework: 'static' });
-  assert.is(row.usedAt, null);
+    const row = await em().findOneOrFail(UploadSession, { id: res.body.id });
+    assert.is(row.tokenHash, sha256(Buffer.from(m![1])));
+    assert.not.ok(JSON.stringify(row).includes(m![1]), 'the token itself is not stored');
+    assert.equal(row.options, { skip_build: true, root_directory: '.', runtime: 'static', framework: 'static' });
+    assert.is(row.usedAt, null);
 
-  const resumable = await create({ name: 'session-shape', transport: 'direct_storage_resumable', size: 1234 });
-  assert.is(resumable.status, 201, JSON.stringify(resumable.body));
-  assert.is(resumable.body.method, 'PATCH');
-  assert.equal(resumable.body.limits, { archive_bytes: RESUMABLE_MAX });
-  assert.is(resumable.body.size, 1234);
+    const resumable = await create({ name: 'session-shape', transport: 'direct_storage_resumable', size: 1234 });
+    assert.is(resumable.status, 201, JSON.stringify(resumable.body));
+    assert.is(resumable.body.method, 'PATCH');
+    assert.equal(resumable.body.limits, { archive_bytes: RESUMABLE_MAX });
+    assert.is(resumable.body.size, 1234);
 
-  const forProject = await create({ project_id: existing.id });
-  assert.is(forProject.status, 201, JSON.stringify(forProject.body));
-  assert.is(forProject.body.project.id, existing.id);
-});
+    const forProject = await create({ project_id: existing.id });
+    assert.is(forProject.status, 201, JSON.stringify(forProject.body));
+    assert.is(forProject.body.project.id, existing.id);
+  },
+);
 
 // A dependency-free server that answers with its marker and its pid.
 const server = `
@@ -137,36 +166,43 @@ require('http').createServer((req, res) => {
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
-test('a Node.js app uploaded through an upload URL, with no bearer token, is live and answers from its own process; the URL then answers 410', async () => {
-  const url = await urlOf({ name: 'node-session', filename: 'app.zip' });
-  const app = await zipOf({ 'package.json': JSON.stringify({ name: 'app', version: '1.0.0', scripts: { start: 'node server.js' } }), 'server.js': server });
-  const res = await post(url, app);
-  assert.is(res.status, 202, JSON.stringify(res.body));
-  assert.is(res.body.action, 'local_to_live_queued');
-  assert.is(res.body.operation.status, 'running');
-  assert.is(res.body.operation.progress, 5);
-  assert.match(res.body.project.url, /^http:\/\/node-session\.localhost:\d+\/$/);
-  const op = await h.waitFor(token, res.body.operation.id, undefined, 90_000);
-  assert.is(op.status, 'succeeded', JSON.stringify(op));
-  assert.is(op.stages.analyze.result.runtime, 'node');
-  const site = await h.site(hostOf(res.body.project.url), '/');
-  assert.is(site.status, 200, site.body);
-  const body = JSON.parse(site.body);
-  assert.is(body.marker, 'from-session');
-  assert.is.not(body.pid, process.pid);
+test(
+  'a Node.js app uploaded through an upload URL, with no bearer token, is live and ' +
+    'answers from its own process; the URL then answers 410',
+  async () => {
+    const url = await urlOf({ name: 'node-session', filename: 'app.zip' });
+    const app = await zipOf({
+      'package.json': JSON.stringify({ name: 'app', version: '1.0.0', scripts: { start: 'node server.js' } }),
+      'server.js': server,
+    });
+    const res = await post(url, app);
+    assert.is(res.status, 202, JSON.stringify(res.body));
+    assert.is(res.body.action, 'local_to_live_queued');
+    assert.is(res.body.operation.status, 'running');
+    assert.is(res.body.operation.progress, 5);
+    assert.match(res.body.project.url, /^http:\/\/node-session\.localhost:\d+\/$/);
+    const op = await h.waitFor(token, res.body.operation.id, undefined, 90_000);
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    assert.is(op.stages.analyze.result.runtime, 'node');
+    const site = await h.site(hostOf(res.body.project.url), '/');
+    assert.is(site.status, 200, site.body);
+    const body = JSON.parse(site.body);
+    assert.is(body.marker, 'from-session');
+    assert.is.not(body.pid, process.pid);
 
-  const session = await em().findOneOrFail(UploadSession, { id: await sessionIdOf(url) });
-  assert.ok(session.usedAt);
-  assert.is(session.operationId, res.body.operation.id);
-  assert.is((await em().findOneOrFail(Version, { id: res.body.version.id })).filename, 'app.zip');
+    const session = await em().findOneOrFail(UploadSession, { id: await sessionIdOf(url) });
+    assert.ok(session.usedAt);
+    assert.is(session.operationId, res.body.operation.id);
+    assert.is((await em().findOneOrFail(Version, { id: res.body.version.id })).filename, 'app.zip');
 
-  const before = await snapshot();
-  const again = refused(await post(url, app), 410, 'gone');
-  assert.equal(again.details, {});
-  await unchanged(before);
-});
+    const before = await snapshot();
+    const again = refused(await post(url, app), 410, 'gone');
+    assert.equal(again.details, {});
+    await unchanged(before);
+  },
+);
 
-test('an Authorization header sent to the upload URL is ignored: the session\'s account gets the project', async () => {
+test("an Authorization header sent to the upload URL is ignored: the session's account gets the project", async () => {
   const other = await h.login();
   for (const [i, authorization] of [`Bearer ${other.token}`, 'Bearer not-a-token', 'Basic Zm9vOmJhcg=='].entries()) {
     const url = await urlOf({ name: `ignored-auth-${i}` });
@@ -184,14 +220,22 @@ test('an expired URL → 410 and an unknown one → 404, telling nothing more; n
   assert.is(first.status, 202);
   await h.waitFor(token, first.body.operation.id);
   const expired = await urlOf({ name: 'expired-one' });
-  await em().nativeUpdate(UploadSession, { id: await sessionIdOf(expired) }, { expiresAt: new Date(Date.now() - 1000) });
+  await em().nativeUpdate(
+    UploadSession,
+    { id: await sessionIdOf(expired) },
+    { expiresAt: new Date(Date.now() - 1000) },
+  );
   const before = await snapshot();
   const gone = refused(await post(expired, zip), 410, 'gone');
   const spent = refused(await post(used, zip), 410, 'gone');
   assert.is(gone.message, spent.message);
   assert.equal(gone.details, {});
   const base = `${h.api}/api/v1/upload-sessions`;
-  for (const unknown of [`${base}/${randomBytes(32).toString('base64url')}/upload`, `${base}/short/upload`, `${base}/${'%2e'.repeat(3)}/upload`]) {
+  for (const unknown of [
+    `${base}/${randomBytes(32).toString('base64url')}/upload`,
+    `${base}/short/upload`,
+    `${base}/${'%2e'.repeat(3)}/upload`,
+  ]) {
     const error = refused(await post(unknown, zip), 404, 'not_found');
     assert.equal(error.details, {});
     refused(await patch(unknown, 0, Buffer.from('x')), 404, 'not_found');
@@ -206,43 +250,132 @@ test('one URL used twice at once: one upload is taken (202), the other gets 410'
   assert.equal(answers.map((a) => a.status).sort(), [202, 410], JSON.stringify(answers.map((a) => a.body)));
   await h.waitFor(token, answers.find((a) => a.status === 202)!.body.operation.id);
   await new Promise((r) => setTimeout(r, 200));
-  assert.is(filesUnder(kernel(), 'uploads').length, (await em().count(Version, {})), 'only the accepted ZIP is kept');
+  assert.is(filesUnder(kernel(), 'uploads').length, await em().count(Version, {}), 'only the accepted ZIP is kept');
 });
 
-test('a session for an existing project deploys to it, with the session\'s options', async () => {
+test("a session for an existing project deploys to it, with the session's options", async () => {
   const url = await urlOf({ project_id: existing.id, skip_build: true });
   const res = await post(url, zip);
   assert.is(res.status, 202, JSON.stringify(res.body));
   assert.is(res.body.project.id, existing.id);
   const op = await h.waitFor(token, res.body.operation.id);
   assert.is(op.status, 'succeeded', JSON.stringify(op));
-  assert.equal([op.stages.build.status, op.stages.build.skipped], ['succeeded', true], 'skip_build: succeeded, flagged skipped (the spec has five statuses)');
+  assert.equal(
+    [op.stages.build.status, op.stages.build.skipped],
+    ['succeeded', true],
+    'skip_build: succeeded, flagged skipped (the spec has five statuses)',
+  );
   assert.is((await h.site(hostOf(res.body.project.url))).body, '<h1>via an upload session</h1>');
 });
 
 const SECRETS = /create the project first.*POST \/api\/v1\/local-to-live/s;
 const badCreates: [string, () => Promise<Answer>, number, string, string?][] = [
-  ['environment variables', () => create({ name: 'with-env', environment: { API_KEY: 'x' } }), 400, 'invalid_request', 'environment'],
-  ['an access password', () => create({ name: 'with-password', access_password: 'hunter22' }), 400, 'invalid_request', 'access_password'],
-  ['environment variables for an existing project', () => create({ project_id: existing.id, environment: { A: '1' } }), 400, 'invalid_request', 'environment'],
+  [
+    'environment variables',
+    () => create({ name: 'with-env', environment: { API_KEY: 'x' } }),
+    400,
+    'invalid_request',
+    'environment',
+  ],
+  [
+    'an access password',
+    () => create({ name: 'with-password', access_password: 'hunter22' }),
+    400,
+    'invalid_request',
+    'access_password',
+  ],
+  [
+    'environment variables for an existing project',
+    () => create({ project_id: existing.id, environment: { A: '1' } }),
+    400,
+    'invalid_request',
+    'environment',
+  ],
   ['no name and no project_id', () => create({ filename: 'a.zip' }), 400, 'invalid_request', 'name'],
   ['a blank name', () => create({ name: '   ' }), 400, 'invalid_request', 'name'],
   ['both name and project_id', () => create({ name: 'both', project_id: existing.id }), 400, 'invalid_request', 'name'],
-  ['visibility with project_id', () => create({ project_id: existing.id, visibility: 'public' }), 400, 'invalid_request', 'visibility'],
+  [
+    'visibility with project_id',
+    () => create({ project_id: existing.id, visibility: 'public' }),
+    400,
+    'invalid_request',
+    'visibility',
+  ],
   ['a bad visibility', () => create({ name: 'vis', visibility: 'everyone' }), 400, 'invalid_request', 'visibility'],
-  ['a filename that is not .zip', () => create({ name: 'tgz', filename: 'site.tar.gz' }), 400, 'invalid_request', 'filename'],
-  ['a filename with a path', () => create({ name: 'path', filename: '../site.zip' }), 400, 'invalid_request', 'filename'],
+  [
+    'a filename that is not .zip',
+    () => create({ name: 'tgz', filename: 'site.tar.gz' }),
+    400,
+    'invalid_request',
+    'filename',
+  ],
+  [
+    'a filename with a path',
+    () => create({ name: 'path', filename: '../site.zip' }),
+    400,
+    'invalid_request',
+    'filename',
+  ],
   ['an unknown transport', () => create({ name: 'ftp', transport: 'ftp' }), 400, 'invalid_request', 'transport'],
   ['an unknown field', () => create({ name: 'colour', colour: 'red' }), 400, 'invalid_request', 'colour'],
-  ['a resumable session without size', () => create({ name: 'nosize', transport: 'direct_storage_resumable' }), 400, 'invalid_request', 'size'],
+  [
+    'a resumable session without size',
+    () => create({ name: 'nosize', transport: 'direct_storage_resumable' }),
+    400,
+    'invalid_request',
+    'size',
+  ],
   ['size 0', () => create({ name: 'zero', size: 0 }), 400, 'invalid_request', 'size'],
-  ['a root_directory outside the archive', () => create({ name: 'root', root_directory: '../up' }), 400, 'invalid_request', 'root_directory'],
+  [
+    'a root_directory outside the archive',
+    () => create({ name: 'root', root_directory: '../up' }),
+    400,
+    'invalid_request',
+    'root_directory',
+  ],
   ['an unknown runtime', () => create({ name: 'cobol', runtime: 'cobol' }), 400, 'invalid_request', 'runtime'],
-  ['skip_build that is not a boolean', () => create({ name: 'skip', skip_build: 'maybe' }), 400, 'invalid_request', 'skip_build'],
-  ['a body that is not JSON', () => fetch(`${h.api}/api/v1/upload-sessions`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: '{"name":' }).then(answer), 400, 'invalid_request'],
-  ['a resumable size of 100,000,001 bytes', () => create({ name: 'too-big', transport: 'direct_storage_resumable', size: RESUMABLE_MAX + 1 }), 413, 'payload_too_large'],
+  [
+    'skip_build that is not a boolean',
+    () => create({ name: 'skip', skip_build: 'maybe' }),
+    400,
+    'invalid_request',
+    'skip_build',
+  ],
+  [
+    'a body that is not JSON',
+    () =>
+      fetch(`${h.api}/api/v1/upload-sessions`, {
+        method: 'POST',
+        headers: { ...auth(), 'content-type': 'application/json' },
+        body: '{"name":',
+      }).then(answer),
+    400,
+    'invalid_request',
+  ],
+  [
+    'a resumable size of 100,000,001 bytes',
+    () => create({ name: 'too-big', transport: 'direct_storage_resumable', size: RESUMABLE_MAX + 1 }),
+    413,
+    'payload_too_large',
+  ],
   ['a proxied size of 95,000,001 bytes', () => create({ name: 'too-big', size: 95_000_001 }), 413, 'payload_too_large'],
-  ['another account\'s project', async () => create({ project_id: (await (await fetch(`${h.api}/api/v1/projects/`, { method: 'POST', headers: { ...auth((await h.login()).token), 'content-type': 'application/json' }, body: '{"name":"theirs"}' })).json()).id }), 404, 'not_found'],
+  [
+    "another account's project",
+    async () =>
+      create({
+        project_id: (
+          await (
+            await fetch(`${h.api}/api/v1/projects/`, {
+              method: 'POST',
+              headers: { ...auth((await h.login()).token), 'content-type': 'application/json' },
+              body: '{"name":"theirs"}',
+            })
+          ).json()
+        ).id,
+      }),
+    404,
+    'not_found',
+  ],
   ['an unknown project', () => create({ project_id: crypto.randomUUID() }), 404, 'not_found'],
   ['no bearer token', () => create({ name: 'anon' }, null), 401, 'unauthorized'],
 ];
@@ -260,53 +393,105 @@ for (const [what, request, status, code, field] of badCreates) {
   });
 }
 
-test('the plan\'s archive size and visibilities apply when the session is created (403 with the plan fields); nothing written', async () => {
-  const free = await h.login('free');
-  const before = await snapshot();
-  for (const transport of ['proxied_multipart', 'direct_storage_resumable']) {
-    const error = refused(await create({ name: 'over-plan', transport, size: 50_000_001 }, free.token), 403, 'plan_restricted');
-    assert.equal(
-      { feature: error.feature, plan: error.plan, required_plan: error.required_plan, limit: error.limit, usage: error.usage },
-      { feature: 'archive_bytes', plan: 'free', required_plan: 'pro', limit: 50_000_000, usage: 50_000_001 },
-    );
-  }
-  assert.is(refused(await create({ name: 'private', visibility: 'private' }, free.token), 403, 'plan_restricted').feature, 'visibility:private');
-  await unchanged(before);
-  const ok = await create({ name: 'within-plan', transport: 'direct_storage_resumable', size: 50_000_000 }, free.token);
-  assert.is(ok.status, 201, JSON.stringify(ok.body));
-  assert.equal(ok.body.limits, { archive_bytes: 50_000_000 });
-});
-
-test('a proxied upload refused for its input (400/413) leaves nothing behind; the URL is spent once its body is read', async () => {
-  const cases: [string, (url: string) => Promise<{ status: number; body: any }>, number, string, string | undefined, boolean][] = [
-    ['a JSON body', (url) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then(answer), 400, 'invalid_request', 'content-type', false],
-    ['a text part', (url) => post(url, zip, {}, { name: 'other' }), 400, 'invalid_request', 'name', true],
-    ['no file part', (url) => { const f = new FormData(); f.append('x', 'y'); return fetch(url, { method: 'POST', body: f }).then(answer); }, 400, 'invalid_request', 'x', true],
-    [
-      'a Content-Length over 100,000,000',
-      async (url) => {
-        const conn = await rawRequest(h.api, 'POST', pathOf(url), { 'content-type': new Form().contentType, 'content-length': 100_000_001 });
-        const res = await conn.response;
-        conn.socket.destroy();
-        return res;
-      },
-      413,
-      'payload_too_large',
-      undefined,
-      false,
-    ],
-  ];
-  for (const [what, request, status, code, field, spent] of cases) {
-    const url = await urlOf({ name: 'bad-input' });
+test(
+  "the plan's archive size and visibilities apply when the session is created (403 " +
+    'with the plan fields); nothing written',
+  async () => {
+    const free = await h.login('free');
     const before = await snapshot();
-    const error = refused(await request(url), status, code);
-    if (field) assert.is(error.details.field, field, `${what}: ${JSON.stringify(error)}`);
+    for (const transport of ['proxied_multipart', 'direct_storage_resumable']) {
+      const error = refused(
+        await create({ name: 'over-plan', transport, size: 50_000_001 }, free.token),
+        403,
+        'plan_restricted',
+      );
+      assert.equal(
+        {
+          feature: error.feature,
+          plan: error.plan,
+          required_plan: error.required_plan,
+          limit: error.limit,
+          usage: error.usage,
+        },
+        { feature: 'archive_bytes', plan: 'free', required_plan: 'pro', limit: 50_000_000, usage: 50_000_001 },
+      );
+    }
+    assert.is(
+      refused(await create({ name: 'private', visibility: 'private' }, free.token), 403, 'plan_restricted').feature,
+      'visibility:private',
+    );
     await unchanged(before);
-    assert.is((await em().findOneOrFail(UploadSession, { id: await sessionIdOf(url) })).usedAt !== null, spent, what);
-  }
-});
+    const ok = await create(
+      { name: 'within-plan', transport: 'direct_storage_resumable', size: 50_000_000 },
+      free.token,
+    );
+    assert.is(ok.status, 201, JSON.stringify(ok.body));
+    assert.equal(ok.body.limits, { archive_bytes: 50_000_000 });
+  },
+);
 
-test('each transport\'s URL refuses the other\'s requests (400) without being spent', async () => {
+test(
+  'a proxied upload refused for its input (400/413) leaves nothing behind; the URL ' + 'is spent once its body is read',
+  async () => {
+    const cases: [
+      string,
+      (url: string) => Promise<{ status: number; body: any }>,
+      number,
+      string,
+      string | undefined,
+      boolean,
+    ][] = [
+      [
+        'a JSON body',
+        (url) =>
+          fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then(answer),
+        400,
+        'invalid_request',
+        'content-type',
+        false,
+      ],
+      ['a text part', (url) => post(url, zip, {}, { name: 'other' }), 400, 'invalid_request', 'name', true],
+      [
+        'no file part',
+        (url) => {
+          const f = new FormData();
+          f.append('x', 'y');
+          return fetch(url, { method: 'POST', body: f }).then(answer);
+        },
+        400,
+        'invalid_request',
+        'x',
+        true,
+      ],
+      [
+        'a Content-Length over 100,000,000',
+        async (url) => {
+          const conn = await rawRequest(h.api, 'POST', pathOf(url), {
+            'content-type': new Form().contentType,
+            'content-length': 100_000_001,
+          });
+          const res = await conn.response;
+          conn.socket.destroy();
+          return res;
+        },
+        413,
+        'payload_too_large',
+        undefined,
+        false,
+      ],
+    ];
+    for (const [what, request, status, code, field, spent] of cases) {
+      const url = await urlOf({ name: 'bad-input' });
+      const before = await snapshot();
+      const error = refused(await request(url), status, code);
+      if (field) assert.is(error.details.field, field, `${what}: ${JSON.stringify(error)}`);
+      await unchanged(before);
+      assert.is((await em().findOneOrFail(UploadSession, { id: await sessionIdOf(url) })).usedAt !== null, spent, what);
+    }
+  },
+);
+
+test("each transport's URL refuses the other's requests (400) without being spent", async () => {
   const resumable = await urlOf({ name: 'resumable-only', transport: 'direct_storage_resumable', size: zip.length });
   const proxied = await urlOf({ name: 'proxied-only' });
   const before = await snapshot();
@@ -320,45 +505,54 @@ test('each transport\'s URL refuses the other\'s requests (400) without being sp
   await h.waitFor(token, res.body.operation.id);
 });
 
-test('tus: HEAD gives the offset, PATCHes append, a wrong offset → 409 with the right one, the last piece starts the deployment', async () => {
-  const url = await urlOf({ name: 'tus-site', transport: 'direct_storage_resumable', size: zip.length, filename: 'tus.zip' });
-  const id = await sessionIdOf(url);
-  const first = await head(url);
-  assert.is(first.status, 200);
-  assert.is(first.headers.get('tus-resumable'), '1.0.0');
-  assert.is(first.headers.get('upload-offset'), '0');
-  assert.is(first.headers.get('upload-length'), String(zip.length));
-  assert.is(first.headers.get('cache-control'), 'no-store');
-  assert.ok(Date.parse(first.headers.get('upload-expires')!) > Date.now());
+test(
+  'tus: HEAD gives the offset, PATCHes append, a wrong offset → 409 with the right ' +
+    'one, the last piece starts the deployment',
+  async () => {
+    const url = await urlOf({
+      name: 'tus-site',
+      transport: 'direct_storage_resumable',
+      size: zip.length,
+      filename: 'tus.zip',
+    });
+    const id = await sessionIdOf(url);
+    const first = await head(url);
+    assert.is(first.status, 200);
+    assert.is(first.headers.get('tus-resumable'), '1.0.0');
+    assert.is(first.headers.get('upload-offset'), '0');
+    assert.is(first.headers.get('upload-length'), String(zip.length));
+    assert.is(first.headers.get('cache-control'), 'no-store');
+    assert.ok(Date.parse(first.headers.get('upload-expires')!) > Date.now());
 
-  const one = await patch(url, 0, zip.subarray(0, 10));
-  assert.is(one.status, 204, JSON.stringify(one.body));
-  assert.is(one.headers.get('upload-offset'), '10');
-  assert.is(filesUnder(kernel(), `uploads/${id}`).length, 1);
-  const two = await patch(url, 10, zip.subarray(10, 20), { authorization: `Bearer ${token}` });
-  assert.is(two.status, 204);
-  assert.is((await head(url)).headers.get('upload-offset'), '20');
+    const one = await patch(url, 0, zip.subarray(0, 10));
+    assert.is(one.status, 204, JSON.stringify(one.body));
+    assert.is(one.headers.get('upload-offset'), '10');
+    assert.is(filesUnder(kernel(), `uploads/${id}`).length, 1);
+    const two = await patch(url, 10, zip.subarray(10, 20), { authorization: `Bearer ${token}` });
+    assert.is(two.status, 204);
+    assert.is((await head(url)).headers.get('upload-offset'), '20');
 
-  const wrong = await patch(url, 10, zip.subarray(10));
-  assert.is(refused(wrong, 409, 'conflict').details.offset, 20);
-  assert.is(wrong.headers.get('upload-offset'), '20');
-  assert.is(wrong.headers.get('tus-resumable'), '1.0.0');
+    const wrong = await patch(url, 10, zip.subarray(10));
+    assert.is(refused(wrong, 409, 'conflict').details.offset, 20);
+    assert.is(wrong.headers.get('upload-offset'), '20');
+    assert.is(wrong.headers.get('tus-resumable'), '1.0.0');
 
-  const last = await patch(url, 20, zip.subarray(20));
-  assert.is(last.status, 202, JSON.stringify(last.body));
-  assert.is(last.headers.get('upload-offset'), String(zip.length));
-  assert.is(last.body.action, 'local_to_live_queued');
-  assert.is(last.body.version.size, zip.length);
-  assert.is(last.body.version.sha256, sha256(zip));
-  assert.equal(filesUnder(kernel(), `uploads/${id}`), [], 'the pieces are gone');
-  const op = await h.waitFor(token, last.body.operation.id);
-  assert.is(op.status, 'succeeded', JSON.stringify(op));
-  assert.is((await h.site(hostOf(last.body.project.url))).body, '<h1>via an upload session</h1>');
-  assert.is((await em().findOneOrFail(Version, { id: last.body.version.id })).filename, 'tus.zip');
+    const last = await patch(url, 20, zip.subarray(20));
+    assert.is(last.status, 202, JSON.stringify(last.body));
+    assert.is(last.headers.get('upload-offset'), String(zip.length));
+    assert.is(last.body.action, 'local_to_live_queued');
+    assert.is(last.body.version.size, zip.length);
+    assert.is(last.body.version.sha256, sha256(zip));
+    assert.equal(filesUnder(kernel(), `uploads/${id}`), [], 'the pieces are gone');
+    const op = await h.waitFor(token, last.body.operation.id);
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    assert.is((await h.site(hostOf(last.body.project.url))).body, '<h1>via an upload session</h1>');
+    assert.is((await em().findOneOrFail(Version, { id: last.body.version.id })).filename, 'tus.zip');
 
-  refused(await patch(url, zip.length, Buffer.alloc(0)), 410, 'gone');
-  assert.is((await head(url)).status, 410);
-});
+    refused(await patch(url, zip.length, Buffer.alloc(0)), 410, 'gone');
+    assert.is((await head(url)).status, 410);
+  },
+);
 
 test('tus: bad requests get 400/409/412/413/415 and store nothing', async () => {
   const url = await urlOf({ name: 'tus-bad', transport: 'direct_storage_resumable', size: 1000 });
@@ -367,16 +561,49 @@ test('tus: bad requests get 400/409/412/413/415 and store nothing', async () => 
   const before = await snapshot();
   const stored = filesUnder(kernel(), `uploads/${id}`);
   const chunked = async (bytes: number) => {
-    const conn = await rawRequest(h.api, 'PATCH', pathOf(url), { 'content-type': 'application/offset+octet-stream', 'upload-offset': 100, 'transfer-encoding': 'chunked' });
-    for (let left = bytes; left > 0; left -= 300) await conn.write(`${Math.min(300, left).toString(16)}\r\n${'z'.repeat(Math.min(300, left))}\r\n`);
+    const conn = await rawRequest(h.api, 'PATCH', pathOf(url), {
+      'content-type': 'application/offset+octet-stream',
+      'upload-offset': 100,
+      'transfer-encoding': 'chunked',
+    });
+    for (let left = bytes; left > 0; left -= 300)
+      await conn.write(`${Math.min(300, left).toString(16)}\r\n${'z'.repeat(Math.min(300, left))}\r\n`);
     await conn.write('0\r\n\r\n');
     return conn.response;
   };
   const cases: [string, () => Promise<{ status: number; body: any; headers?: any }>, number, string, string?][] = [
-    ['another Content-Type', () => patch(url, 100, Buffer.alloc(10), { 'content-type': 'application/zip' }), 415, 'unsupported_media_type', 'content-type'],
-    ['no Content-Type', () => rawRequest(h.api, 'PATCH', pathOf(url), { 'upload-offset': 100, 'content-length': 0 }).then((c) => c.response), 415, 'unsupported_media_type'],
-    ['another tus version', () => patch(url, 100, Buffer.alloc(10), { 'tus-resumable': '0.2.2' }), 412, 'precondition_failed', 'Tus-Resumable'],
-    ['no Upload-Offset', () => rawRequest(h.api, 'PATCH', pathOf(url), { 'content-type': 'application/offset+octet-stream', 'content-length': 0 }).then((c) => c.response), 400, 'invalid_request', 'Upload-Offset'],
+    [
+      'another Content-Type',
+      () => patch(url, 100, Buffer.alloc(10), { 'content-type': 'application/zip' }),
+      415,
+      'unsupported_media_type',
+      'content-type',
+    ],
+    [
+      'no Content-Type',
+      () =>
+        rawRequest(h.api, 'PATCH', pathOf(url), { 'upload-offset': 100, 'content-length': 0 }).then((c) => c.response),
+      415,
+      'unsupported_media_type',
+    ],
+    [
+      'another tus version',
+      () => patch(url, 100, Buffer.alloc(10), { 'tus-resumable': '0.2.2' }),
+      412,
+      'precondition_failed',
+      'Tus-Resumable',
+    ],
+    [
+      'no Upload-Offset',
+      () =>
+        rawRequest(h.api, 'PATCH', pathOf(url), {
+          'content-type': 'application/offset+octet-stream',
+          'content-length': 0,
+        }).then((c) => c.response),
+      400,
+      'invalid_request',
+      'Upload-Offset',
+    ],
     ['a negative Upload-Offset', () => patch(url, -5, Buffer.alloc(10)), 400, 'invalid_request', 'Upload-Offset'],
     ['an Upload-Offset ahead of the upload', () => patch(url, 500, Buffer.alloc(10)), 409, 'conflict', 'Upload-Offset'],
     ['a body one byte past Upload-Length', () => patch(url, 100, Buffer.alloc(901)), 413, 'payload_too_large'],
@@ -409,59 +636,91 @@ test('tus: an expired session answers 410 and its stored pieces are deleted', as
   assert.equal(filesUnder(kernel(), `uploads/${id}`), []);
 });
 
-test('tus, exactly 100,000,000 bytes: a cut connection resumes from the stored offset, a wrong offset → 409 with it, completion starts the chain', async () => {
-  const url = await urlOf({ name: 'tus-biggest', transport: 'direct_storage_resumable', size: RESUMABLE_MAX });
-  const id = await sessionIdOf(url);
-  const headers = { 'tus-resumable': '1.0.0', 'content-type': 'application/offset+octet-stream' };
+test(
+  'tus, exactly 100,000,000 bytes: a cut connection resumes from the stored offset, ' +
+    'a wrong offset → 409 with it, completion starts the chain',
+  async () => {
+    const url = await urlOf({ name: 'tus-biggest', transport: 'direct_storage_resumable', size: RESUMABLE_MAX });
+    const id = await sessionIdOf(url);
+    const headers = { 'tus-resumable': '1.0.0', 'content-type': 'application/offset+octet-stream' };
 
-  // The first PATCH announces all 100,000,000 bytes, sends about 30 MB, and the connection drops.
-  const cut = await rawRequest(h.api, 'PATCH', pathOf(url), { ...headers, 'upload-offset': 0, 'content-length': RESUMABLE_MAX });
-  let sent = 0;
-  for (const c of storedZip(RESUMABLE_MAX)) {
-    await cut.write(c);
-    if ((sent += c.length) >= 30 * MiB) break;
-  }
-  await new Promise((r) => setTimeout(r, 300));
-  cut.socket.destroy();
-  let offset = 0;
-  for (const end = Date.now() + 10_000; offset === 0 && Date.now() < end; await new Promise((r) => setTimeout(r, 100))) {
-    offset = Number((await head(url)).headers.get('upload-offset'));
-  }
-  assert.ok(offset > 0 && offset <= sent, `resumes at ${offset} of ${sent} sent`);
+    // The first PATCH announces all 100,000,000 bytes, sends about 30 MB, and the connection drops.
+    const cut = await rawRequest(h.api, 'PATCH', pathOf(url), {
+      ...headers,
+      'upload-offset': 0,
+      'content-length': RESUMABLE_MAX,
+    });
+    let sent = 0;
+    for (const c of storedZip(RESUMABLE_MAX)) {
+      await cut.write(c);
+      if ((sent += c.length) >= 30 * MiB) break;
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    cut.socket.destroy();
+    let offset = 0;
+    for (
+      const end = Date.now() + 10_000;
+      offset === 0 && Date.now() < end;
+      await new Promise((r) => setTimeout(r, 100))
+    ) {
+      offset = Number((await head(url)).headers.get('upload-offset'));
+    }
+    assert.ok(offset > 0 && offset <= sent, `resumes at ${offset} of ${sent} sent`);
 
-  const wrong = await patch(url, 0, Buffer.alloc(10));
-  assert.is(refused(wrong, 409, 'conflict').details.offset, offset);
-  assert.is(wrong.headers.get('upload-offset'), String(offset));
+    const wrong = await patch(url, 0, Buffer.alloc(10));
+    assert.is(refused(wrong, 409, 'conflict').details.offset, offset);
+    assert.is(wrong.headers.get('upload-offset'), String(offset));
 
-  const rest = await rawRequest(h.api, 'PATCH', pathOf(url), { ...headers, 'upload-offset': offset, 'content-length': RESUMABLE_MAX - offset });
-  for (const c of from(storedZip(RESUMABLE_MAX), offset)) await rest.write(c);
-  const res = await rest.response;
-  assert.is(res.status, 202, JSON.stringify(res));
-  const whole = createHash('sha256');
-  for (const c of storedZip(RESUMABLE_MAX)) whole.update(c);
-  assert.is(res.body.version.size, RESUMABLE_MAX);
-  assert.is(res.body.version.sha256, whole.digest('hex'));
-  const version = await em().findOneOrFail(Version, { id: res.body.version.id });
-  assert.is(statSync(join(kernel().config.dataDir, 'storage', version.archiveKey)).size, RESUMABLE_MAX);
-  assert.equal(filesUnder(kernel(), `uploads/${id}`), []);
-  assert.is((await head(url)).status, 410);
-  // No index.html in it: the chain fails at Analyze, which is not what this test is about.
-  await h.waitFor(token, res.body.operation.id, undefined, 60_000);
-});
+    const rest = await rawRequest(h.api, 'PATCH', pathOf(url), {
+      ...headers,
+      'upload-offset': offset,
+      'content-length': RESUMABLE_MAX - offset,
+    });
+    for (const c of from(storedZip(RESUMABLE_MAX), offset)) await rest.write(c);
+    const res = await rest.response;
+    assert.is(res.status, 202, JSON.stringify(res));
+    const whole = createHash('sha256');
+    for (const c of storedZip(RESUMABLE_MAX)) whole.update(c);
+    assert.is(res.body.version.size, RESUMABLE_MAX);
+    assert.is(res.body.version.sha256, whole.digest('hex'));
+    const version = await em().findOneOrFail(Version, { id: res.body.version.id });
+    assert.is(statSync(join(kernel().config.dataDir, 'storage', version.archiveKey)).size, RESUMABLE_MAX);
+    assert.equal(filesUnder(kernel(), `uploads/${id}`), []);
+    assert.is((await head(url)).status, 410);
+    // No index.html in it: the chain fails at Analyze, which is not what this test is about.
+    await h.waitFor(token, res.body.operation.id, undefined, 60_000);
+  },
+);
 
-test('a PATCH of bytes past 100,000,000 cannot happen: the declared size is the limit (413 at creation, 413 past Upload-Length)', async () => {
-  const before = await snapshot();
-  assert.is(refused(await create({ name: 'over', transport: 'direct_storage_resumable', size: RESUMABLE_MAX + 1 }), 413, 'payload_too_large').details.limit, RESUMABLE_MAX);
-  await unchanged(before);
-  const url = await urlOf({ name: 'at-limit', transport: 'direct_storage_resumable', size: RESUMABLE_MAX });
-  const conn = await rawRequest(h.api, 'PATCH', pathOf(url), { 'content-type': 'application/offset+octet-stream', 'upload-offset': 0, 'content-length': RESUMABLE_MAX + 1 });
-  const res: RawResponse = await conn.response;
-  conn.socket.destroy();
-  assert.is(refused(res, 413, 'payload_too_large').details.limit, RESUMABLE_MAX);
-  assert.is((await head(url)).headers.get('upload-offset'), '0');
-});
+test(
+  'a PATCH of bytes past 100,000,000 cannot happen: the declared size is the limit ' +
+    '(413 at creation, 413 past Upload-Length)',
+  async () => {
+    const before = await snapshot();
+    assert.is(
+      refused(
+        await create({ name: 'over', transport: 'direct_storage_resumable', size: RESUMABLE_MAX + 1 }),
+        413,
+        'payload_too_large',
+      ).details.limit,
+      RESUMABLE_MAX,
+    );
+    await unchanged(before);
+    const url = await urlOf({ name: 'at-limit', transport: 'direct_storage_resumable', size: RESUMABLE_MAX });
+    const conn = await rawRequest(h.api, 'PATCH', pathOf(url), {
+      'content-type': 'application/offset+octet-stream',
+      'upload-offset': 0,
+      'content-length': RESUMABLE_MAX + 1,
+    });
+    const res: RawResponse = await conn.response;
+    conn.socket.destroy();
+    assert.is(refused(res, 413, 'payload_too_large').details.limit, RESUMABLE_MAX);
+    assert.is((await head(url)).headers.get('upload-offset'), '0');
+  },
+);
 
 // tus is the resumable transport of local storage; with HOIST_STORAGE=minio sessions take presigned
 // part PUTs instead, proven by upload-sessions-s3.test.ts.
-if (process.env.HOIST_STORAGE === 'minio') console.log('skip: the tus transport is local storage\'s; on S3 see upload-sessions-s3.test.ts');
+if (process.env.HOIST_STORAGE === 'minio')
+  console.log("skip: the tus transport is local storage's; on S3 see upload-sessions-s3.test.ts");
 else test.run();

@@ -21,20 +21,25 @@ test.before(async () => {
 });
 test.after(async () => c?.close());
 
-const until = async (cond: () => boolean | Promise<boolean>, what: string, ms = 30_000) => {
+const until = async (cond: () => boolean | Promise<boolean>, what: string | (() => string), ms = 30_000) => {
   const end = Date.now() + ms;
   while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting: ${what}`);
+    if (Date.now() > end) throw new Error(`timed out waiting: ${typeof what === 'string' ? what : what()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 };
-const stateOf = async (id: string) => (await c.kernel.orm.em.fork().findOneOrFail(Operation, { id })).state as unknown as OperationState;
+const stateOf = async (id: string) =>
+  (await c.kernel.orm.em.fork().findOneOrFail(Operation, { id })).state as unknown as OperationState;
 
 test('SIGTERM of a worker mid-build: it exits cleanly and the other worker takes the build over at once', async () => {
   const p = await gatedProject({ api: api.url, dataDir: c.dataDir }, token, 'handed-over');
   const form = new FormData();
   form.append('file', new Blob([new Uint8Array(await p.zip('handed over'))]), 'site.zip');
-  const res = await fetch(`${api.url}/api/v1/projects/${p.id}/local-to-live`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+  const res = await fetch(`${api.url}/api/v1/projects/${p.id}/local-to-live`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+    body: form,
+  });
   const { operation } = await res.json();
   const pids = () => workers.map((w) => w.child.pid!);
   await until(() => processesOf(p.command, pids()).length === 1, 'the build running');
@@ -47,14 +52,23 @@ test('SIGTERM of a worker mid-build: it exits cleanly and the other worker takes
   assert.is(code, 0, leaving.output());
   assert.is(processesOf(p.command, [leaving.child.pid!]).length, 0, 'its build process ended with it');
   // Well within the two-minute visibility timeout: only the hand-back lets the other worker in.
-  await until(async () => (await stateOf(operation.id)).stages.build.token === 2, 'the build claimed again');
+  await until(
+    async () => (await stateOf(operation.id)).stages.build.token === 2,
+    () => `the build claimed again; the workers said:\n${leaving.output()}\n${staying.output()}`,
+  );
   await until(() => processesOf(p.command, [staying.child.pid!]).length === 1, 'the other worker building');
   p.open();
   await until(async () => (await stateOf(operation.id)).status !== 'running', 'the deployment finished', 60_000);
   const state = await stateOf(operation.id);
   assert.equal([state.status, state.attempt], ['succeeded', 1]);
-  const builds = await c.kernel.orm.em.fork().find(Build, { operationId: operation.id }, { orderBy: { createdAt: 'asc' } });
-  assert.equal(builds.map((b) => b.status), ['canceled', 'succeeded'], 'the stopped worker\'s build was superseded');
+  const builds = await c.kernel.orm.em
+    .fork()
+    .find(Build, { operationId: operation.id }, { orderBy: { createdAt: 'asc' } });
+  assert.equal(
+    builds.map((b) => b.status),
+    ['canceled', 'succeeded'],
+    "the stopped worker's build was superseded",
+  );
 });
 
 test.run();

@@ -47,7 +47,14 @@ export async function testApi(overrides: Partial<HoistConfig> = {}): Promise<Tes
       const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } });
       if (res.statusCode !== 200) throw new Error(`login failed: ${res.body}`);
       const token = res.json().token as string;
-      return { token, userId: user.id, accountId: account.id, email, password, auth: { authorization: `Bearer ${token}` } };
+      return {
+        token,
+        userId: user.id,
+        accountId: account.id,
+        email,
+        password,
+        auth: { authorization: `Bearer ${token}` },
+      };
     },
     async close() {
       await app.close();

@@ -16,7 +16,8 @@ export function backendsFromEnv(env = process.env) {
   const stream = env.HOIST_QUEUE === 'nats' ? uniqueStream() : null;
   if (stream) Object.assign(overrides, { queue: 'nats', natsUrl: env.HOIST_NATS_URL ?? natsUrl, natsStream: stream });
   if (env.HOIST_STORAGE === 'minio') {
-    if (!env.HOIST_S3_ENDPOINT) throw new Error('HOIST_STORAGE=minio needs HOIST_S3_ENDPOINT (npm test starts an S3 server and sets it)');
+    if (!env.HOIST_S3_ENDPOINT)
+      throw new Error('HOIST_STORAGE=minio needs HOIST_S3_ENDPOINT (npm test starts an S3 server and sets it)');
     Object.assign(overrides, {
       storage: 'minio',
       s3Endpoint: env.HOIST_S3_ENDPOINT,

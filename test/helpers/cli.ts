@@ -43,10 +43,17 @@ export interface TestCli {
 export async function testCli(): Promise<TestCli> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-cli-'));
   const db = testDb === 'postgres' ? await freshPgDatabase() : null;
-  const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('HOIST_')));
-  Object.assign(env, { HOIST_DATA_DIR: dataDir, HOIST_DB: testDb, HOIST_LOG_LEVEL: 'warn' }, db ? { HOIST_DATABASE_URL: db.url } : {});
+  const env: NodeJS.ProcessEnv = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('HOIST_')),
+  );
+  Object.assign(
+    env,
+    { HOIST_DATA_DIR: dataDir, HOIST_DB: testDb, HOIST_LOG_LEVEL: 'warn' },
+    db ? { HOIST_DATABASE_URL: db.url } : {},
+  );
   const kernel = await boot(loadConfig(env), { log: createLogger('silent') });
-  const start = (args: string[]) => spawn(process.execPath, [hoistBin, ...args], { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const start = (args: string[]) =>
+    spawn(process.execPath, [hoistBin, ...args], { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'] });
   return {
     env,
     dataDir,

@@ -25,7 +25,11 @@ export interface TestDnsServer {
   close(): Promise<void>;
 }
 
-const TYPES: Record<number, RecordType> = { [Packet.TYPE.A]: 'A', [Packet.TYPE.TXT]: 'TXT', [Packet.TYPE.CNAME]: 'CNAME' };
+const TYPES: Record<number, RecordType> = {
+  [Packet.TYPE.A]: 'A',
+  [Packet.TYPE.TXT]: 'TXT',
+  [Packet.TYPE.CNAME]: 'CNAME',
+};
 const norm = (name: string) => name.toLowerCase().replace(/\.$/, '');
 
 /** Starts a TestDnsServer on a free loopback port. Records are served with TTL 0, so no resolver keeps them. */
@@ -68,12 +72,19 @@ export async function startDnsServer(): Promise<TestDnsServer> {
       }
       const cname = records.get('CNAME');
       if (cname && type !== 'CNAME') {
-        response.answers.push({ name, type: Packet.TYPE.CNAME, class: Packet.CLASS.IN, ttl: 0, domain: String(cname[0]) } as never);
+        response.answers.push({
+          name,
+          type: Packet.TYPE.CNAME,
+          class: Packet.CLASS.IN,
+          ttl: 0,
+          domain: String(cname[0]),
+        } as never);
         name = norm(String(cname[0]));
         continue;
       }
       for (const value of (type && records.get(type)) ?? []) {
-        const rdata = type === 'A' ? { address: String(value) } : type === 'TXT' ? { data: value } : { domain: String(value) };
+        const rdata =
+          type === 'A' ? { address: String(value) } : type === 'TXT' ? { data: value } : { domain: String(value) };
         response.answers.push({ name, type: q.type, class: Packet.CLASS.IN, ttl: 0, ...rdata } as never);
       }
       break;

@@ -15,11 +15,20 @@ export async function dockerMissing(): Promise<string | null> {
   const docker = testDocker();
   const image = loadConfig(process.env, {}).dockerBaseImage;
   try {
-    await Promise.race([docker.ping(), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5000).unref())]);
+    await Promise.race([
+      docker.ping(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5000).unref()),
+    ]);
   } catch (err) {
     return `no Docker engine answers (${(err as Error).message}); start dockerd (.ci/run does)`;
   }
-  const found = await docker.getImage(image).inspect().then(() => true, () => false);
+  const found = await docker
+    .getImage(image)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
   return found ? null : `the Docker engine has no ${image} image; build it with scripts/docker-base-image.sh`;
 }
 
@@ -29,15 +38,28 @@ export async function dockerLeftovers(deploymentId: string): Promise<string[]> {
   const label = [`hoist.deployment=${deploymentId}`];
   const containers = await docker.listContainers({ all: true, filters: { label } });
   const images = await docker.listImages({ filters: { label } });
-  return [...containers.map((c) => `container ${c.Names.join(',')}`), ...images.map((i) => `image ${(i.RepoTags ?? []).join(',') || i.Id}`)];
+  return [
+    ...containers.map((c) => `container ${c.Names.join(',')}`),
+    ...images.map((i) => `image ${(i.RepoTags ?? []).join(',') || i.Id}`),
+  ];
 }
 
-/** Removes the labelled containers and images of the given projects (live releases outlive the kernel that made them). */
+/**
+ * Removes the labelled containers and images of the given projects (live releases outlive the kernel that made them).
+ */
 export async function removeDockerProjects(projectIds: string[]): Promise<void> {
   const docker = testDocker();
   for (const id of projectIds) {
     const label = ['hoist.managed=true', `hoist.project=${id}`];
-    for (const c of await docker.listContainers({ all: true, filters: { label } })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {});
-    for (const i of await docker.listImages({ filters: { label } })) await docker.getImage(i.Id).remove({ force: true }).catch(() => {});
+    for (const c of await docker.listContainers({ all: true, filters: { label } }))
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {});
+    for (const i of await docker.listImages({ filters: { label } }))
+      await docker
+        .getImage(i.Id)
+        .remove({ force: true })
+        .catch(() => {});
   }
 }

@@ -15,7 +15,8 @@ export const GATE_FILE = '.gate-open';
  * either way: a command that fails until a gate opens, e.g. `${waitForGate()} test -f .gate-open && node build.js`,
  * without racing the gate's first write into a new workspace.
  */
-export const waitForGate = (seconds = 3) => `i=0; while [ ! -f ${GATE_FILE} ] && [ $i -lt ${seconds * 10} ]; do sleep 0.1; i=$((i+1)); done;`;
+export const waitForGate = (seconds = 3) =>
+  `i=0; while [ ! -f ${GATE_FILE} ] && [ $i -lt ${seconds * 10} ]; do sleep 0.1; i=$((i+1)); done;`;
 
 /**
  * A gate that builds wait for inside their sandbox. Each build's source tree is a workspace of its
@@ -35,7 +36,10 @@ export interface WorkspaceGate {
   close(): void;
 }
 
-/** A gate on the build workspaces under `dataDir` whose file `script` (relative to the workspace) contains the gate's id. */
+/**
+ * A gate on the build workspaces under `dataDir` whose file `script` (relative to the workspace) contains the gate's
+ * id.
+ */
 export function workspaceGate(dataDir: string, script: string, id = `gate-${randomUUID()}`): WorkspaceGate {
   let timer: NodeJS.Timeout | null = null;
   const sweep = () => {
@@ -105,7 +109,10 @@ export interface GatedProject {
   open(): void;
 }
 
-/** Creates the project `name` with build_command `node gate.js <gate id>` (waits for the gate file) and output_directory `.`. */
+/**
+ * Creates the project `name` with build_command `node gate.js <gate id>` (waits for the gate file) and output_directory
+ * `.`.
+ */
 export async function gatedProject(h: GateHost, token: string, name: string): Promise<GatedProject> {
   const gate = workspaceGate(h.dataDir, 'gate.js');
   const command = `node gate.js ${gate.id}`;
@@ -116,7 +123,9 @@ export async function gatedProject(h: GateHost, token: string, name: string): Pr
   });
   const body = await res.json();
   if (res.status !== 201) throw new Error(`project not created: ${JSON.stringify(body)}`);
-  const script = `// ${gate.id}\nconst fs = require('fs'); const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(GATE_FILE)})) clearInterval(t); }, 50);\n`;
+  const script =
+    `// ${gate.id}\nconst fs = require('fs'); const t = setInterval(() => { if ` +
+    `(fs.existsSync(${JSON.stringify(GATE_FILE)})) clearInterval(t); }, 50);\n`;
   return {
     id: body.id,
     name,

@@ -6,6 +6,7 @@ import { loadConfig } from '../../config/load.js';
 import type { HoistConfig } from '../../config/schema.js';
 import { boot, type Kernel } from '../../adapters/kernel.js';
 import { createLogger } from '../../adapters/logger.js';
+import type { Deps, Resolved } from '../../core/tokens.js';
 import { backendsFromEnv } from './backends.js';
 
 /** The database leg this test process runs on: HOIST_TEST_DB=sqlite (default) or postgres. */
@@ -40,7 +41,19 @@ export async function testKernel(overrides: Partial<HoistConfig> = {}): Promise<
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-test-'));
   const db = testDb === 'postgres' ? await freshPgDatabase() : null;
   const backends = backendsFromEnv();
-  const config = loadConfig({}, { dataDir, db: testDb, databaseUrl: db?.url, logLevel: process.env.HOIST_TEST_LOG ?? 'silent', port: 0, edgePort: 0, ...backends.overrides, ...overrides });
+  const config = loadConfig(
+    {},
+    {
+      dataDir,
+      db: testDb,
+      databaseUrl: db?.url,
+      logLevel: process.env.HOIST_TEST_LOG ?? 'silent',
+      port: 0,
+      edgePort: 0,
+      ...backends.overrides,
+      ...overrides,
+    },
+  );
   const kernel = await boot(config, { log: createLogger(config.logLevel) });
   const stop = kernel.stop;
   kernel.stop = async () => {
@@ -51,4 +64,9 @@ export async function testKernel(overrides: Partial<HoistConfig> = {}): Promise<
     rmSync(dataDir, { recursive: true, force: true });
   };
   return kernel;
+}
+
+/** A plugin's `deps` resolved from a kernel: to build another instance of it (a restart in a test). */
+export function resolvedDeps<D extends Deps>(kernel: Kernel, deps: D): Resolved<D> {
+  return Object.fromEntries(Object.entries(deps).map(([k, t]) => [k, kernel.get(t)])) as Resolved<D>;
 }

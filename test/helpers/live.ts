@@ -9,11 +9,15 @@ import { testKernel } from './kernel.js';
 /** A ZIP (yazl) of the given files, as bytes. */
 export function zipOf(files: Record<string, string | Buffer>): Promise<Buffer> {
   const zip = new yazl.ZipFile();
-  for (const [name, body] of Object.entries(files)) zip.addBuffer(Buffer.isBuffer(body) ? body : Buffer.from(body), name, { mtime: new Date(0) });
+  for (const [name, body] of Object.entries(files))
+    zip.addBuffer(Buffer.isBuffer(body) ? body : Buffer.from(body), name, { mtime: new Date(0) });
   zip.end();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    zip.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+    zip.outputStream
+      .on('data', (c: Buffer) => chunks.push(c))
+      .on('end', () => resolve(Buffer.concat(chunks)))
+      .on('error', reject);
   });
 }
 
@@ -27,7 +31,13 @@ export interface LiveHoist {
   /** Creates an account (plan pro unless given) and returns its bearer token. */
   login(plan?: string): Promise<{ token: string; accountId: string }>;
   /** POST a multipart upload to `path` with `fields` and the ZIP in the part `file`. */
-  upload(token: string, path: string, zip: Buffer | null, fields?: Record<string, string>, headers?: Record<string, string>): Promise<Response>;
+  upload(
+    token: string,
+    path: string,
+    zip: Buffer | null,
+    fields?: Record<string, string>,
+    headers?: Record<string, string>,
+  ): Promise<Response>;
   /** GETs JSON from the API. */
   get(token: string, path: string): Promise<{ status: number; body: any }>;
   /** POSTs to the API with no body. */
@@ -35,7 +45,11 @@ export interface LiveHoist {
   /** Polls the operation until it is terminal (or `until` holds); returns its last view. */
   waitFor(token: string, operationId: string, until?: (op: any) => boolean, ms?: number): Promise<any>;
   /** GET on the edge with a Host header. */
-  site(host: string, path?: string, headers?: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>;
+  site(
+    host: string,
+    path?: string,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>;
   close(): Promise<void>;
 }
 
@@ -47,7 +61,10 @@ export async function liveHoist(overrides: Partial<HoistConfig> = {}): Promise<L
   const running = await startRoles(['api', 'worker', 'edge'], kernel);
   const api = running.urls.api!;
   const edge = running.urls.edge!;
-  const json = async (res: Response) => ({ status: res.status, body: res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text() });
+  const json = async (res: Response) => ({
+    status: res.status,
+    body: res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text(),
+  });
   const self: LiveHoist = {
     running,
     dataDir: kernel.config.dataDir,
@@ -56,15 +73,25 @@ export async function liveHoist(overrides: Partial<HoistConfig> = {}): Promise<L
     async login(plan = 'pro') {
       const email = `live${++n}-${process.pid}@example.com`;
       const password = 'correct horse battery';
-      const { account } = await RequestContext.create(kernel.orm.em.fork(), () => kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password, plan }));
-      const res = await fetch(`${api}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+      const { account } = await RequestContext.create(kernel.orm.em.fork(), () =>
+        kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password, plan }),
+      );
+      const res = await fetch(`${api}/api/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password }),
+      });
       return { token: (await res.json()).token, accountId: account.id };
     },
     async upload(token, path, zip, fields = {}, headers = {}) {
       const form = new FormData();
       for (const [k, v] of Object.entries(fields)) form.append(k, v);
       if (zip) form.append('file', new Blob([new Uint8Array(zip)], { type: 'application/zip' }), 'site.zip');
-      return fetch(`${api}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers }, body: form });
+      return fetch(`${api}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, ...headers },
+        body: form,
+      });
     },
     async get(token, path) {
       return json(await fetch(`${api}${path}`, { headers: { authorization: `Bearer ${token}` } }));
@@ -72,12 +99,18 @@ export async function liveHoist(overrides: Partial<HoistConfig> = {}): Promise<L
     async post(token, path) {
       return json(await fetch(`${api}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` } }));
     },
-    async waitFor(token, operationId, until = (op) => ['succeeded', 'failed', 'canceled'].includes(op.status), ms = 30_000) {
-      const end = Date.now() + ms;
+    async waitFor(
+      token,
+      operationId,
+      until = (op) => ['succeeded', 'failed', 'canceled'].includes(op.status),
+      ms = 60_000,
+    ) {
+      // Monotonic: a wall clock stepped forward (seen on CI machines) must not end the wait early.
+      const end = performance.now() + ms;
       for (;;) {
         const { body } = await self.get(token, `/api/v1/operations/${operationId}`);
         if (until(body)) return body;
-        if (Date.now() > end) throw new Error(`operation did not get there in time: ${JSON.stringify(body)}`);
+        if (performance.now() > end) throw new Error(`operation did not get there in time: ${JSON.stringify(body)}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     },
@@ -86,7 +119,11 @@ export async function liveHoist(overrides: Partial<HoistConfig> = {}): Promise<L
       return new Promise((resolve, reject) => {
         const req = http.get({ host: url.hostname, port: url.port, path, headers: { host, ...headers } }, (res) => {
           const chunks: Buffer[] = [];
-          res.on('data', (c) => chunks.push(c)).on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+          res
+            .on('data', (c) => chunks.push(c))
+            .on('end', () =>
+              resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+            );
         });
         req.on('error', reject);
       });

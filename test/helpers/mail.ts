@@ -1,4 +1,4 @@
-import { OutboxMail } from '../../core/entities/outbox-mail.js';
+import { OutboxMail } from '../../plugins/mailer-outbox/outbox-mail.js';
 import type { TestApi } from './api.js';
 
 /** Mail the outbox holds for `to`, oldest first. */

@@ -22,7 +22,9 @@ export async function dropStream(url: string, stream: string): Promise<void> {
 }
 
 /** Two NatsQueue instances (two connections, as two processes) on a fresh stream, deleted by cleanup. */
-export async function natsQueueFixture(opts: Pick<NatsQueueOptions, 'ackWaitMs' | 'maxDeliveries'>): Promise<QueueFixture> {
+export async function natsQueueFixture(
+  opts: Pick<NatsQueueOptions, 'ackWaitMs' | 'maxDeliveries'>,
+): Promise<QueueFixture> {
   const stream = uniqueStream();
   const make = () => new NatsQueue({ url: natsUrl, stream, consumer: 'workers', ...opts });
   const queue = make();
@@ -72,12 +74,17 @@ export async function ownNatsServer(): Promise<OwnNats> {
   const self: OwnNats = {
     url,
     async start() {
-      child = spawn('/usr/sbin/nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
+      child = spawn('/usr/sbin/nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], {
+        stdio: 'ignore',
+      });
       const end = Date.now() + 20_000;
       for (;;) {
         const nc = await connect({ servers: url, timeout: 1000 }).catch(() => null);
         if (nc) {
-          const up = await nc.jetstreamManager().then(() => true, () => false);
+          const up = await nc.jetstreamManager().then(
+            () => true,
+            () => false,
+          );
           await nc.close();
           if (up) return;
         }

@@ -27,8 +27,16 @@ export interface RawConnection {
   write(chunk: Buffer | string): Promise<boolean>;
 }
 
-/** Opens a connection to `base` (http://host:port) and writes the request head (Host: the base's, unless `headers` has `host`). */
-export async function rawRequest(base: string, method: string, path: string, headers: Record<string, string | number>): Promise<RawConnection> {
+/**
+ * Opens a connection to `base` (http://host:port) and writes the request head (Host: the base's, unless `headers` has
+ * `host`).
+ */
+export async function rawRequest(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string | number>,
+): Promise<RawConnection> {
   const url = new URL(base);
   const socket = net.connect(Number(url.port), url.hostname);
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
@@ -39,7 +47,9 @@ export async function rawRequest(base: string, method: string, path: string, hea
       const end = buf.indexOf('\r\n\r\n');
       if (end < 0) return null;
       const [statusLine, ...lines] = buf.subarray(0, end).toString().split('\r\n');
-      const h = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const h = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
       const body = buf.subarray(end + 4);
       const length = h['content-length'] === undefined ? null : Number(h['content-length']);
       if (length !== null && body.length < length) return null;
@@ -73,7 +83,13 @@ export async function rawRequest(base: string, method: string, path: string, hea
   };
   // A `host` among `headers` takes the place of the base's (`Host` besides it makes a second one).
   const host = 'host' in headers ? [] : [`host: ${url.host}`];
-  const head = [`${method} ${path} HTTP/1.1`, ...host, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
+  const head = [
+    `${method} ${path} HTTP/1.1`,
+    ...host,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    '',
+    '',
+  ].join('\r\n');
   await write(head);
   return { socket, response, write };
 }
@@ -110,7 +126,9 @@ export class Form {
 export function filesUnder(kernel: Kernel, dir: string): string[] {
   const root = join(kernel.config.dataDir, 'storage', dir);
   try {
-    return readdirSync(root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath ?? e.path, e.name));
+    return readdirSync(root, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => join(e.parentPath ?? e.path, e.name));
   } catch {
     return [];
   }
@@ -123,8 +141,13 @@ export async function objectsUnder(kernel: Kernel, prefix: string): Promise<numb
   return n;
 }
 
-/** What an upload may leave behind: stored uploads, storage temp files (storage-local's), versions, operations, projects. */
-export async function footprint(kernel: Kernel): Promise<{ uploads: number; temp: number; versions: number; operations: number; projects: number }> {
+/**
+ * What an upload may leave behind: stored uploads, storage temp files (storage-local's), versions, operations,
+ * projects.
+ */
+export async function footprint(
+  kernel: Kernel,
+): Promise<{ uploads: number; temp: number; versions: number; operations: number; projects: number }> {
   const em = kernel.orm.em.fork();
   const count = (e: EntityName<object>) => em.count(e, {});
   return {

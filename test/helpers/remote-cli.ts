@@ -23,9 +23,16 @@ let n = 0;
 /** A CLI user of `h` with its own config folder (so its own saved login). */
 export function remoteCli(h: LiveHoist): RemoteCli {
   const configHome = mkdtempSync(join(tmpdir(), 'hoist-cli-config-'));
-  const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('HOIST_') && k !== 'NO_COLOR'));
+  const env: NodeJS.ProcessEnv = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('HOIST_') && k !== 'NO_COLOR'),
+  );
   Object.assign(env, { XDG_CONFIG_HOME: configHome, HOIST_API_URL: h.api });
-  const start = (args: string[], extra: NodeJS.ProcessEnv = {}) => spawn(process.execPath, [hoistBin, ...args], { cwd: root, env: { ...env, ...extra }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const start = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
+    spawn(process.execPath, [hoistBin, ...args], {
+      cwd: root,
+      env: { ...env, ...extra },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
   return {
     env,
     configHome,
@@ -39,6 +46,8 @@ export async function accountWithPassword(h: LiveHoist, plan = 'pro'): Promise<{
   const kernel = h.running.kernel;
   const email = `cli${++n}-${process.pid}@example.com`;
   const password = 'correct horse battery staple';
-  await RequestContext.create(kernel.orm.em.fork(), () => kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password, plan }));
+  await RequestContext.create(kernel.orm.em.fork(), () =>
+    kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password, plan }),
+  );
   return { email, password };
 }

@@ -38,7 +38,9 @@ export async function cluster(overrides: NodeJS.ProcessEnv = {}): Promise<Cluste
   const db = await freshPgDatabase();
   const stream = uniqueStream();
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-roles-'));
-  const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('HOIST_')));
+  const env: NodeJS.ProcessEnv = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('HOIST_')),
+  );
   Object.assign(env, {
     HOIST_DATA_DIR: dataDir,
     HOIST_DB: 'postgres',
@@ -67,7 +69,10 @@ export async function cluster(overrides: NodeJS.ProcessEnv = {}): Promise<Cluste
       return new Promise((resolve, reject) => {
         const onData = (d: Buffer) => {
           out += d;
-          const m = role === 'worker' ? /hoist worker running \(.*health on (http:\/\/\S+?)\)/.exec(out) : new RegExp(`hoist ${role} listening on (http://\\S+)`).exec(out);
+          const m =
+            role === 'worker'
+              ? /hoist worker running \(.*health on (http:\/\/\S+?)\)/.exec(out)
+              : new RegExp(`hoist ${role} listening on (http://\\S+)`).exec(out);
           if (m) resolve({ child, url: m[1], output: () => out });
         };
         child.stdout!.on('data', onData);
@@ -78,8 +83,14 @@ export async function cluster(overrides: NodeJS.ProcessEnv = {}): Promise<Cluste
     async login(api, plan = 'team') {
       const email = `roles${++n}-${process.pid}@example.com`;
       const password = 'correct horse battery';
-      await RequestContext.create(kernel.orm.em.fork(), () => kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password, plan }));
-      const res = await fetch(`${api}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+      await RequestContext.create(kernel.orm.em.fork(), () =>
+        kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password, plan }),
+      );
+      const res = await fetch(`${api}/api/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password }),
+      });
       return (await res.json()).token;
     },
     async close(extra = []) {

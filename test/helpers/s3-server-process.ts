@@ -15,9 +15,15 @@ import S3rver from 's3rver';
 
 const require = createRequire(import.meta.url);
 type S3ErrorType = Error & { status: number; expose: boolean };
-const S3Error = require('s3rver/lib/models/error.js') as new (code: string, message: string, detail?: Record<string, string>) => S3ErrorType;
+const S3Error = require('s3rver/lib/models/error.js') as new (
+  code: string,
+  message: string,
+  detail?: Record<string, string>,
+) => S3ErrorType;
 /** s3rver's accounts by access key id (its one account has the key pair S3RVER / S3RVER). */
-const accounts = (require('s3rver/lib/models/account.js') as { registry: Map<string, { accessKeys: Map<string, string> }> }).registry;
+const accounts = (
+  require('s3rver/lib/models/account.js') as { registry: Map<string, { accessKeys: Map<string, string> }> }
+).registry;
 
 type Ctx = {
   method: string;
@@ -91,14 +97,24 @@ function verifySigV4(): Middleware {
     const byHeader = authorization !== undefined;
     const byQuery = 'X-Amz-Algorithm' in ctx.query;
     if (!byHeader && !byQuery) {
-      if ('Signature' in ctx.query) throw new S3Error('InvalidRequest', `The authorization mechanism you have provided is not supported. Please use ${ALGORITHM}.`);
+      if ('Signature' in ctx.query)
+        throw new S3Error(
+          'InvalidRequest',
+          `The authorization mechanism you have provided is not supported. Please use ${ALGORITHM}.`,
+        );
       throw new S3Error('AccessDenied', 'Access Denied');
     }
     if (byHeader && byQuery) {
-      throw new S3Error('InvalidArgument', 'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified');
+      throw new S3Error(
+        'InvalidArgument',
+        'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, ' +
+          'Signature query string parameter or the Authorization header should be specified',
+      );
     }
     const malformed = (message: string, detail?: Record<string, string>) =>
-      byHeader ? new S3Error('AuthorizationHeaderMalformed', `The authorization header is malformed; ${message}`, detail) : new S3Error('AuthorizationQueryParametersError', message, detail);
+      byHeader
+        ? new S3Error('AuthorizationHeaderMalformed', `The authorization header is malformed; ${message}`, detail)
+        : new S3Error('AuthorizationQueryParametersError', message, detail);
 
     let credential: string | undefined;
     let signedHeaders: string | undefined;
@@ -107,7 +123,10 @@ function verifySigV4(): Middleware {
     const now = Date.now();
     if (byHeader) {
       if (!authorization.startsWith(`${ALGORITHM} `)) {
-        throw new S3Error('InvalidRequest', `The authorization mechanism you have provided is not supported. Please use ${ALGORITHM}.`);
+        throw new S3Error(
+          'InvalidRequest',
+          `The authorization mechanism you have provided is not supported. Please use ${ALGORITHM}.`,
+        );
       }
       const fields = new Map(
         authorization
@@ -118,16 +137,24 @@ function verifySigV4(): Middleware {
       credential = fields.get('Credential');
       signedHeaders = fields.get('SignedHeaders');
       provided = fields.get('Signature');
-      if (!credential || !signedHeaders || !provided) throw malformed('the authorization header requires three components: Credential, SignedHeaders, and Signature.');
+      if (!credential || !signedHeaders || !provided)
+        throw malformed(
+          'the authorization header requires three components: Credential, SignedHeaders, and Signature.',
+        );
       datetime = ctx.headers['x-amz-date'] ?? '';
       const at = amzDate(datetime);
-      if (Number.isNaN(at)) throw new S3Error('AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
+      if (Number.isNaN(at))
+        throw new S3Error('AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
       if (Math.abs(now - at) > MAX_SKEW_MS) {
-        throw new S3Error('RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.', {
-          RequestTime: datetime,
-          ServerTime: isoSeconds(now),
-          MaxAllowedSkewMilliseconds: String(MAX_SKEW_MS),
-        });
+        throw new S3Error(
+          'RequestTimeTooSkewed',
+          'The difference between the request time and the current time is too large.',
+          {
+            RequestTime: datetime,
+            ServerTime: isoSeconds(now),
+            MaxAllowedSkewMilliseconds: String(MAX_SKEW_MS),
+          },
+        );
       }
     } else {
       if (param('X-Amz-Algorithm') !== ALGORITHM) throw malformed(`X-Amz-Algorithm only supports "${ALGORITHM}"`);
@@ -138,52 +165,90 @@ function verifySigV4(): Middleware {
       datetime = param('X-Amz-Date') ?? '';
       if (!credential || !signedHeaders || !provided || !datetime || expires === undefined) {
         throw malformed(
-          'Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.',
+          'Query-string authentication version 4 requires the X-Amz-Algorithm, ' +
+            'X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and ' +
+            'X-Amz-Expires parameters.',
         );
       }
       const at = amzDate(datetime);
       if (Number.isNaN(at)) throw malformed(`X-Amz-Date must be in the ISO8601 Long Format "yyyyMMdd'T'HHmmss'Z'"`);
       if (!/^\d+$/.test(expires)) throw malformed('X-Amz-Expires should be a number');
-      if (+expires > MAX_EXPIRES_SECONDS) throw malformed(`X-Amz-Expires must be less than a week (in seconds); that is, the given X-Amz-Expires must be less than ${MAX_EXPIRES_SECONDS} seconds`);
+      if (+expires > MAX_EXPIRES_SECONDS)
+        throw malformed(
+          `X-Amz-Expires must be less than a week (in seconds); that is, the given ` +
+            `X-Amz-Expires must be less than ${MAX_EXPIRES_SECONDS} seconds`,
+        );
       if (at - now > MAX_SKEW_MS) throw new S3Error('AccessDenied', 'Request is not valid yet');
       if (now > at + +expires * 1000) {
-        throw new S3Error('AccessDenied', 'Request has expired', { 'X-Amz-Expires': expires, Expires: isoSeconds(at + +expires * 1000), ServerTime: isoSeconds(now) });
+        throw new S3Error('AccessDenied', 'Request has expired', {
+          'X-Amz-Expires': expires,
+          Expires: isoSeconds(at + +expires * 1000),
+          ServerTime: isoSeconds(now),
+        });
       }
     }
 
     const scope = credential.split('/');
-    if (scope.length !== 5) throw malformed('the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".');
+    if (scope.length !== 5)
+      throw malformed('the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".');
     const [accessKeyId, date, region, service, terminal] = scope;
-    if (terminal !== 'aws4_request') throw malformed(`incorrect terminal "${terminal}". This endpoint uses "aws4_request".`);
+    if (terminal !== 'aws4_request')
+      throw malformed(`incorrect terminal "${terminal}". This endpoint uses "aws4_request".`);
     if (service !== 's3') throw malformed(`incorrect service "${service}". This endpoint belongs to "s3".`);
-    if (region !== REGION) throw malformed(`the region '${region}' is wrong; expecting '${REGION}'`, { Region: REGION });
-    if (date !== datetime.slice(0, 8)) throw malformed(`Invalid credential date "${date}". This date is not the same as X-Amz-Date: "${datetime.slice(0, 8)}".`);
+    if (region !== REGION)
+      throw malformed(`the region '${region}' is wrong; expecting '${REGION}'`, { Region: REGION });
+    if (date !== datetime.slice(0, 8))
+      throw malformed(
+        `Invalid credential date "${date}". This date is not the same as X-Amz-Date: "${datetime.slice(0, 8)}".`,
+      );
     const secretAccessKey = accounts.get(accessKeyId)?.accessKeys.get(accessKeyId);
     if (secretAccessKey === undefined) {
-      throw new S3Error('InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.', { AWSAccessKeyId: accessKeyId });
+      throw new S3Error('InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.', {
+        AWSAccessKeyId: accessKeyId,
+      });
     }
 
     const signed = signedHeaders.split(';');
-    const notSigned = Object.keys(ctx.headers).filter((h) => (h === 'host' || h.startsWith('x-amz-')) && !signed.includes(h));
-    if (notSigned.length) throw new S3Error('AccessDenied', 'There were headers present in the request which were not signed', { HeadersNotSigned: notSigned.join(', ') });
+    const notSigned = Object.keys(ctx.headers).filter(
+      (h) => (h === 'host' || h.startsWith('x-amz-')) && !signed.includes(h),
+    );
+    if (notSigned.length)
+      throw new S3Error('AccessDenied', 'There were headers present in the request which were not signed', {
+        HeadersNotSigned: notSigned.join(', '),
+      });
 
     const payloadHash = byHeader ? ctx.headers['x-amz-content-sha256'] : 'UNSIGNED-PAYLOAD';
-    if (payloadHash === undefined) throw new S3Error('InvalidRequest', 'Missing required header for this request: x-amz-content-sha256');
+    if (payloadHash === undefined)
+      throw new S3Error('InvalidRequest', 'Missing required header for this request: x-amz-content-sha256');
     if (payloadHash.startsWith('STREAMING-')) {
-      throw new S3Error('NotImplemented', `This test server does not verify streaming-signed payloads (x-amz-content-sha256: ${payloadHash}).`);
+      throw new S3Error(
+        'NotImplemented',
+        `This test server does not verify streaming-signed payloads (x-amz-content-sha256: ${payloadHash}).`,
+      );
     }
     if (payloadHash !== 'UNSIGNED-PAYLOAD' && !/^[0-9a-f]{64}$/.test(payloadHash)) {
-      throw new S3Error('InvalidArgument', 'x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD, or a valid sha256 value.', {
-        ArgumentName: 'x-amz-content-sha256',
-        ArgumentValue: payloadHash,
-      });
+      throw new S3Error(
+        'InvalidArgument',
+        'x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD, or a valid sha256 value.',
+        {
+          ArgumentName: 'x-amz-content-sha256',
+          ArgumentValue: payloadHash,
+        },
+      );
     }
 
     // The request as received: its method, its path (a '+' in it is a plus sign to S3, where aws4
     // would read a space) and query (less X-Amz-Signature), the headers it says it signed.
     const q = ctx.originalUrl.indexOf('?');
     const path = (q < 0 ? ctx.originalUrl : ctx.originalUrl.slice(0, q)).replace(/\+/g, '%2B');
-    const query = q < 0 ? '' : ctx.originalUrl.slice(q + 1).split('&').filter((p) => p && !/^X-Amz-Signature(=|$)/.test(p)).join('&');
+    const query =
+      q < 0
+        ? ''
+        : ctx.originalUrl
+            .slice(q + 1)
+            .split('&')
+            .filter((p) => p && !/^X-Amz-Signature(=|$)/.test(p))
+            .join('&');
     const request: aws4.Request & { extraHeadersToInclude: Record<string, boolean> } = {
       method: ctx.method,
       path: query ? `${path}?${query}` : path,
@@ -198,12 +263,17 @@ function verifySigV4(): Middleware {
     const signer = new aws4.RequestSigner(request, { accessKeyId, secretAccessKey });
     signer.datetime = datetime;
     if (signer.signature() !== provided) {
-      throw new S3Error('SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided. Check your key and signing method.', {
-        AWSAccessKeyId: accessKeyId,
-        StringToSign: signer.stringToSign(),
-        SignatureProvided: provided,
-        CanonicalRequest: signer.canonicalString(),
-      });
+      throw new S3Error(
+        'SignatureDoesNotMatch',
+        'The request signature we calculated does not match the signature you provided. ' +
+          'Check your key and signing method.',
+        {
+          AWSAccessKeyId: accessKeyId,
+          StringToSign: signer.stringToSign(),
+          SignatureProvided: provided,
+          CanonicalRequest: signer.canonicalString(),
+        },
+      );
     }
 
     if (payloadHash !== 'UNSIGNED-PAYLOAD') {
@@ -213,10 +283,14 @@ function verifySigV4(): Middleware {
       const computed = createHash('sha256').update(body).digest('hex');
       if (computed !== payloadHash) {
         throw Object.assign(
-          new S3Error('XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.", {
-            ClientComputedContentSHA256: payloadHash,
-            S3ComputedContentSHA256: computed,
-          }),
+          new S3Error(
+            'XAmzContentSHA256Mismatch',
+            "The provided 'x-amz-content-sha256' header does not match what was computed.",
+            {
+              ClientComputedContentSHA256: payloadHash,
+              S3ComputedContentSHA256: computed,
+            },
+          ),
           { status: 400, expose: true },
         );
       }
@@ -230,7 +304,12 @@ function verifySigV4(): Middleware {
 type Store = {
   getResourcePath(bucket: string, key: string, resource: string): string;
   putMetadata(bucket: string, key: string, metadata: unknown, md5: string): Promise<void>;
-  putObject(object: { bucket: string; key: string; metadata: unknown; content: Buffer | Readable }): Promise<{ size: number; md5: string }>;
+  putObject(object: {
+    bucket: string;
+    key: string;
+    metadata: unknown;
+    content: Buffer | Readable;
+  }): Promise<{ size: number; md5: string }>;
 };
 
 /**
@@ -288,7 +367,16 @@ function completions(root: string): Middleware {
         const { mtime } = await stat(join(uploadsOf(bucket), id, 'key'));
         upload.push({ Key: uploadKey, UploadId: id, Initiated: mtime.toISOString(), StorageClass: 'STANDARD' });
       }
-      ctx.body = { ListMultipartUploadsResult: { Bucket: bucket, KeyMarker: '', UploadIdMarker: '', MaxUploads: 1000, IsTruncated: false, Upload: upload } };
+      ctx.body = {
+        ListMultipartUploadsResult: {
+          Bucket: bucket,
+          KeyMarker: '',
+          UploadIdMarker: '',
+          MaxUploads: 1000,
+          IsTruncated: false,
+          Upload: upload,
+        },
+      };
       return;
     }
     if (key && uploadId && (ctx.method === 'GET' || ctx.method === 'DELETE')) {
@@ -301,17 +389,26 @@ function completions(root: string): Middleware {
         return;
       }
       const part = [];
-      const numbers = (await readdir(uploadDir)).filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => a - b);
+      const numbers = (await readdir(uploadDir))
+        .filter((n) => /^\d+$/.test(n))
+        .map(Number)
+        .sort((a, b) => a - b);
       for (const n of numbers) {
         const s = await stat(join(uploadDir, String(n)));
         // s3rver writes a part's .md5 once the part is whole: a part without one is still arriving.
         const md5 = await readFile(join(uploadDir, `${n}.md5`), 'utf8').catch(() => null);
-        if (md5 !== null) part.push({ PartNumber: n, ETag: `"${md5}"`, Size: s.size, LastModified: s.mtime.toISOString() });
+        if (md5 !== null)
+          part.push({ PartNumber: n, ETag: `"${md5}"`, Size: s.size, LastModified: s.mtime.toISOString() });
       }
       ctx.body = { ListPartsResult: { Bucket: bucket, Key: key, UploadId: uploadId, IsTruncated: false, Part: part } };
       return;
     }
-    if (ctx.method === 'GET' && key && !Object.keys(ctx.query).some((q) => !q.startsWith('X-Amz-')) && /^bytes=0-0$/.test(ctx.headers.range ?? '')) {
+    if (
+      ctx.method === 'GET' &&
+      key &&
+      !Object.keys(ctx.query).some((q) => !q.startsWith('X-Amz-')) &&
+      /^bytes=0-0$/.test(ctx.headers.range ?? '')
+    ) {
       const parts = key.split('/');
       const file = join(root, bucket, ...parts.slice(0, -1), `${parts.at(-1)}._S3rver_object`);
       const fh = await open(file, 'r').catch(() => null);

@@ -37,9 +37,13 @@ export interface S3Server {
  */
 export async function startS3Server(): Promise<S3Server> {
   const dir = mkdtempSync(join(tmpdir(), 'hoist-s3-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./s3-server-process.ts', import.meta.url)), dir], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('./s3-server-process.ts', import.meta.url)), dir],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   // The server ends with this process, whatever way it ends (the child exits when its stdin closes).
   process.once('exit', () => child.kill());
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -48,7 +52,14 @@ export async function startS3Server(): Promise<S3Server> {
     createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line).port));
   });
   const endpoint = `http://127.0.0.1:${port}`;
-  const client = new Client({ endPoint: '127.0.0.1', port, useSSL: false, accessKey: ACCESS_KEY, secretKey: SECRET_KEY, region: 'us-east-1' });
+  const client = new Client({
+    endPoint: '127.0.0.1',
+    port,
+    useSSL: false,
+    accessKey: ACCESS_KEY,
+    secretKey: SECRET_KEY,
+    region: 'us-east-1',
+  });
   return {
     endpoint,
     accessKey: ACCESS_KEY,
@@ -63,7 +74,9 @@ export async function startS3Server(): Promise<S3Server> {
       s3CreateBucket: createBucket,
     }),
     async pendingUploads(bucket) {
-      const lister = client as unknown as { listIncompleteUploadsQuery(...a: string[]): Promise<{ uploads: { key: string; uploadId: string }[] }> };
+      const lister = client as unknown as {
+        listIncompleteUploadsQuery(...a: string[]): Promise<{ uploads: { key: string; uploadId: string }[] }>;
+      };
       const { uploads } = await lister.listIncompleteUploadsQuery(bucket, '', '', '', '');
       return uploads.map((u) => `${u.key} ${u.uploadId}`);
     },

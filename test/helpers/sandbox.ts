@@ -4,7 +4,13 @@ import type { Sandbox, SandboxLimits } from '../../core/ports/sandbox.js';
 import { BwrapSandbox } from '../../plugins/sandbox-bwrap/bwrap-sandbox.js';
 
 /** Limits small enough for tests to hit them quickly. */
-export const testLimits: SandboxLimits = { timeMs: 30_000, memoryMb: 256, processes: 128, outputBytes: 1_000_000, diskMb: 64 };
+export const testLimits: SandboxLimits = {
+  timeMs: 30_000,
+  memoryMb: 256,
+  processes: 128,
+  outputBytes: 1_000_000,
+  diskMb: 64,
+};
 
 /**
  * A started bubblewrap sandbox keeping its files in `dataDir` (made traversable, as Hoist's data

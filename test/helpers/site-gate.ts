@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { OutboxMail } from '../../core/entities/outbox-mail.js';
+import { OutboxMail } from '../../plugins/mailer-outbox/outbox-mail.js';
 import type { Kernel } from '../../adapters/kernel.js';
 
 /** An answer of the edge, with every Set-Cookie header kept. */
@@ -20,14 +20,25 @@ export function edgeRequest(
 ): Promise<EdgeAnswer> {
   const url = new URL(edge);
   const body = opts.form ? new URLSearchParams(opts.form).toString() : opts.body;
-  const headers: Record<string, string> = { host, ...(opts.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...opts.headers };
+  const headers: Record<string, string> = {
+    host,
+    ...(opts.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+    ...opts.headers,
+  };
   if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
   return new Promise((resolve, reject) => {
     const req = http.request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
       const chunks: Buffer[] = [];
       res
         .on('data', (c) => chunks.push(c))
-        .on('end', () => resolve({ status: res.statusCode!, headers: res.headers, cookies: res.headers['set-cookie'] ?? [], body: Buffer.concat(chunks).toString() }));
+        .on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            headers: res.headers,
+            cookies: res.headers['set-cookie'] ?? [],
+            body: Buffer.concat(chunks).toString(),
+          }),
+        );
     });
     req.on('error', reject);
     req.end(body);
@@ -40,7 +51,11 @@ export function mailFor(kernel: Kernel, to: string): Promise<OutboxMail[]> {
 }
 
 /** Waits (up to 20 s) until `to` has more than `known` mails; returns the newest one's code and sign-in link. */
-export async function nextCode(kernel: Kernel, to: string, known = 0): Promise<{ code: string; link: string; mail: OutboxMail }> {
+export async function nextCode(
+  kernel: Kernel,
+  to: string,
+  known = 0,
+): Promise<{ code: string; link: string; mail: OutboxMail }> {
   const end = Date.now() + 20_000;
   for (;;) {
     const mails = await mailFor(kernel, to);

@@ -1,5 +1,9 @@
 import { Option, type Command } from 'commander';
-import { ACCESS_REQUEST_SERVICE, accessRequestStatuses, type AccessRequestService } from '../../../core/access-requests/access-request-service.js';
+import {
+  ACCESS_REQUEST_SERVICE,
+  accessRequestStatuses,
+  type AccessRequestService,
+} from '../../../core/access-requests/access-request-service.js';
 import type { Kernel } from '../../kernel.js';
 import { withKernel } from '../admin.js';
 import { printTable } from './print-table.js';
@@ -25,7 +29,12 @@ export default function accessRequests(program: Command): void {
         approved_at: r.approvedAt?.toISOString() ?? null,
       }));
       if (o.json) console.log(JSON.stringify(rows));
-      else printTable(['e-mail', 'status', 'requested', 'name', 'message'], rows.map((r) => [r.email, r.status, r.created_at, r.name ?? '', r.message?.replace(/\s+/g, ' ') ?? '']), 'no access requests');
+      else
+        printTable(
+          ['e-mail', 'status', 'requested', 'name', 'message'],
+          rows.map((r) => [r.email, r.status, r.created_at, r.name ?? '', r.message?.replace(/\s+/g, ' ') ?? '']),
+          'no access requests',
+        );
     });
 
   group
@@ -34,8 +43,23 @@ export default function accessRequests(program: Command): void {
     .requiredOption('--email <email>', 'e-mail address of the request')
     .option('--json', 'print the result as JSON')
     .action(async (o: { email: string; json?: boolean }) => {
-      const { account, user, outbox } = await withKernel(async (k) => ({ ...(await service(k).approve(o.email)), outbox: k.config.mailer === 'outbox' }));
-      if (o.json) console.log(JSON.stringify({ user: { id: user.id, email: user.email }, account: { id: account.id, name: account.name, plan: account.plan } }));
-      else console.log(`approved ${user.email}: created user ${user.id} in account ${account.id}; mailed instructions to set a password${outbox ? ` (read it with: hoist mail list --to ${user.email})` : ''}`);
+      const { account, user, outbox } = await withKernel(async (k) => ({
+        ...(await service(k).approve(o.email)),
+        outbox: k.config.mailer === 'outbox',
+      }));
+      if (o.json)
+        console.log(
+          JSON.stringify({
+            user: { id: user.id, email: user.email },
+            account: { id: account.id, name: account.name, plan: account.plan },
+          }),
+        );
+      else {
+        const read = outbox ? ` (read it with: hoist mail list --to ${user.email})` : '';
+        console.log(
+          `approved ${user.email}: created user ${user.id} in account ${account.id}; ` +
+            `mailed instructions to set a password${read}`,
+        );
+      }
     });
 }

@@ -13,20 +13,39 @@ export default function accounts(program: Command): void {
 
   group
     .command('create')
-    .description('create an account and its first user; the password is read from stdin (or a hidden prompt) or --password-file')
+    .description(
+      'create an account and its first user; the password is read from stdin (or a hidden prompt) or --password-file',
+    )
     .requiredOption('--email <email>', 'e-mail address of the first user')
     .option('--name <name>', 'account name (default: the e-mail address)')
     .option('--plan <plan>', 'plan id (default: free)')
     .option('--password-file <file>', 'read the password from this file instead of stdin')
     .addOption(new Option('--password [password]').hideHelp())
     .option('--json', 'print the result as JSON')
-    .action(async (o: { email: string; name?: string; plan?: string; passwordFile?: string; password?: unknown; json?: boolean }) => {
-      if (o.password !== undefined) throw invalid(PASSWORD_IN_ARGV, { field: 'password' });
-      const password = await readPassword(o.passwordFile);
-      const { account, user } = await withKernel((k) => service(k).create({ email: o.email, password, name: o.name, plan: o.plan }));
-      if (o.json) console.log(JSON.stringify({ user: { id: user.id, email: user.email }, account: { id: account.id, name: account.name, plan: account.plan } }));
-      else console.log(`created user ${user.id} (${user.email}) in account ${account.id}, plan ${account.plan}`);
-    });
+    .action(
+      async (o: {
+        email: string;
+        name?: string;
+        plan?: string;
+        passwordFile?: string;
+        password?: unknown;
+        json?: boolean;
+      }) => {
+        if (o.password !== undefined) throw invalid(PASSWORD_IN_ARGV, { field: 'password' });
+        const password = await readPassword(o.passwordFile);
+        const { account, user } = await withKernel((k) =>
+          service(k).create({ email: o.email, password, name: o.name, plan: o.plan }),
+        );
+        if (o.json)
+          console.log(
+            JSON.stringify({
+              user: { id: user.id, email: user.email },
+              account: { id: account.id, name: account.name, plan: account.plan },
+            }),
+          );
+        else console.log(`created user ${user.id} (${user.email}) in account ${account.id}, plan ${account.plan}`);
+      },
+    );
 
   group
     .command('list')
@@ -34,9 +53,20 @@ export default function accounts(program: Command): void {
     .option('--json', 'print the accounts as JSON')
     .action(async (o: { json?: boolean }) => {
       const list = await withKernel((k) => service(k).list());
-      const rows = list.map(({ account: a, emails }) => ({ id: a.id, name: a.name, plan: a.plan, emails, created_at: a.createdAt.toISOString() }));
+      const rows = list.map(({ account: a, emails }) => ({
+        id: a.id,
+        name: a.name,
+        plan: a.plan,
+        emails,
+        created_at: a.createdAt.toISOString(),
+      }));
       if (o.json) console.log(JSON.stringify(rows));
-      else printTable(['id', 'plan', 'created', 'name', 'e-mail'], rows.map((r) => [r.id, r.plan, r.created_at, r.name, r.emails.join(', ')]), 'no accounts');
+      else
+        printTable(
+          ['id', 'plan', 'created', 'name', 'e-mail'],
+          rows.map((r) => [r.id, r.plan, r.created_at, r.name, r.emails.join(', ')]),
+          'no accounts',
+        );
     });
 
   group

@@ -1,9 +1,14 @@
 import { Option, type Command } from 'commander';
 import { statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
-import { MAX_ARCHIVE_BYTES, type HoistClient, type LocalToLiveAnswer, type Operation } from '../../../client/hoist-client.js';
+import {
+  MAX_ARCHIVE_BYTES,
+  type HoistClient,
+  type LocalToLiveAnswer,
+  type Operation,
+} from '../../../client/hoist-client.js';
 import { ask, type Question } from '../remote/ask.js';
-import { packFolder } from '../remote/archive.js';
+import { listFolder, manifestOf, zipFiles, type FolderFile } from '../remote/archive.js';
 import { CliError, usage } from '../remote/cli-error.js';
 import type { Connection } from '../remote/connect.js';
 import { DeployView } from '../remote/deploy-view.js';
@@ -27,15 +32,38 @@ interface DeployOptions extends RemoteOptions {
 export default function deploy(program: Command): void {
   program
     .command('deploy')
-    .description('zip a folder (honouring .gitignore and .hoistignore), upload it and follow the deployment until it is live; prints the URL. Exits 0 live, 1 failed or canceled, 2 bad usage, 130 detached')
+    .description(
+      'deploy a folder (honouring .gitignore and .hoistignore) and follow the deployment until it is live; ' +
+        '(streaming its events, the build log as it is written, where the API can; else polling); ' +
+        'prints the URL. Sends a manifest of the files (path, SHA-256, size) first, then a ZIP of only those ' +
+        'Hoist has not seen from this account, so a redeploy sends just what changed (a server without ' +
+        'manifest uploads, or --resumable, gets the whole folder as one ZIP). Exits 0 live, 1 failed or ' +
+        'canceled, 2 bad usage, 130 detached',
+    )
     .argument('[dir]', 'the folder to deploy', '.')
-    .option('--name <name>', 'project to create or select by name (default: the name in package.json, else the folder name)')
+    .option(
+      '--name <name>',
+      'project to create or select by name (default: the name in package.json, else the folder name)',
+    )
     .option('--project <project>', 'deploy to this existing project (id, name or slug) instead')
-    .addOption(new Option('--visibility <visibility>', 'of a project this deploy creates (default draft)').choices(['draft', 'public', 'private']))
-    .option('--include-node-modules', 'also upload node_modules folders (left out by default: Hoist installs dependencies)')
+    .addOption(
+      new Option('--visibility <visibility>', 'of a project this deploy creates (default draft)').choices([
+        'draft',
+        'public',
+        'private',
+      ]),
+    )
+    .option(
+      '--include-node-modules',
+      'also upload node_modules folders (left out by default: Hoist installs dependencies)',
+    )
     .option('--resumable', `upload through a resumable upload session even under ${formatBytes(RESUMABLE_FROM_BYTES)}`)
     .option('--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to)')
-    .option('--json', 'no live view: print one JSON object with the outcome')
+    .option(
+      '--json',
+      'no live view: print the operation\'s events as JSON lines ({"event": "state" | "log", "id", "data"}) as ' +
+        'they come, then one JSON object with the outcome as the last line',
+    )
     .action(
       remoteAction<DeployOptions, [string]>(run, {
         check: (o, dir) => {
@@ -48,33 +76,58 @@ export default function deploy(program: Command): void {
 
 async function run({ client }: Connection, o: DeployOptions, dir: string): Promise<void> {
   const view = new DeployView(Boolean(o.json));
-  const packed = await packFolder(dir, { includeNodeModules: o.includeNodeModules });
-  for (const w of packed.warnings) view.warn(w);
-  if (!packed.files.length) throw usage(`${dir} holds no files to deploy (after .gitignore and .hoistignore)`);
-  const size = packed.zip.length;
-  view.info(`Packed ${packed.files.length} files from ${resolve(dir)} into ${formatBytes(size)}`);
-  await refuseWhenTooLarge(client, size);
+  const listed = listFolder(dir, { includeNodeModules: o.includeNodeModules });
+  for (const w of listed.warnings) view.warn(w);
+  if (!listed.files.length) throw usage(`${dir} holds no files to deploy (after .gitignore and .hoistignore)`);
 
   const project = o.project ? await findProject(client, o.project) : null;
   const name = project ? project.name : (o.name ?? defaultProjectName(dir));
   const fields: Record<string, string> = project ? {} : { name, ...(o.visibility ? { visibility: o.visibility } : {}) };
   const filename = `${basename(resolve(dir)) || 'site'}.zip`;
   const onProgress = (sent: number, total: number) => view.uploadProgress(sent, total);
-  let queued: LocalToLiveAnswer;
-  if (o.resumable || size > RESUMABLE_FROM_BYTES) {
-    const session = await client.createUploadSession({ ...(project ? { project_id: project.id } : { name }), ...(o.visibility && !project ? { visibility: o.visibility as 'draft' } : {}), transport: 'direct_storage_resumable', size, filename });
-    onProgress(0, size);
-    queued = await client.uploadResumable(session.upload_url, packed.zip, { onProgress });
-  } else {
-    onProgress(0, size);
-    queued = await client.localToLive(packed.zip, fields, { filename, projectId: project?.id, onProgress });
+  const upload = { filename, projectId: project?.id, onProgress };
+  const onlyNew = o.resumable ? null : await sendOnlyNew(client, listed.files, fields, upload, view, dir);
+  let queued = onlyNew?.answer;
+  // Bytes of ZIP sent: the new files only, or the whole folder.
+  let size = onlyNew?.bytes ?? 0;
+  if (!queued) {
+    const zip = await zipFiles(listed.files);
+    size = zip.length;
+    view.info(`Packed ${listed.files.length} files from ${resolve(dir)} into ${formatBytes(size)}`);
+    await refuseWhenTooLarge(client, size);
+    if (o.resumable || size > RESUMABLE_FROM_BYTES) {
+      const session = await client.createUploadSession({
+        ...(project ? { project_id: project.id } : { name }),
+        ...(o.visibility && !project ? { visibility: o.visibility as 'draft' } : {}),
+        transport: 'direct_storage_resumable',
+        size,
+        filename,
+      });
+      onProgress(0, size);
+      queued = await client.uploadResumable(session.upload_url, zip, { onProgress });
+    } else {
+      onProgress(0, size);
+      queued = await client.localToLive(zip, fields, upload);
+    }
   }
   const id = queued.operation.id;
   view.info(`Deploying ${bold(queued.project.name ?? name)} (operation ${id})`);
 
   const op = await watch(client, id, view, Boolean(o.json), queued);
   const url = op.result?.url ?? queued.project.url;
-  const outcome = { status: op.status, url: op.status === 'succeeded' ? url : null, project: queued.project, operation: { id, status: op.status, progress: op.progress, error: op.error ?? null, next_step: op.next_step ?? null }, archive: { bytes: size, files: packed.files.length } };
+  const outcome = {
+    status: op.status,
+    url: op.status === 'succeeded' ? url : null,
+    project: queued.project,
+    operation: {
+      id,
+      status: op.status,
+      progress: op.progress,
+      error: op.error ?? null,
+      next_step: op.next_step ?? null,
+    },
+    archive: { bytes: size, files: listed.files.length },
+  };
   if (o.json) console.log(JSON.stringify(outcome));
   if (op.status === 'succeeded') {
     if (!o.json) console.log(process.stdout.isTTY ? `${green('✔')} Live at ${bold(url)}` : url);
@@ -97,10 +150,22 @@ async function refuseWhenTooLarge(client: HoistClient, size: number): Promise<vo
   let hint = ' Leave files out with a .hoistignore file (same syntax as .gitignore).';
   if (planLimit < MAX_ARCHIVE_BYTES && size <= MAX_ARCHIVE_BYTES) {
     const { plans } = (await client.api.GET('/api/v1/billing/plans')).data ?? { plans: [] };
-    const better = (plans as { id?: string; limits?: { archive_bytes?: number } }[]).find((p) => (p.limits?.archive_bytes ?? 0) >= size);
-    if (better?.id) hint += ` The ${better.id} plan allows ${formatBytes(Math.min(better.limits!.archive_bytes!, MAX_ARCHIVE_BYTES))}.`;
+    const better = (plans as { id?: string; limits?: { archive_bytes?: number } }[]).find(
+      (p) => (p.limits?.archive_bytes ?? 0) >= size,
+    );
+    if (better?.id)
+      hint +=
+        ` The ${better.id} plan allows ` +
+        `${formatBytes(Math.min(better.limits!.archive_bytes!, MAX_ARCHIVE_BYTES))}.`;
   }
-  throw new CliError(`The archive is ${formatBytes(size)} (${size} bytes); the limit is ${formatBytes(limit)} (${limit} bytes, plan ${plan}). Nothing was uploaded.${hint}`, 1, 'archive_too_large', { size, limit, plan });
+  throw new CliError(
+    `The archive is ${formatBytes(size)} (${size} bytes); the limit is ` +
+      `${formatBytes(limit)} (${limit} bytes, plan ${plan}). Nothing was ` +
+      `uploaded.${hint}`,
+    1,
+    'archive_too_large',
+    { size, limit, plan },
+  );
 }
 
 /**
@@ -110,12 +175,21 @@ async function refuseWhenTooLarge(client: HoistClient, size: number): Promise<vo
  * The view waits while the question is open; once answered, the question is erased and the view
  * drawn again in place, and a later Ctrl-C asks again.
  */
-async function watch(client: HoistClient, id: string, view: DeployView, json: boolean, queued: LocalToLiveAnswer): Promise<Operation> {
+async function watch(
+  client: HoistClient,
+  id: string,
+  view: DeployView,
+  json: boolean,
+  queued: LocalToLiveAnswer,
+): Promise<Operation> {
   let question: Question | null = null;
   let asking: Promise<void> | null = null;
   const detach = () => {
-    const hint = `The deployment goes on: follow it with \`hoist operations show ${id}\`, stop it with \`hoist operations cancel ${id}\`.`;
-    if (json) console.log(JSON.stringify({ status: 'detached', project: queued.project, operation: { id }, next_step: hint }));
+    const hint =
+      `The deployment goes on: follow it with \`hoist operations show ${id}\`, stop it ` +
+      `with \`hoist operations cancel ${id}\`.`;
+    if (json)
+      console.log(JSON.stringify({ status: 'detached', project: queued.project, operation: { id }, next_step: hint }));
     else console.error(`Detached. ${hint}`);
     process.exit(130);
   };
@@ -143,7 +217,22 @@ async function watch(client: HoistClient, id: string, view: DeployView, json: bo
   };
   process.on('SIGINT', onSigint);
   try {
-    const op = await client.waitForOperation(id, { minMs: 500, maxMs: 3000, onUpdate: (op) => view.update(op), changeKey: (op) => `${op.status}|${op.progress}|${op.current_stage}|${op.build_log?.last_lines?.at(-1)}` });
+    // Live events when the API streams them (log lines as they are written); else polling.
+    const streamed = await client
+      .follow(id, (e) => {
+        if (json) console.log(JSON.stringify(e));
+        else if (e.event === 'state') view.update(e.data);
+        else for (const line of e.data.lines) view.info(`  │ ${line}`);
+      })
+      .catch(() => null);
+    const op =
+      streamed ??
+      (await client.waitForOperation(id, {
+        minMs: 500,
+        maxMs: 3000,
+        onUpdate: (op) => view.update(op),
+        changeKey: (op) => `${op.status}|${op.progress}|${op.current_stage}|${op.build_log?.last_lines?.at(-1)}`,
+      }));
     if (question) {
       const open = question as Question;
       question = null;
@@ -156,4 +245,34 @@ async function watch(client: HoistClient, id: string, view: DeployView, json: bo
   } finally {
     process.removeListener('SIGINT', onSigint);
   }
+}
+
+/**
+ * Sends the folder's manifest, then a ZIP of only the files the server has not seen from this
+ * account (one per content), with the manifest's id. Null when the server has no manifest uploads,
+ * or when the new files are large enough for a resumable upload of the whole folder.
+ */
+async function sendOnlyNew(
+  client: HoistClient,
+  files: FolderFile[],
+  fields: Record<string, string>,
+  upload: { filename: string; projectId?: string; onProgress: (sent: number, total: number) => void },
+  view: DeployView,
+  dir: string,
+): Promise<{ answer: LocalToLiveAnswer; bytes: number } | null> {
+  const entries = await manifestOf(files);
+  const manifest = await client.uploadManifest(entries);
+  if (!manifest) return null;
+  const missing = new Set(manifest.missing);
+  const fresh = files.filter((_, i) => missing.delete(entries[i].sha256));
+  const zip = fresh.length ? await zipFiles(fresh) : null;
+  if (zip && zip.length > RESUMABLE_FROM_BYTES) return null;
+  const total = entries.reduce((sum, e) => sum + e.size, 0);
+  view.info(
+    `Found ${files.length} files in ${resolve(dir)} (${formatBytes(total)}); ${fresh.length} new, ` +
+      `sending ${formatBytes(zip?.length ?? 0)}`,
+  );
+  upload.onProgress(0, zip?.length ?? 0);
+  const answer = await client.localToLive(zip, { ...fields, manifest_id: manifest.id }, upload);
+  return { answer, bytes: zip?.length ?? 0 };
 }

@@ -9,7 +9,9 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** `hoist env ls | set | rm`: a project's environment variables (values are write-only). */
 export default function env(program: Command): void {
-  const group = program.command('env').description("manage a project's environment variables (they apply to the next deployment)");
+  const group = program
+    .command('env')
+    .description("manage a project's environment variables (they apply to the next deployment)");
   const common = (c: Command) =>
     c
       .option('--project <project>', 'project id, name or slug (default: the project of this folder)')
@@ -21,7 +23,12 @@ export default function env(program: Command): void {
       const project = await findProject(client, o.project);
       const vars = await client.environment(project.id);
       if (o.json) console.log(JSON.stringify(vars));
-      else printTable(['name', 'scope', 'digest', 'updated'], vars.map((v) => [v.name, v.scope, v.digest, v.updated_at]), `no environment variables on ${project.name}`);
+      else
+        printTable(
+          ['name', 'scope', 'digest', 'updated'],
+          vars.map((v) => [v.name, v.scope, v.digest, v.updated_at]),
+          `no environment variables on ${project.name}`,
+        );
     }),
   );
 
@@ -31,7 +38,9 @@ export default function env(program: Command): void {
       .description('set a variable; the value is read from stdin when not given (keeps secrets out of shell history)')
       .argument('<name>', 'variable name')
       .argument('[value]', 'the value (omit to read it from stdin)')
-      .addOption(new Option('--scope <scope>', 'build, runtime or both').choices(['build', 'runtime', 'both']).default('both')),
+      .addOption(
+        new Option('--scope <scope>', 'build, runtime or both').choices(['build', 'runtime', 'both']).default('both'),
+      ),
   ).action(
     remoteAction<EnvOptions & { scope: 'build' | 'runtime' | 'both' }, [string, string | undefined]>(
       async ({ client }, o, name, value) => {
@@ -63,5 +72,6 @@ export default function env(program: Command): void {
 }
 
 function validName(name: string): void {
-  if (!NAME.test(name)) throw usage(`${JSON.stringify(name)} is not a variable name (letters, digits and _, not starting with a digit)`);
+  if (!NAME.test(name))
+    throw usage(`${JSON.stringify(name)} is not a variable name (letters, digits and _, not starting with a digit)`);
 }

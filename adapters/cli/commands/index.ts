@@ -14,4 +14,18 @@ import operations from './operations.js';
 import secrets from './secrets.js';
 
 /** Every CLI command group; each adds its commands to the program. */
-export const commands: ((program: Command) => void)[] = [start, accounts, mail, accessRequests, tokens, keys, session, deploy, projects, releases, env, operations, secrets];
+export const commands: ((program: Command) => void)[] = [
+  start,
+  accounts,
+  mail,
+  accessRequests,
+  tokens,
+  keys,
+  session,
+  deploy,
+  projects,
+  releases,
+  env,
+  operations,
+  secrets,
+];

@@ -17,7 +17,12 @@ export default function keys(program: Command): void {
         list: await k.get<Cipher>(CIPHER).masterKeys(),
         usage: await k.get<EnvironmentService>(ENVIRONMENT_SERVICE).keyUsage(),
       }));
-      const rows = list.map((m) => ({ id: m.id, created_at: m.createdAt?.toISOString() ?? null, current: m.current, project_keys: usage[m.id] ?? 0 }));
+      const rows = list.map((m) => ({
+        id: m.id,
+        created_at: m.createdAt?.toISOString() ?? null,
+        current: m.current,
+        project_keys: usage[m.id] ?? 0,
+      }));
       if (o.json) return console.log(JSON.stringify(rows));
       printTable(
         ['id', 'created', 'current', 'project keys'],
@@ -38,9 +43,15 @@ export default function keys(program: Command): void {
         const rewrapped = await k.get<EnvironmentService>(ENVIRONMENT_SERVICE).rewrapAll();
         return { current: current.id, added: current.id !== before, rewrapped, fromConfig: !!k.config.masterKey };
       });
-      if (o.json) return console.log(JSON.stringify({ current: result.current, added: result.added, rewrapped: result.rewrapped }));
+      if (o.json)
+        return console.log(
+          JSON.stringify({ current: result.current, added: result.added, rewrapped: result.rewrapped }),
+        );
       if (!result.added && result.fromConfig) {
-        console.log(`Master keys come from HOIST_MASTER_KEY: add the new id:key first there (keep the old ones), restart, then run this again to re-wrap.`);
+        console.log(
+          `Master keys come from HOIST_MASTER_KEY: add the new id:key first there (keep the ` +
+            `old ones), restart, then run this again to re-wrap.`,
+        );
       } else console.log(`Master key ${result.current} is current.`);
       console.log(`Re-wrapped ${result.rewrapped} project key(s) with ${result.current}.`);
     });

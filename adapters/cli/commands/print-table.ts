@@ -6,5 +6,11 @@ export function printTable(headers: string[], rows: string[][], empty: string): 
   }
   const all = [headers.map((h) => h.toUpperCase()), ...rows];
   const widths = headers.map((_, i) => Math.max(...all.map((r) => r[i].length)));
-  for (const r of all) console.log(r.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd());
+  for (const r of all)
+    console.log(
+      r
+        .map((cell, i) => cell.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    );
 }

@@ -13,7 +13,12 @@ export default function projects(program: Command): void {
       remoteAction<RemoteOptions, []>(async ({ client }, o) => {
         const list = await client.projects();
         if (o.json) console.log(JSON.stringify(list));
-        else printTable(['name', 'id', 'visibility', 'url'], list.map((p) => [p.name, p.id, p.visibility, p.url]), 'no projects yet: `hoist deploy` creates one');
+        else
+          printTable(
+            ['name', 'id', 'visibility', 'url'],
+            list.map((p) => [p.name, p.id, p.visibility, p.url]),
+            'no projects yet: `hoist deploy` creates one',
+          );
       }),
     );
 }

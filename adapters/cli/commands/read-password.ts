@@ -5,7 +5,8 @@ import { invalid } from '../../../core/errors.js';
 
 /** Refusal for `--password`: argv is visible in shell history and in the process list. */
 export const PASSWORD_IN_ARGV =
-  '--password is not accepted: a password on the command line ends up in shell history and the process list; pipe it on stdin or use --password-file <file>';
+  '--password is not accepted: a password on the command line ends up in shell ' +
+  'history and the process list; pipe it on stdin or use --password-file <file>';
 
 /**
  * Reads a password without it ever touching argv: from `file` when given, else from a prompt that

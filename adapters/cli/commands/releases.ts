@@ -3,7 +3,10 @@ import { findProject } from '../remote/project-ref.js';
 import { remoteAction, type RemoteOptions } from '../remote/remote-action.js';
 import { printTable } from './print-table.js';
 
-/** `hoist releases`: the release history of a project, newest first. */
+/**
+ * `hoist releases`: the release history of a project, newest first; `hoist rollback <releaseID>`: make an
+ * earlier release live again (a promote: no build), waiting for the switch.
+ */
 export default function releases(program: Command): void {
   program
     .command('releases')
@@ -18,10 +21,41 @@ export default function releases(program: Command): void {
         if (o.json) console.log(JSON.stringify({ project: { id: project.id, name: project.name }, releases: list }));
         else
           printTable(
-            ['', 'id', 'status', 'live since', 'operation'],
-            list.map((r) => [r.live ? '*' : '', r.id, r.status, r.live_at ?? '-', r.operation_id]),
+            ['', 'id', 'status', 'live since', 'promotable', 'source', 'started by'],
+            list.map((r) => [
+              r.live ? '*' : '',
+              r.id,
+              r.status,
+              r.live_at ?? '-',
+              r.promotable ? 'yes' : 'no',
+              r.source ?? '-',
+              r.started_by?.email ?? '-',
+            ]),
             `no releases of ${project.name} yet`,
           );
+      }),
+    );
+
+  program
+    .command('rollback')
+    .alias('promote')
+    .argument('<releaseID>', 'the release to make live again (see hoist releases: promotable yes)')
+    .description(
+      'make an earlier release live again without a build (instant rollback; plans with instant_rollback), ' +
+        'and wait until it serves',
+    )
+    .option('--project <project>', 'project id, name or slug (default: the project of this folder)')
+    .option('--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to)')
+    .option('--json', 'print the operation as JSON')
+    .action(
+      remoteAction<RemoteOptions & { project?: string }, [string]>(async ({ client }, o, releaseId) => {
+        const project = await findProject(client, o.project);
+        const answer = await client.promote(project.id, releaseId);
+        const op = await client.waitForOperation(answer.operation.id);
+        if (o.json) console.log(JSON.stringify({ project: { id: project.id, name: project.name }, operation: op }));
+        else if (op.status === 'succeeded') console.log(`Release ${releaseId} is live: ${answer.project.url}`);
+        else console.log(`The promote ${op.status}: ${op.error?.message ?? ''} (operation ${op.id})`);
+        if (op.status !== 'succeeded') process.exitCode = 1;
       }),
     );
 }

@@ -6,7 +6,8 @@ import { invalid } from '../../../core/errors.js';
 export const generators: Record<string, () => string> = {
   HOIST_JWT_SECRET: () => randomBytes(48).toString('base64url'),
   // One master key, named like the ones of the key file, so a later one for a rotation never takes its id.
-  HOIST_MASTER_KEY: () => `mk-${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}:${randomBytes(32).toString('base64')}`,
+  HOIST_MASTER_KEY: () =>
+    `mk-${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}:${randomBytes(32).toString('base64')}`,
   HOIST_PULUMI_PASSPHRASE: () => randomBytes(32).toString('base64url'),
   HOIST_METRICS_TOKEN: () => randomBytes(32).toString('base64url'),
 };
@@ -21,7 +22,10 @@ const DEFAULT = ['HOIST_JWT_SECRET', 'HOIST_MASTER_KEY'];
 export default function secrets(program: Command): void {
   program
     .command('secrets')
-    .description(`print new random secrets: ${DEFAULT.join(' and ')} unless others are named (${Object.keys(generators).join(', ')})`)
+    .description(
+      `print new random secrets: ${DEFAULT.join(' and ')} unless others are named ` +
+        `(${Object.keys(generators).join(', ')})`,
+    )
     .argument('[names...]', 'the variables to generate')
     .option('--env', 'print NAME=value lines for an .env file (default: export lines for a shell)')
     .action((names: string[], o: { env?: boolean }) => {

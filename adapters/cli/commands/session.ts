@@ -5,13 +5,19 @@ import { credentialsFile, removeCredentials, saveCredentials } from '../remote/c
 import { remoteAction, type RemoteOptions } from '../remote/remote-action.js';
 import { PASSWORD_IN_ARGV, prompt, readPassword } from './read-password.js';
 
-const API_OPTION = ['--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to, else http://localhost:3000)'] as const;
+const API_OPTION = [
+  '--api <url>',
+  'Hoist API URL (default: HOIST_API_URL, else the one you logged in to, else http://localhost:3000)',
+] as const;
 
 /** `hoist login | logout | whoami`: a session with the REST API of a Hoist, kept in a file only you can read. */
 export default function session(program: Command): void {
   program
     .command('login')
-    .description('log in to a Hoist API; asks for e-mail and password (hidden) on a terminal, else reads them from stdin (e-mail on the first line unless --email)')
+    .description(
+      'log in to a Hoist API; asks for e-mail and password (hidden) on a terminal, else ' +
+        'reads them from stdin (e-mail on the first line unless --email)',
+    )
     .option('--email <email>', 'your e-mail address')
     .option('--password-file <file>', 'read the password from this file')
     .addOption(new Option('--password [password]').hideHelp())
@@ -22,9 +28,25 @@ export default function session(program: Command): void {
         async ({ client, apiUrl }, o) => {
           const { email, password } = await credentialsFromUser(o.email, o.passwordFile);
           const result = await client.login(email, password);
-          const file = await saveCredentials({ api_url: apiUrl, token: result.token, expires_at: result.expires_at, email: result.user.email });
-          if (o.json) console.log(JSON.stringify({ api_url: apiUrl, user: result.user, expires_at: result.expires_at, credentials_file: file }));
-          else console.log(`Logged in to ${apiUrl} as ${result.user.email} until ${result.expires_at}; the token is kept in ${file}`);
+          const file = await saveCredentials({
+            api_url: apiUrl,
+            token: result.token,
+            expires_at: result.expires_at,
+            email: result.user.email,
+          });
+          if (o.json)
+            console.log(
+              JSON.stringify({
+                api_url: apiUrl,
+                user: result.user,
+                expires_at: result.expires_at,
+                credentials_file: file,
+              }),
+            );
+          else
+            console.log(
+              `Logged in to ${apiUrl} as ${result.user.email} until ${result.expires_at}; the token is kept in ${file}`,
+            );
         },
         {
           needToken: false,
@@ -55,7 +77,12 @@ export default function session(program: Command): void {
           }
           const removed = tokenFrom === 'env' ? false : await removeCredentials();
           if (o.json) console.log(JSON.stringify({ revoked, removed_file: removed }));
-          else console.log(revoked || removed ? `Logged out${removed ? ` (removed ${credentialsFile()})` : ''}.` : 'You were not logged in.');
+          else
+            console.log(
+              revoked || removed
+                ? `Logged out${removed ? ` (removed ${credentialsFile()})` : ''}.`
+                : 'You were not logged in.',
+            );
         },
         { needToken: false },
       ),
@@ -76,7 +103,10 @@ export default function session(program: Command): void {
 }
 
 // E-mail and password: asked on a terminal (the password hidden), else read from stdin.
-async function credentialsFromUser(email: string | undefined, passwordFile: string | undefined): Promise<{ email: string; password: string }> {
+async function credentialsFromUser(
+  email: string | undefined,
+  passwordFile: string | undefined,
+): Promise<{ email: string; password: string }> {
   if (process.stdin.isTTY && !passwordFile) {
     if (!email) email = await askVisible('E-mail: ');
     const [password] = await prompt(['Password: ']);
@@ -91,7 +121,8 @@ async function credentialsFromUser(email: string | undefined, passwordFile: stri
   for await (const chunk of process.stdin) text += chunk;
   const [first, ...rest] = text.split(/\r?\n/);
   const password = rest.join('\n').replace(/\r?\n$/, '');
-  if (!first?.trim() || !password) throw usage('Pipe the e-mail on the first line of stdin and the password on the second, or use --email');
+  if (!first?.trim() || !password)
+    throw usage('Pipe the e-mail on the first line of stdin and the password on the second, or use --email');
   return { email: first.trim(), password };
 }
 
@@ -106,4 +137,3 @@ async function askVisible(question: string): Promise<string> {
     rl.close();
   }
 }
-

@@ -28,10 +28,17 @@ export default function start(program: Command): void {
     .action(() => run(['api']));
   program
     .command('worker')
-    .description('run only a worker: takes deployment stages from the queue (queue=nats to share it between machines); health on workerPort')
+    .description(
+      'run only a worker: takes deployment stages from the queue (queue=nats to share ' +
+        'it between machines); health on workerPort',
+    )
     .action(() => run(['worker']));
   program
     .command('edge')
-    .description('run only the edge (edgePort): serves live releases by Host header, reading which release is live from the database per request; health and metrics on edgeAdminHost:edgeAdminPort')
+    .description(
+      'run only the edge (edgePort): serves live releases by Host header, reading which ' +
+        'release is live from the database per request; health and metrics on ' +
+        'edgeAdminHost:edgeAdminPort',
+    )
     .action(() => run(['edge']));
 }

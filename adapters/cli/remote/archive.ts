@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { lstatSync, readFileSync, realpathSync, statSync, type Dirent, readdirSync } from 'node:fs';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
@@ -23,15 +24,60 @@ interface Rules {
   rules: Ignore;
 }
 
+/** A file to deploy: its name in the site (`/`-separated) and where it is on disk. */
+export interface FolderFile {
+  name: string;
+  path: string;
+}
+
+/** One file of an upload manifest: its path in the site, the SHA-256 of its bytes and its size. */
+export interface ManifestEntry {
+  path: string;
+  sha256: string;
+  size: number;
+}
+
 /**
- * ZIPs the folder `root` with yazl: every file below it except `.git`, `node_modules` (unless
- * asked) and what `.gitignore` and `.hoistignore` files exclude. Nothing outside `root` goes in: a
- * symlink pointing out of it is skipped with a warning; one pointing inside is stored as the file
- * it points to (the archive holds no symlinks, which Hoist refuses).
+ * ZIPs the folder `root` with yazl: the files `listFolder` finds (sorted), each stored as the file a
+ * symlink inside the folder points to.
  */
 export async function packFolder(root: string, options: PackOptions = {}): Promise<PackedFolder> {
+  const { files, warnings } = listFolder(root, options);
+  return { zip: await zipFiles(files), files: files.map((f) => f.name), warnings };
+}
+
+/** The manifest of `files`: each one read once, hashed and counted. */
+export async function manifestOf(files: FolderFile[]): Promise<ManifestEntry[]> {
+  return files.map((f) => {
+    const bytes = readFileSync(f.path);
+    return { path: f.name, sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length };
+  });
+}
+
+/** A ZIP (yazl, mtimes kept) of `files`. */
+export async function zipFiles(files: FolderFile[]): Promise<Buffer> {
+  const zip = new yazl.ZipFile();
+  for (const f of files) zip.addFile(f.path, f.name, { mtime: new Date(lstatSync(f.path).mtimeMs) });
+  zip.end();
+  const chunks: Buffer[] = [];
+  await new Promise<void>((resolve, reject) =>
+    zip.outputStream
+      .on('data', (c: Buffer) => chunks.push(c))
+      .on('end', resolve)
+      .on('error', reject),
+  );
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The files of the folder `root` to deploy: every file below it except `.git`, `node_modules` (unless
+ * asked) and what `.gitignore` and `.hoistignore` files exclude. Nothing outside `root` goes in: a
+ * symlink pointing out of it is skipped with a warning; one pointing inside counts as the file it
+ * points to (the archive holds no symlinks, which Hoist refuses).
+ */
+export function listFolder(root: string, options: PackOptions = {}): { files: FolderFile[]; warnings: string[] } {
   const top = realpathSync(root);
-  const files: { name: string; path: string }[] = [];
+  const files: FolderFile[] = [];
   const warnings: string[] = [];
   const seenDirs = new Set<string>();
 
@@ -44,7 +90,9 @@ export async function packFolder(root: string, options: PackOptions = {}): Promi
       const text = readIfFile(join(dir, name));
       if (text !== null) rules.push({ base: rel, rules: ignore().add(text) });
     }
-    const entries = readdirSync(dir, { withFileTypes: true }).sort((a: Dirent, b: Dirent) => (a.name < b.name ? -1 : 1));
+    const entries = readdirSync(dir, { withFileTypes: true }).sort((a: Dirent, b: Dirent) =>
+      a.name < b.name ? -1 : 1,
+    );
     for (const entry of entries) {
       const name = rel ? `${rel}/${entry.name}` : entry.name;
       const path = join(dir, entry.name);
@@ -67,13 +115,7 @@ export async function packFolder(root: string, options: PackOptions = {}): Promi
     }
   };
   walk(top, '', []);
-
-  const zip = new yazl.ZipFile();
-  for (const f of files) zip.addFile(f.path, f.name, { mtime: new Date(lstatSync(f.path).mtimeMs) });
-  zip.end();
-  const chunks: Buffer[] = [];
-  await new Promise<void>((resolve, reject) => zip.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', resolve).on('error', reject));
-  return { zip: Buffer.concat(chunks), files: files.map((f) => f.name), warnings };
+  return { files, warnings };
 }
 
 function readIfFile(path: string): string | null {

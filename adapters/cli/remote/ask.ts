@@ -32,7 +32,8 @@ export function ask(text: string, { erase = false } = {}): Question {
   return { answer, close: () => rl.close() };
 }
 
-// How many rows above the cursor `written` began: its lines wrapped at the terminal's width, plus the line break of Enter.
+// How many rows above the cursor `written` began: its lines wrapped at the terminal's width, plus the line break of
+// Enter.
 function rowsAbove(written: string, entered: boolean): number {
   const cols = process.stdout.columns || 80;
   const lines = written.split('\n').map((l) => [...l].length);

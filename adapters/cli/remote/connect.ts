@@ -30,13 +30,22 @@ export async function connect(api: string | undefined, needToken = true): Promis
     tokenFrom = 'env';
   } else if (saved && trim(saved.api_url) === apiUrl) {
     if (needToken && Date.parse(saved.expires_at) <= Date.now()) {
-      throw new CliError(`Your login to ${apiUrl} (${saved.email}) expired at ${saved.expires_at}: run \`hoist login\` again.`, 1, 'token_expired');
+      throw new CliError(
+        `Your login to ${apiUrl} (${saved.email}) expired at ${saved.expires_at}: run \`hoist login\` again.`,
+        1,
+        'token_expired',
+      );
     }
     token = saved.token;
     tokenFrom = 'file';
   }
   if (needToken && !token) {
-    throw new CliError(`Not logged in to ${apiUrl}: run \`hoist login\`${saved ? ` (you are logged in to ${saved.api_url})` : ''}, or set HOIST_TOKEN.`, 1, 'not_logged_in');
+    throw new CliError(
+      `Not logged in to ${apiUrl}: run \`hoist login\`` +
+        `${saved ? ` (you are logged in to ${saved.api_url})` : ''}, or set HOIST_TOKEN.`,
+      1,
+      'not_logged_in',
+    );
   }
   return { client: new HoistClient({ baseUrl: apiUrl, token }), apiUrl, tokenFrom };
 }

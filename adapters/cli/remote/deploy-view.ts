@@ -46,7 +46,10 @@ export class DeployView {
     const now = Date.now();
     if (sent < total && now - this.lastUpload < 100) return;
     this.lastUpload = now;
-    process.stdout.write(`\r\x1b[2KUploading  ${bar(total ? sent / total : 1)}  ${formatBytes(sent)} / ${formatBytes(total)}${sent >= total ? '\n' : ''}`);
+    process.stdout.write(
+      `\r\x1b[2KUploading  ${bar(total ? sent / total : 1)}  ${formatBytes(sent)} / ` +
+        `${formatBytes(total)}${sent >= total ? '\n' : ''}`,
+    );
   }
 
   /** A new view of the operation (kept, not shown, while paused). */
@@ -106,7 +109,8 @@ export class DeployView {
     const lines = STAGES.map((name) => {
       const s = op.stages?.[name];
       const status = s?.status ?? 'queued';
-      const progress = status === 'running' ? `  ${bar((s?.progress ?? 0) / 100, 16)} ${String(s?.progress ?? 0).padStart(3)}%` : '';
+      const progress =
+        status === 'running' ? `  ${bar((s?.progress ?? 0) / 100, 16)} ${String(s?.progress ?? 0).padStart(3)}%` : '';
       // A skipped stage is succeeded with skipped: true (the spec's five statuses); say so.
       if (s?.skipped) return `  ${dim('–')} ${name.padEnd(8)} ${status.padEnd(9)}${dim(' (skipped)')}`;
       return `  ${this.icon(status)} ${name.padEnd(8)} ${status.padEnd(9)}${progress}`;
@@ -114,7 +118,8 @@ export class DeployView {
     for (const l of op.build_log?.last_lines?.slice(-LOG_LINES) ?? []) lines.push(dim(`  │ ${l}`));
     const queue = op.queue?.state === 'waiting' ? ` · waiting in the queue (${op.queue.jobs_ahead ?? 0} ahead)` : '';
     const stuck = op.maybe_stuck ? yellow(' · no sign of life for a while; it may be stuck') : '';
-    lines.push(`  ${bold(`${op.progress ?? 0}%`)} ${op.status}${queue}${stuck}${op.status === 'running' ? dim('   Ctrl-C to cancel or detach') : ''}`);
+    const hint = op.status === 'running' ? dim('   Ctrl-C to cancel or detach') : '';
+    lines.push(`  ${bold(`${op.progress ?? 0}%`)} ${op.status}${queue}${stuck}${hint}`);
     return lines;
   }
 
@@ -137,7 +142,10 @@ export class DeployView {
     for (const name of STAGES) {
       const s: Stage | undefined = op.stages?.[name];
       const status = s?.status ?? 'queued';
-      if (this.printed.get(name) !== status && status !== 'queued') this.info(`${name}: ${status}${s?.skipped ? ' (skipped)' : ''}${s?.error?.message ? ` (${s.error.code}: ${s.error.message})` : ''}`);
+      if (this.printed.get(name) !== status && status !== 'queued') {
+        const error = s?.error?.message ? ` (${s.error.code}: ${s.error.message})` : '';
+        this.info(`${name}: ${status}${s?.skipped ? ' (skipped)' : ''}${error}`);
+      }
       this.printed.set(name, status);
     }
     const log = op.build_log?.last_lines ?? [];

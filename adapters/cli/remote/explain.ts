@@ -10,30 +10,62 @@ export interface Explained {
   exitCode: number;
 }
 
-const sized = (feature: string | null, n: number | null) => (n === null ? 'unlimited' : feature?.endsWith('bytes') ? formatBytes(n) : String(n));
+const sized = (feature: string | null, n: number | null) =>
+  n === null ? 'unlimited' : feature?.endsWith('bytes') ? formatBytes(n) : String(n);
 
 /** Turns any error into something a person can act on (what happened, and what to do). */
 export function explain(err: unknown, tokenFrom: 'env' | 'file' | 'none' = 'file'): Explained {
-  if (err instanceof CliError) return { message: err.message, json: { error: { code: err.code, message: err.message, details: err.details } }, exitCode: err.exitCode };
+  if (err instanceof CliError)
+    return {
+      message: err.message,
+      json: { error: { code: err.code, message: err.message, details: err.details } },
+      exitCode: err.exitCode,
+    };
   if (err instanceof HoistError) {
-    return { message: err.message, json: { error: { code: err.code, message: err.message, details: err.details } }, exitCode: err.code === 'invalid_request' ? 2 : 1 };
+    return {
+      message: err.message,
+      json: { error: { code: err.code, message: err.message, details: err.details } },
+      exitCode: err.code === 'invalid_request' ? 2 : 1,
+    };
   }
   if (err instanceof HoistNetworkError) {
-    const message = `${err.message}. Is Hoist running there? Point the CLI elsewhere with --api <url> or HOIST_API_URL.`;
-    return { message, json: { error: { code: 'network_unreachable', message, details: { url: err.url } } }, exitCode: 1 };
+    const message =
+      `${err.message}. Is Hoist running there? Point the CLI elsewhere with --api <url> ` + `or HOIST_API_URL.`;
+    return {
+      message,
+      json: { error: { code: 'network_unreachable', message, details: { url: err.url } } },
+      exitCode: 1,
+    };
   }
-  if (err instanceof HoistGuidanceError) return { message: err.message, json: { error: { code: err.code, message: err.message, details: {} } }, exitCode: 1 };
+  if (err instanceof HoistGuidanceError)
+    return {
+      message: err.message,
+      json: { error: { code: err.code, message: err.message, details: {} } },
+      exitCode: 1,
+    };
   if (err instanceof HoistApiError) {
-    const json = { error: { code: err.code, message: err.message, request_id: err.requestId, details: err.details, ...planFields(err) } };
+    const json = {
+      error: {
+        code: err.code,
+        message: err.message,
+        request_id: err.requestId,
+        details: err.details,
+        ...planFields(err),
+      },
+    };
     let message = `${err.message} (${err.code}${err.requestId ? `, request ${err.requestId}` : ''})`;
     if (err.status === 401) {
       message =
         tokenFrom === 'env'
-          ? 'The API refused HOIST_TOKEN (expired, revoked or invalid): set a fresh token, or unset it and run `hoist login`.'
+          ? 'The API refused HOIST_TOKEN (expired, revoked or invalid): set a fresh token, or ' +
+            'unset it and run `hoist login`.'
           : 'Your login has expired or was revoked: run `hoist login` again.';
       json.error.code = 'unauthorized';
     } else if (err.code === 'plan_restricted') {
-      const limit = err.limit !== null || err.usage !== null ? ` Limit ${sized(err.feature, err.limit)}, usage ${sized(err.feature, err.usage)}.` : '';
+      const limit =
+        err.limit !== null || err.usage !== null
+          ? ` Limit ${sized(err.feature, err.limit)}, usage ${sized(err.feature, err.usage)}.`
+          : '';
       const upgrade = err.requiredPlan ? ` The ${err.requiredPlan} plan allows it.` : ' No plan allows it.';
       message = `Your plan (${err.plan ?? 'unknown'}) does not allow this: ${err.message}.${limit}${upgrade}`;
     } else if (err.code === 'payload_too_large' && typeof err.details.limit === 'number') {
@@ -46,5 +78,7 @@ export function explain(err: unknown, tokenFrom: 'env' | 'file' | 'none' = 'file
 }
 
 function planFields(err: HoistApiError): Record<string, unknown> {
-  return err.code === 'plan_restricted' ? { feature: err.feature, plan: err.plan, required_plan: err.requiredPlan, limit: err.limit, usage: err.usage } : {};
+  return err.code === 'plan_restricted'
+    ? { feature: err.feature, plan: err.plan, required_plan: err.requiredPlan, limit: err.limit, usage: err.usage }
+    : {};
 }

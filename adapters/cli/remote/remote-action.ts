@@ -9,7 +9,8 @@ export interface RemoteOptions {
 
 /**
  * Runs a command that talks to the REST API: runs `check` (bad usage is found before anything else),
- * connects (with a token unless `needToken` is false), runs `fn`, and reports any error as a person can act on it (as JSON with --json) with exit code
+ * connects (with a token unless `needToken` is false), runs `fn`, and reports any error as a person can act on it (as
+ * JSON with --json) with exit code
  * 1, or 2 for bad usage.
  */
 export function remoteAction<O extends RemoteOptions, A extends unknown[]>(

@@ -6,8 +6,10 @@ import { errorResponses, Timestamp, Uuid } from '../schemas.js';
 import type { RouteOptions } from './index.js';
 
 const KEPT =
-  'Grants are added only while the project is private. Making a private project draft or public keeps its grants, unused, until it is private again; ' +
-  'they are listed and can be removed whatever the visibility. A project of another account answers 404 like a missing one.';
+  'Grants are added only while the project is private. Making a private project ' +
+  'draft or public keeps its grants, unused, until it is private again; ' +
+  'they are listed and can be removed whatever the visibility. A project of another ' +
+  'account answers 404 like a missing one.';
 
 const Grant = {
   type: 'object',
@@ -20,7 +22,9 @@ const params = (withGrant: boolean) => ({
   required: ['projectID', ...(withGrant ? ['grantID'] : [])],
   properties: {
     projectID: { type: 'string', description: 'Project id (UUID).' },
-    ...(withGrant ? { grantID: { type: 'string', maxLength: 320, description: 'The grant id, or the granted e-mail address.' } } : {}),
+    ...(withGrant
+      ? { grantID: { type: 'string', maxLength: 320, description: 'The grant id, or the granted e-mail address.' } }
+      : {}),
   },
 });
 
@@ -38,7 +42,8 @@ const accessGrants: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =
         tags: ['Access'],
         summary: 'List access grants',
         description:
-          'The e-mail addresses granted access to the project\'s site, oldest first, on any project: in_effect says whether they let anyone in now ' +
+          "The e-mail addresses granted access to the project's site, oldest first, on any " +
+          'project: in_effect says whether they let anyone in now ' +
           `(true while the project is private; on a draft or public project they are kept, unused). ${KEPT}`,
         security: bearer,
         params: params(false),
@@ -48,7 +53,11 @@ const accessGrants: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =
             required: ['access_grants', 'in_effect'],
             properties: {
               access_grants: { type: 'array', items: Grant },
-              in_effect: { type: 'boolean', description: 'true while the project is private: the grants let their addresses sign in. false: kept, unused.' },
+              in_effect: {
+                type: 'boolean',
+                description:
+                  'true while the project is private: the grants let their addresses sign in. false: kept, unused.',
+              },
             },
           },
           ...errorResponses(401, 404),
@@ -68,10 +77,14 @@ const accessGrants: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =
         tags: ['Access'],
         summary: 'Grant an e-mail address access',
         description:
-          'Grants the address (trimmed, lower-cased) access to the site: on the sign-in page it asks for a one-time code, mailed to it. ' +
-          'Answers 201 with the new grant, or 200 with the existing one when the address is already granted (adding is idempotent). ' +
-          'An implausible address → 400 invalid_request (field email); beyond the plan\'s access_grants_per_project → 403 plan_restricted ' +
-          'with feature, plan, required_plan, limit and usage. On a draft or public project → 409 conflict, saying to make it private first. ' +
+          'Grants the address (trimmed, lower-cased) access to the site: on the sign-in ' +
+          'page it asks for a one-time code, mailed to it. ' +
+          'Answers 201 with the new grant, or 200 with the existing one when the address is ' +
+          'already granted (adding is idempotent). ' +
+          "An implausible address → 400 invalid_request (field email); beyond the plan's " +
+          'access_grants_per_project → 403 plan_restricted ' +
+          'with feature, plan, required_plan, limit and usage. On a draft or public project ' +
+          '→ 409 conflict, saying to make it private first. ' +
           KEPT,
         security: bearer,
         params: params(false),
@@ -97,7 +110,8 @@ const accessGrants: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =
         tags: ['Access'],
         summary: 'Remove an access grant',
         description:
-          'Answers 204. The address\'s visitors lose access at their next request, and codes mailed to it stop working. ' +
+          "Answers 204. The address's visitors lose access at their next request, and codes " +
+          'mailed to it stop working. ' +
           `404 when the project has no such grant. ${KEPT}`,
         security: bearer,
         params: params(true),

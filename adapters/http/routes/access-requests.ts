@@ -1,5 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { ACCESS_REQUEST_SERVICE, type AccessRequestInput, type AccessRequestService } from '../../../core/access-requests/access-request-service.js';
+import {
+  ACCESS_REQUEST_SERVICE,
+  type AccessRequestInput,
+  type AccessRequestService,
+} from '../../../core/access-requests/access-request-service.js';
 import { errorResponses } from '../schemas.js';
 import type { RouteOptions } from './index.js';
 
@@ -14,10 +18,14 @@ const accessRequests: FastifyPluginAsync<RouteOptions> = async (app, { kernel })
         tags: ['Access'],
         summary: 'Ask for an account',
         description:
-          'No authentication. Records the request for an administrator (`hoist access-requests approve`), who creates the account; ' +
-          'the requester then gets a mail with a token to set a password. Answers 202 {status: "received"} the same way for a repeat ' +
-          'and for an e-mail that already has an account, and then stores nothing. Limited in sliding windows of mailWindowSeconds: ' +
-          'past mailMaxPerAddress requests from one client address the answer is 429 rate_limited with Retry-After; past ' +
+          'No authentication. Records the request for an administrator (`hoist ' +
+          'access-requests approve`), who creates the account; ' +
+          'the requester then gets a mail with a token to set a password. Answers 202 ' +
+          '{status: "received"} the same way for a repeat ' +
+          'and for an e-mail that already has an account, and then stores nothing. Limited ' +
+          'in sliding windows of mailWindowSeconds: ' +
+          'past mailMaxPerAddress requests from one client address the answer is 429 ' +
+          'rate_limited with Retry-After; past ' +
           'mailMaxPerRecipient for one e-mail the answer stays 202 and nothing is stored.',
         body: {
           type: 'object',

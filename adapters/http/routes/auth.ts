@@ -1,7 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { AUTH_SERVICE, type AuthService } from '../../../core/auth/auth-service.js';
-import { EMAIL_VERIFICATION_SERVICE, type EmailVerificationService } from '../../../core/auth/email-verification-service.js';
-import { PASSWORD_RECOVERY_SERVICE, type PasswordRecoveryService } from '../../../core/auth/password-recovery-service.js';
+import {
+  EMAIL_VERIFICATION_SERVICE,
+  type EmailVerificationService,
+} from '../../../core/auth/email-verification-service.js';
+import {
+  PASSWORD_RECOVERY_SERVICE,
+  type PasswordRecoveryService,
+} from '../../../core/auth/password-recovery-service.js';
 import { HoistError } from '../../../core/errors.js';
 import { bearer, principalOf } from '../auth.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
@@ -39,7 +45,12 @@ const Accepted = (description: string, values: string[]) => ({
   properties: { status: { type: 'string', enum: values } },
 });
 
-const Token = { type: 'string', minLength: 1, maxLength: 200, description: 'The one-time token from the mail.' } as const;
+const Token = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 200,
+  description: 'The one-time token from the mail.',
+} as const;
 const Password = { type: 'string', minLength: 8, maxLength: 1024, description: 'At least 8 characters.' } as const;
 
 /** Authentication: login, the registration refusal, logout, sessions, e-mail verification and password recovery. */
@@ -55,28 +66,38 @@ const auth: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         tags,
         summary: 'Exchange e-mail and password for a JWT',
         description:
-          'An unknown e-mail and a wrong password get the same 401. Limits, in sliding windows of loginWindowSeconds: all attempts ' +
-          'per client address (loginMaxPerAddress), and attempts per e-mail from one client address not followed by a success ' +
-          '(loginMaxPerAccount); past either the answer is 429 rate_limited with Retry-After, even for the right password, for that ' +
-          'address only. Failures of one e-mail from all addresses together past loginMaxPerAccount only slow its logins down ' +
-          '(up to 3 s; not from an address the user has logged in from before): someone guessing from elsewhere cannot lock the owner out.',
+          'An unknown e-mail and a wrong password get the same 401. Limits, in sliding ' +
+          'windows of loginWindowSeconds: all attempts ' +
+          'per client address (loginMaxPerAddress), and attempts per e-mail from one client ' +
+          'address not followed by a success ' +
+          '(loginMaxPerAccount); past either the answer is 429 rate_limited with ' +
+          'Retry-After, even for the right password, for that ' +
+          'address only. Failures of one e-mail from all addresses together past ' +
+          'loginMaxPerAccount only slow its logins down ' +
+          '(up to 3 s; not from an address the user has logged in from before): someone ' +
+          'guessing from elsewhere cannot lock the owner out.',
         body: {
           type: 'object',
           required: ['email', 'password'],
           additionalProperties: false,
-          properties: { email: { type: 'string', minLength: 3, maxLength: 320 }, password: { type: 'string', minLength: 1, maxLength: 1024 } },
+          properties: {
+            email: { type: 'string', minLength: 3, maxLength: 320 },
+            password: { type: 'string', minLength: 1, maxLength: 1024 },
+          },
         },
         response: { 200: LoginResult, ...errorResponses(400, 401, 429) },
       },
     },
-    async (req) => service.login(req.body.email, req.body.password, { address: req.ip, userAgent: req.headers['user-agent'] }),
+    async (req) =>
+      service.login(req.body.email, req.body.password, { address: req.ip, userAgent: req.headers['user-agent'] }),
   );
 
   // Refused in onRequest, before the body is parsed, so no body (or content type) gets anything but 403.
   const refuseRegistration = async () => {
     throw new HoistError(
       'registration_disabled',
-      'Public registration is disabled; accounts come from access requests: POST /api/v1/access-requests with {"email": ...}',
+      'Public registration is disabled; accounts come from access requests: POST ' +
+        '/api/v1/access-requests with {"email": ...}',
       { access_requests: '/api/v1/access-requests' },
     );
   };
@@ -121,10 +142,15 @@ const auth: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       schema: {
         tags,
         summary: 'List the active sessions of the user',
-        description: 'Sessions neither revoked nor expired, newest first; `current` marks the one this request carries.',
+        description:
+          'Sessions neither revoked nor expired, newest first; `current` marks the one this request carries.',
         security: bearer,
         response: {
-          200: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array', items: SessionView } } },
+          200: {
+            type: 'object',
+            required: ['sessions'],
+            properties: { sessions: { type: 'array', items: SessionView } },
+          },
           ...errorResponses(401),
         },
       },
@@ -143,7 +169,10 @@ const auth: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
           'Mails the user a one-time token, valid 24 hours, to send to POST /api/v1/auth/email-verification/confirm. ' +
           'Answers status already_verified, and sends nothing, when the address is verified.',
         security: bearer,
-        response: { 202: Accepted('Mailed, or nothing to do.', ['sent', 'already_verified']), ...errorResponses(401, 503) },
+        response: {
+          202: Accepted('Mailed, or nothing to do.', ['sent', 'already_verified']),
+          ...errorResponses(401, 503),
+        },
       },
     },
     async (req, reply) => reply.status(202).send(await verification.request(principalOf(req))),
@@ -155,7 +184,9 @@ const auth: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       schema: {
         tags,
         summary: 'Confirm the e-mail address with the mailed token',
-        description: 'Marks the address verified. An unknown, used or expired token is 400 invalid_request with details.field token.',
+        description:
+          'Marks the address verified. An unknown, used or expired token is 400 ' +
+          'invalid_request with details.field token.',
         body: { type: 'object', required: ['token'], additionalProperties: false, properties: { token: Token } },
         response: { 204: { type: 'null', description: 'Verified.' }, ...errorResponses(400) },
       },
@@ -173,12 +204,23 @@ const auth: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         tags,
         summary: 'Mail a password reset token',
         description:
-          'Answers 202 {status: "accepted"} the same way, in about the same time, whether or not the e-mail has an account; ' +
+          'Answers 202 {status: "accepted"} the same way, in about the same time, whether ' +
+          'or not the e-mail has an account; ' +
           'when it has, mails a one-time token, valid 1 hour, for POST /api/v1/auth/password-recovery/reset. ' +
-          'Limited in sliding windows of mailWindowSeconds: past mailMaxPerAddress requests from one client address the answer is 429 ' +
-          'rate_limited with Retry-After; past mailMaxPerRecipient for one e-mail (known or not) the answer stays 202 and nothing is mailed.',
-        body: { type: 'object', required: ['email'], additionalProperties: false, properties: { email: { type: 'string', minLength: 3, maxLength: 320 } } },
-        response: { 202: Accepted('Accepted; a mail follows if the e-mail has an account.', ['accepted']), ...errorResponses(400, 429, 503) },
+          'Limited in sliding windows of mailWindowSeconds: past mailMaxPerAddress requests ' +
+          'from one client address the answer is 429 ' +
+          'rate_limited with Retry-After; past mailMaxPerRecipient for one e-mail (known or ' +
+          'not) the answer stays 202 and nothing is mailed.',
+        body: {
+          type: 'object',
+          required: ['email'],
+          additionalProperties: false,
+          properties: { email: { type: 'string', minLength: 3, maxLength: 320 } },
+        },
+        response: {
+          202: Accepted('Accepted; a mail follows if the e-mail has an account.', ['accepted']),
+          ...errorResponses(400, 429, 503),
+        },
       },
     },
     async (req, reply) => {
@@ -194,10 +236,17 @@ const auth: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         tags,
         summary: 'Set a new password with the mailed token',
         description:
-          'Sets the password, uses the token up (with any other pending reset token of the user) and revokes every session ' +
-          'of the user, so old bearer tokens get 401. An unknown, used or expired token is 400 invalid_request with details.field token. ' +
+          'Sets the password, uses the token up (with any other pending reset token of the ' +
+          'user) and revokes every session ' +
+          'of the user, so old bearer tokens get 401. An unknown, used or expired token is ' +
+          '400 invalid_request with details.field token. ' +
           'Also sets the first password of an account created from an approved access request.',
-        body: { type: 'object', required: ['token', 'password'], additionalProperties: false, properties: { token: Token, password: Password } },
+        body: {
+          type: 'object',
+          required: ['token', 'password'],
+          additionalProperties: false,
+          properties: { token: Token, password: Password },
+        },
         response: { 204: { type: 'null', description: 'Password set.' }, ...errorResponses(400) },
       },
     },

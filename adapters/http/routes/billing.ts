@@ -13,20 +13,29 @@ const Limits = {
   type: 'object',
   required: limitKeys,
   description:
-    'Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, ' +
-    'archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, ' +
-    'customer_subdomains per account, concurrent_builds per account.',
+    'Plan limits; null means unlimited. projects and private_projects count per ' +
+    'account, deployments_per_day per account and UTC day, ' +
+    'archive_bytes per upload, access_grants_per_project and ' +
+    'environment_variables_per_project per project, environment_value_bytes per ' +
+    'value, ' +
+    'customer_subdomains per account, concurrent_builds per account, release_retention per project ' +
+    '(releases kept, the live one included; older ones are pruned and can no longer be promoted).',
   properties: Object.fromEntries(limitKeys.map((k) => [k, count])),
 } as const;
 
 const Plan = {
   type: 'object',
-  required: ['id', 'name', 'price_cents', 'visibilities', 'limits'],
+  required: ['id', 'name', 'price_cents', 'visibilities', 'capabilities', 'limits'],
   properties: {
     id: { type: 'string' },
     name: { type: 'string' },
     price_cents: { type: 'integer', description: 'Monthly price in US cents.' },
     visibilities: { type: 'array', items: { type: 'string' }, description: 'Project visibilities the plan allows.' },
+    capabilities: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'Features the plan allows: instant_rollback (promote an earlier release).',
+    },
     limits: Limits,
   },
 } as const;
@@ -53,7 +62,14 @@ const Entitlements = {
     },
     capabilities: {
       type: 'object',
-      required: ['visibilities', 'private_projects', 'access_grants', 'environment_variables', 'customer_subdomains'],
+      required: [
+        'visibilities',
+        'private_projects',
+        'access_grants',
+        'environment_variables',
+        'customer_subdomains',
+        'instant_rollback',
+      ],
       description: 'What the plan allows at all.',
       properties: {
         visibilities: { type: 'array', items: { type: 'string' } },
@@ -61,6 +77,10 @@ const Entitlements = {
         access_grants: { type: 'boolean' },
         environment_variables: { type: 'boolean' },
         customer_subdomains: { type: 'boolean' },
+        instant_rollback: {
+          type: 'boolean',
+          description: 'Promoting an earlier release (POST /projects/{projectID}/releases/{releaseID}/promote).',
+        },
       },
     },
   },
@@ -90,7 +110,9 @@ const billing: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       schema: {
         tags: ['Account and billing'],
         summary: 'Plan limits, usage and allowed capabilities',
-        description: 'A request beyond these limits is refused with 403 plan_restricted carrying feature, plan, required_plan, limit and usage.',
+        description:
+          'A request beyond these limits is refused with 403 plan_restricted carrying ' +
+          'feature, plan, required_plan, limit and usage.',
         security: bearer,
         response: { 200: Entitlements, ...errorResponses(401) },
       },
@@ -120,7 +142,7 @@ const billing: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
     {
       schema: {
         tags: ['Account and billing'],
-        summary: 'The account\'s subscription',
+        summary: "The account's subscription",
         description: 'Plan, subscription state and billing category of the authenticated account.',
         security: bearer,
         response: { 200: Subscription, ...errorResponses(401) },

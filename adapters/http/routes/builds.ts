@@ -1,6 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { RECORDS_SERVICE, type RecordsService } from '../../../core/deployments/records-service.js';
+import { OPERATION_EVENTS, parseLineId, type OperationEvents } from '../../../core/deployments/operation-events.js';
 import { bearer, principalOf } from '../auth.js';
+import { eventStreamsOf, lastEventId, wantsEventStream } from '../event-stream.js';
 import { BuildRecord, pageOf, PageQuery, recordParams } from '../record-schemas.js';
 import { retryRoute } from '../retry-route.js';
 import { errorResponses } from '../schemas.js';
@@ -10,6 +12,9 @@ import type { RouteOptions } from './index.js';
 const builds: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
   const records = kernel.get<RecordsService>(RECORDS_SERVICE);
   app.addHook('onRequest', app.authenticate);
+  const events = kernel.get<OperationEvents>(OPERATION_EVENTS);
+  const streams = eventStreamsOf(kernel);
+  app.addHook('preClose', async () => streams.closeAll());
 
   app.get<{ Params: { projectID: string }; Querystring: { cursor?: string; limit: number } }>(
     '/projects/:projectID/builds',
@@ -38,7 +43,9 @@ const builds: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       schema: {
         tags: ['Builds'],
         summary: 'Read a build',
-        description: 'Status, version, operation, artifact, log summary and error. Another account\'s build and a malformed id answer 404 like a missing one.',
+        description:
+          "Status, version, operation, artifact, log summary and error. Another account's " +
+          'build and a malformed id answer 404 like a missing one.',
         security: bearer,
         params: recordParams('buildID'),
         response: { 200: BuildRecord, ...errorResponses(401, 404) },
@@ -53,17 +60,33 @@ const builds: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       schema: {
         tags: ['Builds'],
         summary: 'Read the full log of a build',
-        description: 'The whole stored build log as text/plain (capped at 5 MB, then marked truncated). It is stored when the build ends: 404 until then.',
+        description:
+          'The whole stored build log as text/plain (capped at 5 MB, then marked ' +
+          'truncated). It is stored when the build ends: 404 until then. With `Accept: ' +
+          'text/event-stream`, Server-Sent Events instead, at any time: `log` events (data: `{build_id, ' +
+          'from, lines}`) with the lines written so far and then as they come, heartbeat comments, and ' +
+          'the end of the stream once the build has ended. Event ids are line counts (across the ' +
+          "build's operation): send the last as `Last-Event-ID` to resume. Too many open streams: " +
+          '429 per account, 503 in all.',
         security: bearer,
         params: recordParams('buildID'),
         produces: ['text/plain'],
         response: {
           200: { description: 'The build log.', content: { 'text/plain': { schema: { type: 'string' } } } },
-          ...errorResponses(401, 404),
+          ...errorResponses(400, 401, 404, 429, 503),
         },
       },
     },
     async (req, reply) => {
+      if (wantsEventStream(req)) {
+        const { accountId } = principalOf(req);
+        const { projectID, buildID } = req.params;
+        const build = await records.build(accountId, projectID, buildID);
+        const from = parseLineId(lastEventId(req));
+        return streams.send(req, reply, accountId, (signal) =>
+          events.buildLog(accountId, build.project_id, build.id, from, signal),
+        );
+      }
       const log = await records.buildLog(principalOf(req).accountId, req.params.projectID, req.params.buildID);
       return reply.type('text/plain; charset=utf-8').send(log);
     },
@@ -75,11 +98,14 @@ const builds: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
     tag: 'Builds',
     summary: 'Retry a build',
     description:
-      'Starts a NEW deployment operation for the build\'s version: Analyze and Build run again with the project\'s current settings (fix them first if the build failed because of them), then Deploy. ' +
-      'The retried build record is left as it was; the new run makes a new build record. Any build can be retried (a failed one, or a good one to rebuild it). ' +
+      "Starts a NEW deployment operation for the build's version: Analyze and Build run " +
+      "again with the project's current settings (fix them first if the build failed " +
+      'because of them), then Deploy. ' +
+      'The retried build record is left as it was; the new run makes a new build ' +
+      'record. Any build can be retried (a failed one, or a good one to rebuild it). ' +
       'The answer has action build_retry_queued.',
     action: 'build_retry_queued',
-    retry: (accountId, projectId, id) => records.retryBuild(accountId, projectId, id),
+    retry: (accountId, projectId, id, by) => records.retryBuild(accountId, projectId, id, by),
   });
 };
 

@@ -18,7 +18,8 @@ const deployments: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
         tags: ['Deployments'],
         summary: 'List the deployments of a project',
         description:
-          'Deployments (runs of the Deploy stage, live or not), newest first, cursor-paginated: pass next_cursor back unchanged as cursor until it is null. ' +
+          'Deployments (runs of the Deploy stage, live or not), newest first, ' +
+          'cursor-paginated: pass next_cursor back unchanged as cursor until it is null. ' +
           'A project of another account answers 404 like a missing one.',
         security: bearer,
         params: recordParams(),
@@ -39,8 +40,9 @@ const deployments: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
         tags: ['Deployments'],
         summary: 'Read a deployment',
         description:
-          'Status (running, live, superseded, failed, canceled), URL, build, version, operation, whether it is live now, and when it went live and ended. ' +
-          'Another account\'s deployment and a malformed id answer 404 like a missing one.',
+          'Status (running, live, superseded, failed, canceled), URL, build, version, ' +
+          'operation, whether it is live now, and when it went live and ended. ' +
+          "Another account's deployment and a malformed id answer 404 like a missing one.",
         security: bearer,
         params: recordParams('deploymentID'),
         response: { 200: DeploymentRecord, ...errorResponses(401, 404) },
@@ -55,11 +57,15 @@ const deployments: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
     tag: 'Deployments',
     summary: 'Retry a deployment (redeploy its build)',
     description:
-      'Starts a NEW deployment operation that deploys the same build\'s artifact again, without rebuilding: its Analyze and Build stages are `skipped` (reused) from the start and Deploy runs at once (progress starts at 70). ' +
-      'The new deployment record has the same build_id. Use it to bring back an earlier release or to re-run a failed Deploy; a build without an artifact is refused with 409 not_retryable (retry the build instead). ' +
+      "Starts a NEW deployment operation that deploys the same build's artifact again, " +
+      'without rebuilding: its Analyze and Build stages are `skipped` (reused) from the ' +
+      'start and Deploy runs at once (progress starts at 70). ' +
+      'The new deployment record has the same build_id. Use it to bring back an earlier ' +
+      'release or to re-run a failed Deploy; a build without an artifact is refused ' +
+      'with 409 not_retryable (retry the build instead). ' +
       'The answer has action deployment_retry_queued.',
     action: 'deployment_retry_queued',
-    retry: (accountId, projectId, id) => records.retryDeployment(accountId, projectId, id),
+    retry: (accountId, projectId, id, by) => records.retryDeployment(accountId, projectId, id, by),
   });
 };
 

@@ -6,7 +6,8 @@ import { errorResponses, Timestamp } from '../schemas.js';
 import type { RouteOptions } from './index.js';
 
 const NEXT_DEPLOYMENT =
-  'A change applies to the next deployment: a deployment keeps the values it started with (its retries and restarts included); ' +
+  'A change applies to the next deployment: a deployment keeps the values it ' +
+  'started with (its retries and restarts included); ' +
   'builds get variables of scope build or both, running releases those of scope runtime or both.';
 
 const Variable = {
@@ -17,7 +18,9 @@ const Variable = {
     scope: { type: 'string', enum: SCOPES },
     digest: {
       type: 'string',
-      description: 'hmac-sha256:<hex>, keyed per project: equal values of one project have equal digests, and a value cannot be found by hashing guesses.',
+      description:
+        'hmac-sha256:<hex>, keyed per project: equal values of one project have equal ' +
+        'digests, and a value cannot be found by hashing guesses.',
     },
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -45,12 +48,17 @@ const environment: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
         tags: ['Environment'],
         summary: 'List environment variables',
         description:
-          'Names, scopes, keyed digests and times, by name; values are encrypted at rest (AES-256-GCM, a data key per project) and never returned. ' +
+          'Names, scopes, keyed digests and times, by name; values are encrypted at rest ' +
+          '(AES-256-GCM, a data key per project) and never returned. ' +
           `${NEXT_DEPLOYMENT} A project of another account answers 404 like a missing one.`,
         security: bearer,
         params: params(false),
         response: {
-          200: { type: 'object', required: ['environment'], properties: { environment: { type: 'array', items: Variable } } },
+          200: {
+            type: 'object',
+            required: ['environment'],
+            properties: { environment: { type: 'array', items: Variable } },
+          },
           ...errorResponses(401, 404),
         },
       },
@@ -65,9 +73,12 @@ const environment: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
         tags: ['Environment'],
         summary: 'Set an environment variable',
         description:
-          `Creates the variable (201) or replaces its value and scope (200); the answer never holds the value. ${RULES_TEXT} ` +
-          'A reserved or malformed name, a bad scope or a non-string value → 400 invalid_request (details.field, details.name). ' +
-          'A value longer than the plan\'s environment_value_bytes (UTF-8 bytes), or a new variable beyond its environment_variables_per_project → 403 plan_restricted ' +
+          `Creates the variable (201) or replaces its value and scope (200); the answer ` +
+          `never holds the value. ${RULES_TEXT} ` +
+          'A reserved or malformed name, a bad scope or a non-string value → 400 ' +
+          'invalid_request (details.field, details.name). ' +
+          "A value longer than the plan's environment_value_bytes (UTF-8 bytes), or a new " +
+          'variable beyond its environment_variables_per_project → 403 plan_restricted ' +
           `with feature, plan, required_plan, limit and usage. ${NEXT_DEPLOYMENT}`,
         security: bearer,
         params: params(true),
@@ -76,15 +87,26 @@ const environment: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
           required: ['value'],
           additionalProperties: false,
           properties: {
-            value: { type: 'string', description: 'The value (text, no NUL); its size in UTF-8 bytes is capped by the plan.' },
-            scope: { type: 'string', enum: SCOPES, default: 'both', description: 'build (builds only), runtime (running releases only) or both (default).' },
+            value: {
+              type: 'string',
+              description: 'The value (text, no NUL); its size in UTF-8 bytes is capped by the plan.',
+            },
+            scope: {
+              type: 'string',
+              enum: SCOPES,
+              default: 'both',
+              description: 'build (builds only), runtime (running releases only) or both (default).',
+            },
           },
         },
         response: { 200: Variable, 201: Variable, ...errorResponses(400, 401, 403, 404) },
       },
     },
     async (req, reply) => {
-      const { variable, created } = await service.set(principalOf(req).accountId, req.params.projectID, { name: req.params.name, ...req.body });
+      const { variable, created } = await service.set(principalOf(req).accountId, req.params.projectID, {
+        name: req.params.name,
+        ...req.body,
+      });
       return reply.status(created ? 201 : 200).send(variable);
     },
   );

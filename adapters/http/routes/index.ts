@@ -7,12 +7,14 @@ import me from './me.js';
 import projects from './projects.js';
 import localToLive from './local-to-live.js';
 import operations from './operations.js';
+import operationList from './operation-list.js';
 import versions from './versions.js';
 import builds from './builds.js';
 import deployments from './deployments.js';
 import releases from './releases.js';
 import uploadSessions from './upload-sessions.js';
 import uploadSessionUploads from './upload-session-uploads.js';
+import uploadManifests from './upload-manifests.js';
 import accessGrants from './access-grants.js';
 import environment from './environment.js';
 import domains from './domains.js';
@@ -23,4 +25,23 @@ export interface RouteOptions {
 }
 
 /** Every route plugin, registered under /api/v1. */
-export const routes: FastifyPluginAsync<RouteOptions>[] = [auth, accessRequests, me, billing, projects, localToLive, operations, versions, builds, deployments, releases, uploadSessions, uploadSessionUploads, environment, domains, accessGrants];
+export const routes: FastifyPluginAsync<RouteOptions>[] = [
+  auth,
+  accessRequests,
+  me,
+  billing,
+  projects,
+  localToLive,
+  operations,
+  operationList,
+  versions,
+  builds,
+  deployments,
+  releases,
+  uploadSessions,
+  uploadSessionUploads,
+  uploadManifests,
+  environment,
+  domains,
+  accessGrants,
+];

@@ -59,7 +59,9 @@ const me: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
           type: 'object',
           required: ['name'],
           additionalProperties: false,
-          properties: { name: { type: 'string', minLength: 1, maxLength: 200, description: 'Account name, 1 to 200 characters.' } },
+          properties: {
+            name: { type: 'string', minLength: 1, maxLength: 200, description: 'Account name, 1 to 200 characters.' },
+          },
         },
         response: { 200: Me, ...errorResponses(400, 401) },
       },

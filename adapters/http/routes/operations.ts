@@ -2,7 +2,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import { DEPLOYMENT_SERVICE, type DeploymentService } from '../../../core/deployments/deployment-service.js';
 import { OPERATION_VIEWS, type OperationViews } from '../../../core/deployments/operation-views.js';
 import { describeTransitions } from '../../../core/operations/state-machine.js';
+import { OPERATION_EVENTS, parseEventId, type OperationEvents } from '../../../core/deployments/operation-events.js';
 import { bearer, principalOf } from '../auth.js';
+import { EVENT_STREAM_DOC, eventStreamsOf, lastEventId, wantsEventStream } from '../event-stream.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
 import type { RouteOptions } from './index.js';
 
@@ -11,15 +13,28 @@ const StageErr = nullable({ type: 'object', properties: { code: { type: 'string'
 const Stage = {
   type: 'object',
   properties: {
-    status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'canceled'], description: 'The spec\'s five statuses. A stage done without running is succeeded with skipped true.' },
-    skipped: { type: 'boolean', description: 'true: the stage did not run and is not needed (Build with skip_build; Analyze and Build of a redeploy, which ships an existing build).' },
+    status: {
+      type: 'string',
+      enum: ['queued', 'running', 'succeeded', 'failed', 'canceled'],
+      description: "The spec's five statuses. A stage done without running is succeeded with skipped true.",
+    },
+    skipped: {
+      type: 'boolean',
+      description:
+        'true: the stage did not run and is not needed (Build with skip_build; Analyze ' +
+        'and Build of a redeploy, which ships an existing build).',
+    },
     skip_reason: nullable({ type: 'string', description: 'Why the stage was skipped; null when it was not.' }),
     progress: { type: 'integer' },
     started_at: nullable(Timestamp),
     finished_at: nullable(Timestamp),
     heartbeat_at: nullable(Timestamp),
     error: StageErr,
-    result: { type: 'object', additionalProperties: true, description: 'Analyze only: what was detected and why (reasons).' },
+    result: {
+      type: 'object',
+      additionalProperties: true,
+      description: 'Analyze only: what was detected and why (reasons).',
+    },
   },
 };
 
@@ -29,12 +44,21 @@ export const OperationSchema = {
     id: Uuid,
     kind: { type: 'string', description: 'deploy or delete_project' },
     status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'canceled'] },
-    progress: { type: 'integer', minimum: 0, maximum: 100, description: 'Never decreases; 100 only on success. A fresh deployment reports 5.' },
+    progress: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 100,
+      description: 'Never decreases; 100 only on success. A fresh deployment reports 5.',
+    },
     project_id: nullable(Uuid),
     version_id: nullable(Uuid),
     attempt: { type: 'integer' },
     current_stage: nullable({ type: 'string' }),
-    stages: { type: 'object', description: 'Child state: analyze, build and deploy.', properties: { analyze: Stage, build: Stage, deploy: Stage } },
+    stages: {
+      type: 'object',
+      description: 'Child state: analyze, build and deploy.',
+      properties: { analyze: Stage, build: Stage, deploy: Stage },
+    },
     build_log: nullable({
       type: 'object',
       description: 'Build-log context: the last lines, warning and error counts, and where the full log is.',
@@ -58,13 +82,27 @@ export const OperationSchema = {
         workers: { type: 'integer' },
       },
     }),
-    maybe_stuck: { type: 'boolean', description: 'The running stage has sent no heartbeat within the configured time.' },
+    maybe_stuck: {
+      type: 'boolean',
+      description: 'The running stage has sent no heartbeat within the configured time.',
+    },
     next_step: {
       type: 'object',
       description: 'The recommended next step; consult it before cancel or retry.',
-      properties: { action: { type: 'string', enum: ['poll', 'retry', 'cancel', 'fix_input', 'none'] }, message: { type: 'string' } },
+      properties: {
+        action: { type: 'string', enum: ['poll', 'retry', 'cancel', 'fix_input', 'none'] },
+        message: { type: 'string' },
+      },
     },
-    result: nullable({ type: 'object', properties: { url: nullable({ type: 'string' }), deployment_id: nullable(Uuid), build_id: nullable(Uuid), live: { type: 'boolean' } } }),
+    result: nullable({
+      type: 'object',
+      properties: {
+        url: nullable({ type: 'string' }),
+        deployment_id: nullable(Uuid),
+        build_id: nullable(Uuid),
+        live: { type: 'boolean' },
+      },
+    }),
     error: StageErr,
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -72,7 +110,11 @@ export const OperationSchema = {
   },
 } as const;
 
-const Params = { type: 'object', required: ['operationID'], properties: { operationID: { type: 'string', format: 'uuid' } } };
+const Params = {
+  type: 'object',
+  required: ['operationID'],
+  properties: { operationID: { type: 'string', format: 'uuid' } },
+};
 
 /** Operations: poll, cancel, retry. */
 const operations: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
@@ -85,6 +127,9 @@ const operations: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => 
     throw err;
   });
   const transitions = describeTransitions();
+  const events = kernel.get<OperationEvents>(OPERATION_EVENTS);
+  const streams = eventStreamsOf(kernel);
+  app.addHook('preClose', async () => streams.closeAll());
 
   app.get<{ Params: { operationID: string } }>(
     '/operations/:operationID',
@@ -92,13 +137,21 @@ const operations: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => 
       schema: {
         tags: ['Operations'],
         summary: 'Poll a parent operation: progress, child state, build-log context, queue information, guidance',
-        description: `Poll with bounded backoff (2-10 s) until status is succeeded, failed or canceled.\n\n${transitions}`,
+        description:
+          `Poll with bounded backoff (2-10 s) until status is succeeded, failed or ` +
+          `canceled, or stream it.\n\n${EVENT_STREAM_DOC}\n\n${transitions}`,
         security: bearer,
         params: Params,
-        response: { 200: OperationSchema, ...errorResponses(401, 404) },
+        response: { 200: OperationSchema, ...errorResponses(400, 401, 404, 429, 503) },
       },
     },
-    async (req) => views.get(principalOf(req).accountId, req.params.operationID),
+    async (req, reply) => {
+      const { accountId } = principalOf(req);
+      const op = await views.get(accountId, req.params.operationID);
+      if (!wantsEventStream(req)) return op;
+      const from = parseEventId(lastEventId(req));
+      return streams.send(req, reply, accountId, (signal) => events.operation(accountId, op.id, from, signal));
+    },
   );
 
   app.post<{ Params: { operationID: string } }>(
@@ -107,7 +160,10 @@ const operations: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => 
       schema: {
         tags: ['Operations'],
         summary: 'Cancel queued or running work',
-        description: `queued or running → canceled: the running stage's process is stopped and a half-made release never goes live (the previous one keeps serving). Otherwise 409 not_cancelable.\n\n${transitions}`,
+        description:
+          `queued or running → canceled: the running stage's process is stopped and a ` +
+          `half-made release never goes live (the previous one keeps serving). Otherwise ` +
+          `409 not_cancelable.\n\n${transitions}`,
         security: bearer,
         params: Params,
         response: { 202: OperationSchema, ...errorResponses(401, 404, 409) },
@@ -126,7 +182,11 @@ const operations: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => 
       schema: {
         tags: ['Operations'],
         summary: 'Retry a failed or canceled deployment',
-        description: `failed or canceled → running (a new attempt) that resumes from the stage that did not finish, reusing finished stages' outputs. Otherwise 409 not_retryable; 409 deployment_in_progress while another deployment of the project runs.\n\n${transitions}`,
+        description:
+          `failed or canceled → running (a new attempt) that resumes from the stage that ` +
+          `did not finish, reusing finished stages' outputs. Otherwise 409 not_retryable; ` +
+          `409 deployment_in_progress while another deployment of the project ` +
+          `runs.\n\n${transitions}`,
         security: bearer,
         params: Params,
         response: { 202: OperationSchema, ...errorResponses(401, 404, 409) },

@@ -13,14 +13,13 @@ import {
   ACCESS_PASSWORD_MAX,
   ACCESS_PASSWORD_MIN,
   NAME_MAX,
-  PAGE_DEFAULT,
-  PAGE_MAX,
   PROJECT_SERVICE,
   VISIBILITIES,
   type ProjectService,
 } from '../../../core/projects/project-service.js';
 import { projectView } from '../../../core/projects/project-view.js';
 import { bearer, principalOf } from '../auth.js';
+import { PageQuery } from '../record-schemas.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
 import type { RouteOptions } from './index.js';
 
@@ -45,9 +44,21 @@ const settingFields = {
     maxLength: DIRECTORY_MAX,
     description: 'Directory (relative to root_directory) holding the built static files: relative, no .. segments.',
   },
-  node_version: { type: ['string', 'null'], maxLength: NODE_VERSION_MAX, description: 'Node.js semver range, e.g. 20, 20.x, >=18 <23.' },
-  framework: { type: ['string', 'null'], enum: [...FRAMEWORKS, null], description: 'Framework, or null to let Analyze detect it.' },
-  runtime: { type: ['string', 'null'], enum: [...RUNTIMES, null], description: 'Runtime, or null to let Analyze detect it.' },
+  node_version: {
+    type: ['string', 'null'],
+    maxLength: NODE_VERSION_MAX,
+    description: 'Node.js semver range, e.g. 20, 20.x, >=18 <23.',
+  },
+  framework: {
+    type: ['string', 'null'],
+    enum: [...FRAMEWORKS, null],
+    description: 'Framework, or null to let Analyze detect it.',
+  },
+  runtime: {
+    type: ['string', 'null'],
+    enum: [...RUNTIMES, null],
+    description: 'Runtime, or null to let Analyze detect it.',
+  },
 } as const;
 
 const SettingsInput = {
@@ -66,7 +77,10 @@ const Project = {
     slug: { type: 'string', description: 'Unique across the service; the project is served at <slug>.<apps domain>.' },
     url: { type: 'string', description: 'Public URL of the project.' },
     visibility: { type: 'string', enum: VISIBILITIES },
-    access_password_set: { type: 'boolean', description: 'Whether the site has an access password (the password is never shown).' },
+    access_password_set: {
+      type: 'boolean',
+      description: 'Whether the site has an access password (the password is never shown).',
+    },
     settings: {
       type: 'object',
       required: BUILD_SETTING_KEYS,
@@ -84,20 +98,31 @@ const ProjectParams = {
   properties: { projectID: { type: 'string', description: 'Project id (UUID).' } },
 } as const;
 
-const name = { type: 'string', minLength: 1, maxLength: NAME_MAX, description: `1 to ${NAME_MAX} characters.` } as const;
+const name = {
+  type: 'string',
+  minLength: 1,
+  maxLength: NAME_MAX,
+  description: `1 to ${NAME_MAX} characters.`,
+} as const;
 const visibility = {
   type: 'string',
   enum: VISIBILITIES,
   description:
-    'draft (the default: served at its URL, unlisted — every answer carries X-Robots-Tag: noindex), public (served and indexable), ' +
-    'or private (served only to granted e-mail addresses or the access password; noindex too). The plan says which are allowed.',
+    'draft (the default: served at its URL, unlisted — every answer carries ' +
+    'X-Robots-Tag: noindex), public (served and indexable), ' +
+    'or private (served only to granted e-mail addresses or the access password; ' +
+    'noindex too). The plan says which are allowed.',
 } as const;
 
 const accessPassword = {
   type: ['string', 'null'],
   description:
-    `Access password of the site while the project is private: ${ACCESS_PASSWORD_MIN} to ${ACCESS_PASSWORD_MAX} characters (shorter or longer → 400 invalid_request, field access_password). ` +
-    'Visitors who enter it on the sign-in page get in, besides granted e-mail addresses. Stored only as an argon2id hash and never returned (see access_password_set); ' +
+    `Access password of the site while the project is private: ${ACCESS_PASSWORD_MIN} ` +
+    `to ${ACCESS_PASSWORD_MAX} characters (shorter or longer → 400 invalid_request, ` +
+    `field access_password). ` +
+    'Visitors who enter it on the sign-in page get in, besides granted e-mail ' +
+    'addresses. Stored only as an argon2id hash and never returned (see ' +
+    'access_password_set); ' +
     'setting it again, or null to remove it, ends every visitor session opened with the old one.',
 } as const;
 
@@ -105,8 +130,12 @@ type SettingsBody = Record<string, unknown> & { settings?: Record<string, unknow
 
 /** The build settings of a body: those under `settings` and those at the top level, merged. */
 function settingsOf(body: SettingsBody): Record<string, unknown> | undefined {
-  const top = Object.fromEntries(Object.entries(body).filter(([k]) => (BUILD_SETTING_KEYS as readonly string[]).includes(k)));
-  for (const k of Object.keys(top)) if (body.settings && k in body.settings) throw invalid(`${k} is given twice (top level and settings)`, { field: k });
+  const top = Object.fromEntries(
+    Object.entries(body).filter(([k]) => (BUILD_SETTING_KEYS as readonly string[]).includes(k)),
+  );
+  for (const k of Object.keys(top))
+    if (body.settings && k in body.settings)
+      throw invalid(`${k} is given twice (top level and settings)`, { field: k });
   return body.settings === undefined && Object.keys(top).length === 0 ? undefined : { ...body.settings, ...top };
 }
 
@@ -139,15 +168,11 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       schema: {
         tags: ['Projects'],
         summary: 'List projects',
-        description: 'The account\'s projects, newest first, cursor-paginated: pass next_cursor back unchanged as cursor until it is null.',
+        description:
+          "The account's projects, newest first, cursor-paginated: pass next_cursor back " +
+          'unchanged as cursor until it is null.',
         security: bearer,
-        querystring: {
-          type: 'object',
-          properties: {
-            cursor: { type: 'string', maxLength: 512, description: 'Opaque next_cursor of the previous page.' },
-            limit: { type: 'integer', minimum: 1, maximum: PAGE_MAX, default: PAGE_DEFAULT, description: `Page size, 1 to ${PAGE_MAX}.` },
-          },
-        },
+        querystring: PageQuery,
         response: {
           200: {
             type: 'object',
@@ -173,7 +198,8 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         description:
           'Creates a project with a slug derived from its name (suffixed when taken). Visibility defaults to draft. ' +
           'A visibility or a project count the plan does not allow is refused with 403 plan_restricted. ' +
-          'access_password sets the password that opens the site while the project is private (see access-grants for the other way in).',
+          'access_password sets the password that opens the site while the project is ' +
+          'private (see access-grants for the other way in).',
         security: bearer,
         body: {
           type: 'object',
@@ -186,7 +212,12 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
     },
     async (req, reply) => {
       const { name, visibility, access_password: accessPassword } = req.body;
-      const project = await service.create(principalOf(req).accountId, { name, visibility, accessPassword, settings: settingsOf(req.body) });
+      const project = await service.create(principalOf(req).accountId, {
+        name,
+        visibility,
+        accessPassword,
+        settings: settingsOf(req.body),
+      });
       return reply.status(201).send(view(project));
     },
   );
@@ -206,24 +237,38 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
     async (req) => view(await service.get(principalOf(req).accountId, req.params.projectID)),
   );
 
-  app.patch<{ Params: { projectID: string }; Body: SettingsBody & { name?: string; visibility?: string; access_password?: string | null } }>(
+  app.patch<{
+    Params: { projectID: string };
+    Body: SettingsBody & { name?: string; visibility?: string; access_password?: string | null };
+  }>(
     '/projects/:projectID/',
     {
       schema: {
         tags: ['Projects'],
         summary: 'Update a project',
         description:
-          'Changes the name, the visibility, build settings and the access password; absent fields stay, null clears a build setting or the password. ' +
-          'The slug and URL never change. Making a private project draft or public keeps its access grants and password, unused, until it is private again.',
+          'Changes the name, the visibility, build settings and the access password; absent ' +
+          'fields stay, null clears a build setting or the password. ' +
+          'The slug and URL never change. Making a private project draft or public keeps ' +
+          'its access grants and password, unused, until it is private again.',
         security: bearer,
         params: ProjectParams,
-        body: { type: 'object', additionalProperties: false, properties: { name, visibility, access_password: accessPassword, settings: SettingsInput, ...settingFields } },
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { name, visibility, access_password: accessPassword, settings: SettingsInput, ...settingFields },
+        },
         response: { 200: Project, ...errorResponses(400, 401, 403, 404) },
       },
     },
     async (req) => {
       const { name, visibility, access_password: accessPassword } = req.body;
-      const project = await service.update(principalOf(req).accountId, req.params.projectID, { name, visibility, accessPassword, settings: settingsOf(req.body) });
+      const project = await service.update(principalOf(req).accountId, req.params.projectID, {
+        name,
+        visibility,
+        accessPassword,
+        settings: settingsOf(req.body),
+      });
       return view(project);
     },
   );
@@ -235,7 +280,8 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         tags: ['Projects'],
         summary: 'Queue deletion of a project',
         description:
-          'The project leaves the API at once and its slug is free for reuse; the teardown runs as an operation (kind delete_project). ' +
+          'The project leaves the API at once and its slug is free for reuse; the teardown ' +
+          'runs as an operation (kind delete_project). ' +
           'Poll GET /api/v1/operations/{operationID}.',
         security: bearer,
         params: ProjectParams,
@@ -260,7 +306,10 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       const op = await service.requestDeletion(principalOf(req).accountId, req.params.projectID);
       const finish = () => track(() => deleter.run(op.id));
       reply.then(finish, finish);
-      return reply.status(202).send({ action: 'project_deletion_queued', operation: { id: op.id, status: op.status, progress: op.progress } });
+      return reply.status(202).send({
+        action: 'project_deletion_queued',
+        operation: { id: op.id, status: op.status, progress: op.progress },
+      });
     },
   );
 };

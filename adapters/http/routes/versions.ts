@@ -17,7 +17,8 @@ const versions: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         tags: ['Versions'],
         summary: 'List the versions of a project',
         description:
-          'Uploaded versions, newest first, cursor-paginated: pass next_cursor back unchanged as cursor until it is null. ' +
+          'Uploaded versions, newest first, cursor-paginated: pass next_cursor back ' +
+          'unchanged as cursor until it is null. ' +
           'A project of another account answers 404 like a missing one.',
         security: bearer,
         params: recordParams(),
@@ -37,7 +38,10 @@ const versions: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       schema: {
         tags: ['Versions'],
         summary: 'Read a version',
-        description: 'The archive (filename, size, SHA-256), its upload options and the Analyze result. Another account\'s version and a malformed id answer 404 like a missing one.',
+        description:
+          'The archive (filename, size, SHA-256), its upload options and the Analyze ' +
+          "result. Another account's version and a malformed id answer 404 like a missing " +
+          'one.',
         security: bearer,
         params: recordParams('versionID'),
         response: { 200: VersionRecord, ...errorResponses(401, 404) },

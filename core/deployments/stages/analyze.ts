@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { join } from 'node:path';
-import { Version } from '../../entities/version.js';
-import { StageError } from '../../operations/stage-error.js';
+import { StageError } from '../../errors.js';
 import type { Analyzer, Detection } from '../../ports/analyzer.js';
 import type { Archive, ArchiveManifest, ArchiveReader } from '../../ports/archive.js';
 import type { Storage } from '../../ports/storage.js';
+import type { VersionRepository } from '../repositories/version-repository.js';
 import type { StageContext, StageImpl } from '../stage-runner.js';
 import { download, withWorkspace } from '../workspace.js';
 
@@ -30,7 +30,12 @@ export function settingsOf(ctx: Pick<StageContext, 'project' | 'version'>) {
 }
 
 /** Downloads the version's archive to `<dir>/upload.zip` and checks its shape; returns the path and the manifest. */
-export async function fetchVersion(storage: Storage, archive: Archive, ctx: StageContext, dir: string): Promise<{ zip: string; manifest: ArchiveManifest }> {
+export async function fetchVersion(
+  storage: Storage,
+  archive: Archive,
+  ctx: StageContext,
+  dir: string,
+): Promise<{ zip: string; manifest: ArchiveManifest }> {
   const zip = join(dir, 'upload.zip');
   await download(storage, ctx.version.archiveKey, zip, ctx.signal);
   return { zip, manifest: await archive.inspect(zip, { rootDirectory: settingsOf(ctx).root_directory }) };
@@ -39,6 +44,7 @@ export async function fetchVersion(storage: Storage, archive: Archive, ctx: Stag
 /** Analyze: checks the archive's shape and asks every analyzer, highest priority first. */
 export class AnalyzeStage implements StageImpl {
   constructor(
+    private readonly versions: VersionRepository,
     private readonly storage: Storage,
     private readonly archive: Archive,
     private readonly analyzers: Analyzer[],
@@ -58,9 +64,7 @@ export class AnalyzeStage implements StageImpl {
       }
     });
     return {
-      also: async (tx: EntityManager) => {
-        await tx.nativeUpdate(Version, { id: ctx.version.id }, { analysis: analysis as unknown as Record<string, unknown> });
-      },
+      also: (tx: EntityManager) => this.versions.within(tx).recordAnalysis(ctx.version.id, analysis),
     };
   }
 
@@ -70,7 +74,8 @@ export class AnalyzeStage implements StageImpl {
     const input = {
       files: manifest.files.map((f) => f.path),
       settings: settingsOf(ctx),
-      readFile: async (path: string, maxBytes = 1_000_000) => (await reader.readFile(path, maxBytes))?.toString('utf8') ?? null,
+      readFile: async (path: string, maxBytes = 1_000_000) =>
+        (await reader.readFile(path, maxBytes))?.toString('utf8') ?? null,
     };
     for (const analyzer of [...this.analyzers].sort((a, b) => b.priority - a.priority)) {
       const detection = await analyzer.detect(input);
@@ -85,6 +90,9 @@ export class AnalyzeStage implements StageImpl {
         };
       }
     }
-    throw new StageError('analyze_unsupported', 'No analyzer recognised this archive: add an index.html for a static site or a package.json for a Node.js app', false);
+    throw new StageError(
+      'analyze_unsupported',
+      'No analyzer recognised this archive: add an index.html for a static site or a package.json for a Node.js app',
+    );
   }
 }

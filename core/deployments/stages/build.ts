@@ -2,132 +2,206 @@ import type { EntityManager } from '@mikro-orm/core';
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { Build } from '../../entities/build.js';
-import { deterministicFailure, StageError } from '../../operations/stage-error.js';
+import { StageError } from '../../errors.js';
+import { deterministicFailure } from '../../operations/stage-error.js';
 import type { Archive } from '../../ports/archive.js';
 import type { Builder } from '../../ports/builder.js';
+import type { Clock } from '../../ports/clock.js';
 import type { EnvironmentService } from '../../environment/environment-service.js';
 import type { Storage } from '../../ports/storage.js';
+import type { OperationState } from '../../operations/state-machine.js';
+import type { Logger } from '../../tokens.js';
 import { BuildLog } from '../build-log.js';
+import type { LogChunks } from '../log-chunks.js';
+import type { BuildRepository, BuildUpdate } from '../repositories/build-repository.js';
 import type { Redaction } from '../redaction.js';
 import type { StageContext, StageImpl } from '../stage-runner.js';
 import { withWorkspace } from '../workspace.js';
-import { fetchVersion, type Analysis } from './analyze.js';
+import { fetchVersion, settingsOf, type Analysis } from './analyze.js';
 
 /**
  * Build: unpacks the version in a fresh workspace, runs the builder, stores the artifact and the log.
- * A build that runs nothing (the builder says so) packs its artifact from the upload instead. Every
+ * A build that runs nothing (the builder says so) ships the checked upload itself as its artifact, with
+ * the folder to serve as its root: nothing is unpacked, packed or stored. Every
  * log line and the error are redacted as they are written (Redaction): server paths named neutrally,
- * the values of the operation's environment masked.
+ * the values of the operation's environment masked. Under skip_build the stage does not run: when
+ * Deploy starts, it packs the upload as is (`skipped`), so Deploy only ever ships a build.
  */
 export class BuildStage implements StageImpl {
   constructor(
-    private readonly em: EntityManager,
+    private readonly builds: BuildRepository,
     private readonly storage: Storage,
     private readonly archive: Archive,
     private readonly builders: Builder[],
-    private readonly environment: EnvironmentService,
+    private readonly environment: Pick<EnvironmentService, 'forBuild'>,
     private readonly dataDir: string,
-    private readonly redaction: Redaction,
+    private readonly redaction: Pick<Redaction, 'forOperation'>,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly logChunks?: Pick<LogChunks, 'writer'>,
   ) {}
 
   async run(ctx: StageContext) {
     const build = await this.produce(ctx, false);
     return {
-      also: async (tx: EntityManager) => {
-        await tx.nativeUpdate(Build, { id: build.id }, { status: 'succeeded', finishedAt: new Date() });
-      },
+      also: (tx: EntityManager) => this.builds.within(tx).update(build, { status: 'succeeded', finished: true }),
     };
   }
 
   async abandon(ctx: StageContext): Promise<void> {
-    await this.em.fork().nativeUpdate(Build, { operationId: ctx.operation.id, status: 'running' }, { status: 'canceled', finishedAt: new Date() });
+    await this.builds.cancelRunning(ctx.operation.id);
+  }
+
+  /** Packs the upload as the artifact of a skip_build operation, once; a redeploy ships the build it names. */
+  async skipped(ctx: StageContext): Promise<void> {
+    if ((ctx.operation.state as unknown as OperationState).buildId) return;
+    if (await this.builds.shippable(ctx.operation.id)) return;
+    await this.produce(ctx, true);
   }
 
   /**
    * Makes the version's artifact: with `skipCommands` the source tree (output directory applied) is
-   * packed as is (skip_build). Returns the Build record, still `running` unless skipped.
+   * packed as is (skip_build). Returns the build's id; it is still `running` unless skipped.
    */
-  async produce(ctx: StageContext, skipCommands: boolean): Promise<Build> {
+  private async produce(ctx: StageContext, skipCommands: boolean): Promise<string> {
     const analysis = ctx.version.analysis as unknown as Analysis | null;
-    if (!analysis) throw new StageError('build_no_analysis', 'The version has no Analyze result; retry the operation', true);
-    const em = this.em.fork();
-    await em.nativeUpdate(Build, { operationId: ctx.operation.id, status: 'running' }, { status: 'canceled', finishedAt: new Date() });
-    const build = Object.assign(new Build(), {
+    if (!analysis) throw new StageError('build_no_analysis', 'The version has no Analyze result; retry the operation');
+    await this.builds.cancelRunning(ctx.operation.id);
+    const logKey = `logs/${ctx.operation.id}/build-${ctx.attempt}.log`;
+    const build = await this.builds.create({
       accountId: ctx.operation.accountId,
       projectId: ctx.project.id,
       versionId: ctx.version.id,
       operationId: ctx.operation.id,
       status: skipCommands ? 'skipped' : 'running',
-      logKey: `logs/${ctx.operation.id}/build-${ctx.attempt}.log`,
+      logKey,
     });
-    await em.persist(build).flush();
+    let packed: Pick<BuildUpdate, 'artifactKey' | 'artifactRoot' | 'artifactSha256' | 'artifactSize'> = {};
     const log = new BuildLog();
     // A retried operation has its snapshot already; a first run's is taken just before the build runs.
     let redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
     let flushed = 0;
+    let pending: NodeJS.Timeout | null = null;
+    // The lines as written, for event streams in any process (LogChunks); a failed write is made up by the next.
+    const chunks = this.logChunks?.writer(ctx.operation.id, build);
+    const appendChunk = () => {
+      if (pending) clearTimeout(pending);
+      pending = null;
+      return chunks
+        ?.append(log.drain())
+        .catch((err) => this.logger.warn({ err, buildId: build }, 'build log lines were not recorded yet'));
+    };
+    // At most about once a second, and a second after a line that came sooner (a build that then goes quiet).
+    const flush = () => {
+      flushed = this.clock.now().getTime();
+      void appendChunk();
+      // A missed write of the log so far is made up by the next one, and by the build's last.
+      void this.builds
+        .update(build, { log: { ...log.summary, lastLines: [...log.summary.lastLines] } })
+        .catch((err) => this.logger.warn({ err, buildId: build }, 'the build log so far was not recorded'));
+    };
     const write = (line: string) => {
       log.line(redactor.text(line));
-      if (Date.now() - flushed > 1000) {
-        flushed = Date.now();
-        void this.em.fork().nativeUpdate(Build, { id: build.id }, { log: { ...log.summary, lastLines: [...log.summary.lastLines] } }).catch(() => {});
-      }
+      const now = this.clock.now().getTime();
+      if (now - flushed > 1000) flush();
+      else pending ??= setTimeout(flush, 1000);
     };
     try {
       await withWorkspace(this.dataDir, `build-${ctx.operation.id}`, async (dir) => {
         const { zip, manifest } = await fetchVersion(this.storage, this.archive, ctx, dir);
         const artifact = join(dir, 'artifact.zip');
         const builder = skipCommands ? null : this.builders.find((b) => b.supports(analysis));
-        if (builder === undefined) throw new StageError('build_unsupported', `No builder handles runtime ${analysis.runtime}`, false);
-        if (builder) write(`Building with ${builder.id} (${analysis.runtime}${analysis.framework ? `, ${analysis.framework}` : ''})`);
-        // A build that runs nothing takes its artifact straight from the upload, which is never unpacked.
-        const direct = builder?.outputWithoutBuild?.({ detection: analysis, files: manifest.files.map((f) => f.path), log: write }) ?? null;
-        if (direct !== null) await this.archive.repack(zip, manifest, direct, artifact, ctx.signal);
-        else {
-          const workspace = join(dir, 'src');
-          await this.archive.extract(zip, manifest, workspace, ctx.signal);
-          let outputDir = join(workspace, analysis.outputDir);
-          if (builder) {
-            const env = await this.environment.forBuild(ctx.operation.id, ctx.project.id);
-            redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
-            ({ outputDir } = await builder.build({
-              workspace,
-              detection: analysis,
-              env,
-              signal: ctx.signal,
-              log: write,
-              progress: (f) => ctx.progress(0.1 + 0.8 * f),
-            }));
-          }
-          await this.archive.pack(outputDir, artifact);
+        if (builder === undefined)
+          throw new StageError('build_unsupported', `No builder handles runtime ${analysis.runtime}`);
+        if (builder)
+          write(
+            `Building with ${builder.id} (${analysis.runtime}${analysis.framework ? `, ${analysis.framework}` : ''})`,
+          );
+        // A build that runs nothing ships the upload, which is never unpacked here.
+        const direct =
+          builder?.outputWithoutBuild?.({
+            detection: analysis,
+            files: manifest.files.map((f) => f.path),
+            log: write,
+          }) ?? null;
+        if (direct !== null) {
+          // The checked upload is the artifact: nothing is packed or stored; the release takes `direct` as its root.
+          packed = uploadAsArtifact(ctx, direct);
+          const folder = packed.artifactRoot ? `, folder ${packed.artifactRoot}` : '';
+          write(`Artifact: the upload ${packed.artifactKey}${folder} (${packed.artifactSize} bytes), as it is`);
+          return;
         }
-        const stored = await this.storage.putContentAddressed('artifacts', createReadStream(artifact), { suffix: '.zip' });
+        const workspace = join(dir, 'src');
+        await this.archive.extract(zip, manifest, workspace, ctx.signal);
+        let outputDir = join(workspace, analysis.outputDir);
+        if (builder) {
+          const env = await this.environment.forBuild(ctx.operation.id, ctx.project.id);
+          redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
+          ({ outputDir } = await builder.build({
+            workspace,
+            detection: analysis,
+            env,
+            signal: ctx.signal,
+            log: write,
+            progress: (f) => ctx.progress(0.1 + 0.8 * f),
+          }));
+        }
+        await this.archive.pack(outputDir, artifact);
+        const stored = await this.storage.putContentAddressed('artifacts', createReadStream(artifact), {
+          suffix: '.zip',
+        });
         write(`Artifact ${stored.key} (${stored.size} bytes)`);
-        Object.assign(build, { artifactKey: stored.key, artifactSha256: stored.sha256, artifactSize: stored.size });
+        packed = { artifactKey: stored.key, artifactSha256: stored.sha256, artifactSize: stored.size };
       });
     } catch (err) {
       // Stopped from outside (a cancel, or the worker stopping) is not the build's failure.
       const stopped = ctx.signal.aborted;
       const e = err instanceof StageError ? err : deterministicFailure(err, 'build');
-      write(stopped ? `Build stopped: ${ctx.signal.reason instanceof Error ? ctx.signal.reason.message : 'canceled'}` : `Build failed: ${e ? e.message : 'internal error'}`);
-      await this.storeLog(build, log);
-      const end = stopped ? { status: 'canceled' } : { status: 'failed', error: e ? { code: e.code, message: redactor.text(e.message) } : null };
-      await em.nativeUpdate(Build, { id: build.id }, { ...end, log: log.summary, finishedAt: new Date() });
+      write(
+        stopped
+          ? `Build stopped: ${ctx.signal.reason instanceof Error ? ctx.signal.reason.message : 'canceled'}`
+          : `Build failed: ${e ? e.message : 'internal error'}`,
+      );
+      await appendChunk();
+      await this.storeLog(logKey, log);
+      const end = stopped
+        ? { status: 'canceled' }
+        : { status: 'failed', error: e ? { code: e.code, message: redactor.text(e.message) } : null };
+      await this.builds.update(build, { ...end, log: log.summary, finished: true });
       throw err;
     }
-    await this.storeLog(build, log);
-    await em.nativeUpdate(Build, { id: build.id }, {
-      artifactKey: build.artifactKey,
-      artifactSha256: build.artifactSha256,
-      artifactSize: build.artifactSize,
-      log: log.summary,
-      ...(skipCommands ? { finishedAt: new Date() } : {}),
-    });
+    await appendChunk();
+    await this.storeLog(logKey, log);
+    await this.builds.update(build, { ...packed, log: log.summary, finished: skipCommands });
     return build;
   }
 
-  private async storeLog(build: Build, log: BuildLog): Promise<void> {
-    await this.storage.put(build.logKey!, Readable.from([log.text()])).catch(() => {});
+  private async storeLog(key: string, log: BuildLog): Promise<void> {
+    await this.storage
+      .put(key, Readable.from([log.text()]))
+      .catch((err) => this.logger.warn({ err, key }, 'the build log was not stored; its summary stays on the build'));
   }
 }
 
+/**
+ * The artifact of a build that runs nothing: the upload itself, with the folder `direct` (under the
+ * version's root directory) as the release's root, in the form Archive.inspect takes as `rootDirectory`.
+ */
+function uploadAsArtifact(
+  ctx: StageContext,
+  direct: string,
+): Pick<BuildUpdate, 'artifactKey' | 'artifactRoot' | 'artifactSha256' | 'artifactSize'> {
+  const segments = [
+    ...String(settingsOf(ctx).root_directory ?? '')
+      .trim()
+      .split('/'),
+    ...direct.split('/'),
+  ];
+  const root = segments.filter((s) => s !== '' && s !== '.').join('/');
+  return {
+    artifactKey: ctx.version.archiveKey,
+    artifactRoot: root || null,
+    artifactSha256: ctx.version.archiveSha256,
+    artifactSize: ctx.version.archiveSize,
+  };
+}

@@ -1,16 +1,18 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { HoistConfig } from '../../../config/schema.js';
-import { Build } from '../../entities/build.js';
-import { Deployment } from '../../entities/deployment.js';
-import { Project } from '../../entities/project.js';
-import { StageError } from '../../operations/stage-error.js';
+import { StageError } from '../../errors.js';
 import type { OperationState } from '../../operations/state-machine.js';
-import type { Deployer } from '../../ports/deployer.js';
+import type { ChangeFeed } from '../../ports/change-feed.js';
+import type { Deployer, ReleaseReports, ReleaseTarget } from '../../ports/deployer.js';
 import type { EnvironmentService } from '../../environment/environment-service.js';
+import type { Logger } from '../../tokens.js';
 import { projectUrl } from '../../projects/project-url.js';
+import { routesChanged } from '../host-routes.js';
+import { releaseSpec } from '../release-specs.js';
+import type { RoutingTable } from '../routing-table.js';
+import type { BuildRepository } from '../repositories/build-repository.js';
+import type { DeploymentRepository } from '../repositories/deployment-repository.js';
 import type { StageContext, StageImpl } from '../stage-runner.js';
 import type { Analysis } from './analyze.js';
-import type { BuildStage } from './build.js';
 
 /** How long a replaced release keeps its files, so requests already reading them finish. */
 const DRAIN_MS = 30_000;
@@ -19,73 +21,136 @@ const DRAIN_MS = 30_000;
  * Deploy: the deployer makes the release ready; then, in the transaction that records the stage's
  * success, the project's route switches to it (so a canceled or failed deploy never goes live);
  * after the commit the previous release is stopped. A redeploy ships the existing build its state
- * names (`buildId`) instead of this operation's own.
+ * names (`buildId`) instead of this operation's own (under skip_build, the one Build packed as this
+ * stage started). A promote (its state names `promote`) starts no new release: the deployer resumes the
+ * earlier one from what it kept, and the same switch makes it live again.
+ *
+ * After each switch the plan's release_retention decides what stays: the replaced release is suspended
+ * (kept for a promote) or removed, and older superseded releases beyond the count are pruned.
  */
 export class DeployStage implements StageImpl {
   constructor(
-    private readonly em: EntityManager,
     private readonly deployer: Deployer,
-    private readonly builds: BuildStage,
-    private readonly environment: EnvironmentService,
-    private readonly config: HoistConfig,
+    /** Where the deployer reports what becomes of a release once it runs. */
+    private readonly reports: ReleaseReports,
+    private readonly builds: BuildRepository,
+    private readonly deployments: DeploymentRepository,
+    private readonly environment: Pick<EnvironmentService, 'forRuntime'>,
+    private readonly config: Parameters<typeof projectUrl>[0],
+    private readonly log: Logger,
+    /** Where the switch is announced to every edge, after it committed. */
+    private readonly changes?: ChangeFeed,
+    /** This process's routing table, shown the switch inside its transaction. */
+    private readonly routes?: Pick<RoutingTable, 'preview'>,
+    /** Releases an account keeps per project, the live one included (the plan's release_retention); 1 without. */
+    private readonly retention: (accountId: string) => Promise<number> = async () => 1,
   ) {}
 
   async run(ctx: StageContext) {
-    const em = this.em.fork();
+    const promoted = (ctx.operation.state as unknown as OperationState).promote;
+    if (promoted) return this.promote(ctx, promoted);
     const reused = (ctx.operation.state as unknown as OperationState).buildId;
-    let build = reused
-      ? await em.findOne(Build, { id: reused, projectId: ctx.project.id, artifactKey: { $ne: null } })
-      : await em.findOne(Build, { operationId: ctx.operation.id, status: { $in: ['succeeded', 'skipped'] }, artifactKey: { $ne: null } }, { orderBy: { createdAt: 'desc' } });
-    if (reused && !build) throw new StageError('deploy_build_missing', 'The build to redeploy has no artifact any more; retry the build instead', false);
-    build ??= await this.builds.produce(ctx, true);
+    const build = reused
+      ? await this.builds.reusable(reused, ctx.project.id)
+      : await this.builds.shippable(ctx.operation.id);
+    if (reused && !build)
+      throw new StageError(
+        'deploy_build_missing',
+        'The build to redeploy has no artifact any more; retry the build instead',
+      );
+    if (!build) throw new StageError('deploy_no_build', 'The operation has no build to deploy; retry it');
     // Read before anything is started: a variable that does not decrypt fails the stage with nothing to undo.
     const env = await this.environment.forRuntime(ctx.operation.id, ctx.project.id);
     await this.abandon(ctx);
     const analysis = ctx.version.analysis as unknown as Analysis;
-    const deployment = Object.assign(new Deployment(), {
+    const deploymentId = await this.deployments.create({
       accountId: ctx.operation.accountId,
       projectId: ctx.project.id,
       versionId: ctx.version.id,
       buildId: build.id,
       operationId: ctx.operation.id,
     });
-    await em.persist(deployment).flush();
     const target = await this.deployer.prepare(
       {
-        deploymentId: deployment.id,
+        deploymentId,
         projectId: ctx.project.id,
         slug: ctx.project.slug,
         runtime: analysis.runtime,
-        artifactKey: build.artifactKey!,
+        artifactKey: build.artifactKey,
+        ...(build.artifactRoot ? { artifactRoot: build.artifactRoot } : {}),
         startCommand: analysis.startCommand,
         env,
       },
-      { signal: ctx.signal, log: () => {} },
+      { signal: ctx.signal, log: () => {}, report: this.reports },
     );
     ctx.progress(0.9);
+    return this.switchTo(ctx, deploymentId, target);
+  }
+
+  /** Makes the earlier release `id` ready again from what the deployer kept, then switches to it. */
+  private async promote(ctx: StageContext, id: string) {
+    const release = await this.deployments.find(id);
+    const gone = () => new StageError('deploy_release_gone', `Release ${id} is no longer kept; deploy it again`);
+    if (!release || release.projectId !== ctx.project.id || release.prunedAt) throw gone();
+    if (!this.deployer.resume) throw new StageError('deploy_not_promotable', 'The deployer cannot resume a release');
+    const spec = await releaseSpec(this.deployments.manager(), release, this.environment);
+    if (!spec) throw gone();
+    const target = await this.deployer.resume(spec, { signal: ctx.signal, log: () => {}, report: this.reports });
+    ctx.progress(0.9);
+    return this.switchTo(ctx, id, target);
+  }
+
+  /**
+   * The switch to `deploymentId` in the success transaction, and after the commit: the announcement to
+   * every edge, pruning beyond retention, and the replaced release suspended or removed once drained.
+   */
+  private switchTo(ctx: StageContext, deploymentId: string, target: ReleaseTarget) {
     let previous: string | null = null;
     return {
       also: async (tx: EntityManager) => {
-        const now = new Date();
-        const project = await tx.findOneOrFail(Project, { id: ctx.project.id });
-        previous = project.liveDeploymentId;
-        await tx.nativeUpdate(Deployment, { id: deployment.id }, { status: 'live', target, url: projectUrl(this.config, project.slug), liveAt: now });
-        if (previous) await tx.nativeUpdate(Deployment, { id: previous }, { status: 'superseded', endedAt: now });
-        await tx.nativeUpdate(Project, { id: project.id }, { liveDeploymentId: deployment.id });
+        previous = await this.deployments
+          .within(tx)
+          .goLive(deploymentId, ctx.project.id, target, (slug) => projectUrl(this.config, slug));
+        await this.routes?.preview(ctx.project.id, tx);
       },
       after: async () => {
+        await routesChanged(this.changes, ctx.project.id, this.log);
+        const warn = (what: string, id: string) => (err: unknown) => this.log.warn({ err, deploymentId: id }, what);
+        const canKeep = Boolean(this.deployer.suspend && this.deployer.resume);
+        const retention = await this.retention(ctx.operation.accountId).catch((err) => {
+          this.log.warn({ err }, 'the release retention was not read; keeping only the live release');
+          return 1;
+        });
+        const keep = canKeep ? retention - 1 : 0;
+        const pruned = await this.deployments.prune(ctx.project.id, keep).catch((err) => {
+          this.log.warn({ err }, 'releases beyond retention were not pruned');
+          return [] as string[];
+        });
         const old = previous;
-        if (old) setTimeout(() => void this.deployer.remove(old).catch(() => {}), DRAIN_MS).unref();
+        for (const id of pruned)
+          if (id !== old) await this.deployer.remove(id).catch(warn('a pruned release was not removed', id));
+        if (!old) return;
+        const retire = async () => {
+          // Promoted again while it drained: it serves now.
+          if ((await this.deployments.find(old))?.status === 'live') return;
+          if (canKeep && !pruned.includes(old)) await this.deployer.suspend!(old);
+          else await this.deployer.remove(old);
+        };
+        setTimeout(() => void retire().catch(warn('the superseded release was not retired', old)), DRAIN_MS).unref();
       },
     };
   }
 
   /** Takes down releases this operation prepared that never went live. */
   async abandon(ctx: StageContext): Promise<void> {
-    const em = this.em.fork();
-    for (const d of await em.find(Deployment, { operationId: ctx.operation.id, status: 'running' })) {
-      await this.deployer.remove(d.id);
-      await em.nativeUpdate(Deployment, { id: d.id }, { status: 'canceled', endedAt: new Date() });
+    // A switch previewed in a transaction that did not commit is read again as it stands.
+    await routesChanged(this.changes, ctx.project.id, this.log);
+    const promoted = (ctx.operation.state as unknown as OperationState).promote;
+    // A promote that did not go live stops what it resumed, unless the release serves (it was live already).
+    if (promoted && (await this.deployments.find(promoted))?.status !== 'live') await this.deployer.suspend?.(promoted);
+    for (const id of await this.deployments.running(ctx.operation.id)) {
+      await this.deployer.remove(id);
+      await this.deployments.cancel(id);
     }
   }
 }

@@ -1,12 +1,22 @@
 import type Docker from 'dockerode';
 
-/** Connection options of the Docker Engine API at `endpoint`: a unix socket (`unix:///path` or a path) or `tcp://host:port`. */
+/**
+ * Connection options of the Docker Engine API at `endpoint`: a unix socket (`unix:///path` or a path) or
+ * `tcp://host:port`.
+ */
 export function dockerConnection(endpoint: string): Docker.DockerOptions {
   if (endpoint.startsWith('/')) return { socketPath: endpoint };
   const url = new URL(endpoint);
   if (url.protocol === 'unix:') return { socketPath: url.pathname };
-  if (url.protocol === 'tcp:' || url.protocol === 'http:') return { host: url.hostname, port: Number(url.port || 2375), protocol: 'http' };
+  if (url.protocol === 'tcp:' || url.protocol === 'http:')
+    return { host: url.hostname, port: Number(url.port || 2375), protocol: 'http' };
   throw new Error(`dockerHost ${JSON.stringify(endpoint)} is neither unix:///path nor tcp://host:port`);
+}
+
+/** A Docker Engine API client for `endpoint`; dockerode (large) loads only when a plugin asks for one. */
+export async function dockerClient(endpoint: string): Promise<Docker> {
+  const { default: Dockerode } = await import('dockerode');
+  return new Dockerode(dockerConnection(endpoint));
 }
 
 /** True when `endpoint` is a unix socket, i.e. the engine runs on this machine. */

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 
-/** The unprivileged user every tenant container runs as (numeric, so any base image works; never root, never Hoist's). */
+/** The unprivileged user every tenant container runs as (numeric, for any base image; never root, never Hoist's). */
 export const TENANT_UID = 10001;
 export const TENANT_USER = `${TENANT_UID}:${TENANT_UID}`;
 

@@ -32,19 +32,40 @@ export async function ensureBridgeNetwork(docker: Docker, spec: BridgeSpec): Pro
     const options: Record<string, string> = {};
     if (spec.icc === false) options[ICC] = 'false';
     if (spec.bridge) options[BRIDGE] = spec.bridge;
-    await docker.createNetwork({ Name: spec.name, Driver: 'bridge', CheckDuplicate: true, Internal: spec.internal ?? false, Labels: spec.labels, Options: options }).catch((err) => {
-      // Another process created it first.
-      if (engineStatus(err) !== 409) throw err;
-    });
+    await docker
+      .createNetwork({
+        Name: spec.name,
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        Internal: spec.internal ?? false,
+        Labels: spec.labels,
+        Options: options,
+      })
+      .catch((err) => {
+        // Another process created it first.
+        if (engineStatus(err) !== 409) throw err;
+      });
     net = await inspect();
   }
   const icc = net.Options?.[ICC] !== 'false';
   if ((spec.icc === false && icc) || Boolean(net.Internal) !== Boolean(spec.internal)) {
-    const want = [spec.icc === false ? 'inter-container traffic disabled' : '', spec.internal ? 'internal' : 'not internal'].filter(Boolean).join(', ');
-    throw new Error(`the Docker network ${spec.name} exists but is not set up as Hoist needs (${want}); remove it (docker network rm ${spec.name}) and Hoist makes it again`);
+    const want = [
+      spec.icc === false ? 'inter-container traffic disabled' : '',
+      spec.internal ? 'internal' : 'not internal',
+    ]
+      .filter(Boolean)
+      .join(', ');
+    throw new Error(
+      `the Docker network ${spec.name} exists but is not set up as Hoist needs (${want}); ` +
+        `remove it (docker network rm ${spec.name}) and Hoist makes it again`,
+    );
   }
   return net;
 }
 
-/** The host interface of a bridge network: its `com.docker.network.bridge.name`, else Docker's `br-<first 12 of its id>`. */
-export const bridgeInterface = (net: Docker.NetworkInspectInfo): string => net.Options?.[BRIDGE] ?? (net.Name === 'bridge' ? 'docker0' : `br-${net.Id.slice(0, 12)}`);
+/**
+ * The host interface of a bridge network: its `com.docker.network.bridge.name`, else Docker's
+ * `br-<first 12 of its id>`.
+ */
+export const bridgeInterface = (net: Docker.NetworkInspectInfo): string =>
+  net.Options?.[BRIDGE] ?? (net.Name === 'bridge' ? 'docker0' : `br-${net.Id.slice(0, 12)}`);

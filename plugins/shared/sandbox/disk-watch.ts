@@ -34,6 +34,7 @@ export function watchDisk(dirs: string[], limitBytes: number, over: () => void):
           over();
         }
       })
+      // treeBytes skips what it cannot read, so this is hardly reached; the next tick measures again.
       .catch(() => {})
       .finally(() => (busy = false));
   }, 2000);

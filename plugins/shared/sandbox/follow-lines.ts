@@ -7,7 +7,10 @@ const MAX_LINE = 4000;
  * 4,000 characters. Once more than `limitBytes` have come in all, `over` is called (once) and no
  * more lines are passed on. Resolves when every stream has ended and its lines are out.
  */
-export function followLines(streams: NodeJS.ReadableStream[], o: { log(line: string): void; limitBytes: number; over(): void }): Promise<void> {
+export function followLines(
+  streams: NodeJS.ReadableStream[],
+  o: { log(line: string): void; limitBytes: number; over(): void },
+): Promise<void> {
   let bytes = 0;
   let passed = false;
   return Promise.all(

@@ -1,7 +1,7 @@
 import { realpath } from 'node:fs/promises';
 import { relative, sep } from 'node:path';
-import type { HoistConfig } from '../../../config/schema.js';
-import { StageError } from '../../../core/operations/stage-error.js';
+import type { HoistConfig } from '../../../core/plugin.js';
+import { StageError } from '../../../core/errors.js';
 import type { NetworkPolicy, Sandbox, SandboxLimits } from '../../../core/ports/sandbox.js';
 
 /** One tenant command of a stage. */
@@ -25,22 +25,46 @@ export interface TenantCommand {
  * `_output_limit` or `_disk_limit`, whose message says which limit stopped it and how to raise it.
  */
 export async function runTenant(sandbox: Sandbox, command: string, c: TenantCommand): Promise<void> {
-  const r = await sandbox.run({ command, workspace: c.workspace, home: c.home, env: c.env, network: c.network, limits: c.limits, signal: c.signal, log: c.log });
+  const r = await sandbox.run({
+    command,
+    workspace: c.workspace,
+    home: c.home,
+    env: c.env,
+    network: c.network,
+    limits: c.limits,
+    signal: c.signal,
+    log: c.log,
+  });
   const p = c.codePrefix;
   switch (r.reason) {
     case 'exited':
       if (r.exitCode === 0) return;
-      throw new StageError(`${p}_failed`, `"${command}" exited with ${r.exitCode ?? r.signal}`, true, { exit_code: r.exitCode, signal: r.signal });
+      throw new StageError(`${p}_failed`, `"${command}" exited with ${r.exitCode ?? r.signal}`, {
+        exit_code: r.exitCode,
+        signal: r.signal,
+      });
     case 'timeout':
-      throw new StageError(`${p}_timeout`, `"${command}" did not finish within ${Math.round(c.limits.timeMs / 1000)} s (${c.settings.timeMs})`, true);
+      throw new StageError(
+        `${p}_timeout`,
+        `"${command}" did not finish within ${Math.round(c.limits.timeMs / 1000)} s (${c.settings.timeMs})`,
+      );
     case 'canceled':
-      throw new StageError(`${p}_canceled`, `"${command}" was stopped: the operation was canceled`, false);
+      throw new StageError(`${p}_canceled`, `"${command}" was stopped: the operation was canceled`);
     case 'memory':
-      throw new StageError(`${p}_memory_limit`, `"${command}" used more than ${c.limits.memoryMb} MiB of memory and was stopped (${c.settings.memoryMb})`, false);
+      throw new StageError(
+        `${p}_memory_limit`,
+        `"${command}" used more than ${c.limits.memoryMb} MiB of memory and was stopped (${c.settings.memoryMb})`,
+      );
     case 'output':
-      throw new StageError(`${p}_output_limit`, `"${command}" printed more than ${c.limits.outputBytes} bytes and was stopped (${c.settings.outputBytes})`, false);
+      throw new StageError(
+        `${p}_output_limit`,
+        `"${command}" printed more than ${c.limits.outputBytes} bytes and was stopped (${c.settings.outputBytes})`,
+      );
     case 'disk':
-      throw new StageError(`${p}_disk_limit`, `"${command}" wrote more than ${c.limits.diskMb} MiB and was stopped (${c.settings.diskMb})`, false);
+      throw new StageError(
+        `${p}_disk_limit`,
+        `"${command}" wrote more than ${c.limits.diskMb} MiB and was stopped (${c.settings.diskMb})`,
+      );
   }
 }
 
@@ -50,12 +74,15 @@ export async function checkRealDirectory(root: string, dir: string, name: string
   if (real === null) return;
   const rel = relative(realRoot, real);
   if (rel !== relative(root, dir) || rel.startsWith('..') || rel.startsWith(sep)) {
-    throw new StageError('build_output_invalid', `output_directory "${name}" is a symbolic link or leaves the project`, false);
+    throw new StageError('build_output_invalid', `output_directory "${name}" is a symbolic link or leaves the project`);
   }
 }
 
 /** The sandbox limits of one build command, the time limit being what is left until `deadline`. */
-export function buildCommand(config: HoistConfig, deadline: number): Pick<TenantCommand, 'limits' | 'settings' | 'codePrefix'> {
+export function buildCommand(
+  config: HoistConfig,
+  deadline: number,
+): Pick<TenantCommand, 'limits' | 'settings' | 'codePrefix'> {
   return {
     codePrefix: 'build',
     limits: {
@@ -65,11 +92,19 @@ export function buildCommand(config: HoistConfig, deadline: number): Pick<Tenant
       outputBytes: config.buildOutputBytes,
       diskMb: config.buildDiskMb,
     },
-    settings: { timeMs: 'HOIST_BUILD_TIMEOUT_SECONDS', memoryMb: 'HOIST_BUILD_MEMORY_MB', outputBytes: 'HOIST_BUILD_OUTPUT_BYTES', diskMb: 'HOIST_BUILD_DISK_MB' },
+    settings: {
+      timeMs: 'HOIST_BUILD_TIMEOUT_SECONDS',
+      memoryMb: 'HOIST_BUILD_MEMORY_MB',
+      outputBytes: 'HOIST_BUILD_OUTPUT_BYTES',
+      diskMb: 'HOIST_BUILD_DISK_MB',
+    },
   };
 }
 
-/** NODE_OPTIONS with a heap cap of three quarters of `memoryMb`, so Node.js fails with its own message before the sandbox's memory limit kills it. */
+/**
+ * NODE_OPTIONS with a heap cap of three quarters of `memoryMb`, so Node.js fails with its own message before the
+ * sandbox's memory limit kills it.
+ */
 export function nodeHeapCap(env: Record<string, string>, memoryMb: number): string {
   return `${env.NODE_OPTIONS ?? ''} --max-old-space-size=${Math.max(16, Math.floor((memoryMb * 3) / 4))}`.trim();
 }

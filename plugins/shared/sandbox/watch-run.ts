@@ -21,7 +21,10 @@ export interface WatchOptions {
  * limit, past the output budget or on abort, and resolves with how it ended once it has exited and
  * its output is drained. `stop(reason)` on the returned handle stops it from outside.
  */
-export function watchRun(child: ChildProcess, opts: WatchOptions): { done: Promise<SandboxResult>; stop(reason: SandboxEndReason): void } {
+export function watchRun(
+  child: ChildProcess,
+  opts: WatchOptions,
+): { done: Promise<SandboxResult>; stop(reason: SandboxEndReason): void } {
   let why: SandboxEndReason | null = null;
   const stop = (reason: SandboxEndReason) => {
     if (why) return;

@@ -22,7 +22,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const stored = () =>
   cli.query(async (em) => ({
     accounts: (await em.find(Account, {}, { orderBy: { id: 'asc' } })).map((a) => `${a.id} ${a.name} ${a.plan}`),
-    users: (await em.find(User, {}, { orderBy: { id: 'asc' } })).map((u) => `${u.id} ${u.accountId} ${u.email} ${u.passwordHash}`),
+    users: (await em.find(User, {}, { orderBy: { id: 'asc' } })).map(
+      (u) => `${u.id} ${u.accountId} ${u.email} ${u.passwordHash}`,
+    ),
   }));
 
 /** True when the stored password of `email` is `password`. */
@@ -32,7 +34,10 @@ const verifies = async (email: string, password: string) => {
 };
 
 test('accounts create reads the password piped on stdin and prints the ids', async () => {
-  const res = await cli.run(['accounts', 'create', '--email', 'Piped@Example.com', '--name', 'Piped Ltd', '--plan', 'pro', '--json'], 'a-long-password');
+  const res = await cli.run(
+    ['accounts', 'create', '--email', 'Piped@Example.com', '--name', 'Piped Ltd', '--plan', 'pro', '--json'],
+    'a-long-password',
+  );
   assert.is(res.code, 0, res.stderr);
   const out = JSON.parse(res.stdout);
   assert.match(out.user.id, UUID);
@@ -44,7 +49,10 @@ test('accounts create reads the password piped on stdin and prints the ids', asy
 
   const plain = await cli.run(['accounts', 'create', '--email', 'plain@example.com'], 'another-long-password\n');
   assert.is(plain.code, 0, plain.stderr);
-  assert.match(plain.stdout, /^created user [0-9a-f-]{36} \(plain@example\.com\) in account [0-9a-f-]{36}, plan free\n$/);
+  assert.match(
+    plain.stdout,
+    /^created user [0-9a-f-]{36} \(plain@example\.com\) in account [0-9a-f-]{36}, plan free\n$/,
+  );
   assert.ok(await verifies('plain@example.com', 'another-long-password'));
 });
 
@@ -60,7 +68,11 @@ test('accounts create reads --password-file, dropping one trailing newline', asy
 test('on a terminal, accounts create prompts twice and does not echo the password', async () => {
   // util-linux `script` runs the command on a pseudo-terminal.
   if (spawnSync('script', ['--version']).error) return console.log('! skip: no `script` command to open a terminal');
-  const child = spawn('script', ['-qec', `${process.execPath} ${hoistBin} accounts create --email tty@example.com`, '/dev/null'], { cwd: root, env: cli.env });
+  const child = spawn(
+    'script',
+    ['-qec', `${process.execPath} ${hoistBin} accounts create --email tty@example.com`, '/dev/null'],
+    { cwd: root, env: cli.env },
+  );
   let screen = '';
   child.stdout.on('data', (d) => (screen += d));
   const waitFor = async (text: string) => {
@@ -90,7 +102,9 @@ test('a password in argv is refused before anything is read or written', async (
     assert.is(res.code, 2);
     assert.is(
       res.stderr,
-      'hoist: --password is not accepted: a password on the command line ends up in shell history and the process list; pipe it on stdin or use --password-file <file> (invalid_request)\n',
+      'hoist: --password is not accepted: a password on the command line ends up in ' +
+        'shell history and the process list; pipe it on stdin or use --password-file ' +
+        '<file> (invalid_request)\n',
     );
     assert.is(res.stdout, '');
   }
@@ -99,11 +113,31 @@ test('a password in argv is refused before anything is read or written', async (
 
 test('bad input exits 2 with a message and writes nothing', async () => {
   const cases: [string[], string | undefined, RegExp][] = [
-    [['--email', 'not-an-email'], 'a-long-password', /^hoist: Not a valid e-mail address: not-an-email \(invalid_request\)\n$/],
-    [['--email', 'short@example.com'], 'short', /^hoist: Password must be at least 8 characters \(invalid_request\)\n$/],
-    [['--email', 'empty@example.com'], '', /^hoist: No password given: pipe it on stdin or use --password-file <file> \(invalid_request\)\n$/],
-    [['--email', 'plan@example.com', '--plan', 'gold'], 'a-long-password', /^hoist: Unknown plan gold; known: free, pro, team \(invalid_request\)\n$/],
-    [['--email', 'nofile@example.com', '--password-file', '/nonexistent/pw'], undefined, /^hoist: Cannot read --password-file \/nonexistent\/pw: ENOENT/],
+    [
+      ['--email', 'not-an-email'],
+      'a-long-password',
+      /^hoist: Not a valid e-mail address: not-an-email \(invalid_request\)\n$/,
+    ],
+    [
+      ['--email', 'short@example.com'],
+      'short',
+      /^hoist: Password must be at least 8 characters \(invalid_request\)\n$/,
+    ],
+    [
+      ['--email', 'empty@example.com'],
+      '',
+      /^hoist: No password given: pipe it on stdin or use --password-file <file> \(invalid_request\)\n$/,
+    ],
+    [
+      ['--email', 'plan@example.com', '--plan', 'gold'],
+      'a-long-password',
+      /^hoist: Unknown plan gold; known: free, pro, team \(invalid_request\)\n$/,
+    ],
+    [
+      ['--email', 'nofile@example.com', '--password-file', '/nonexistent/pw'],
+      undefined,
+      /^hoist: Cannot read --password-file \/nonexistent\/pw: ENOENT/,
+    ],
     [[], 'a-long-password', /^error: required option '--email <email>' not specified\n/],
   ];
   const before = await stored();
@@ -117,10 +151,16 @@ test('bad input exits 2 with a message and writes nothing', async () => {
 });
 
 test('a duplicate e-mail (any case) exits 1 with a conflict and keeps the first account', async () => {
-  const first = await cli.run(['accounts', 'create', '--email', 'dup@example.com', '--name', 'First'], 'a-long-password');
+  const first = await cli.run(
+    ['accounts', 'create', '--email', 'dup@example.com', '--name', 'First'],
+    'a-long-password',
+  );
   assert.is(first.code, 0, first.stderr);
   const before = await stored();
-  const res = await cli.run(['accounts', 'create', '--email', 'DUP@example.com', '--name', 'Second'], 'other-long-password');
+  const res = await cli.run(
+    ['accounts', 'create', '--email', 'DUP@example.com', '--name', 'Second'],
+    'other-long-password',
+  );
   assert.is(res.code, 1);
   assert.is(res.stderr, 'hoist: An account with e-mail dup@example.com already exists (conflict)\n');
   assert.equal(await stored(), before);
@@ -131,11 +171,23 @@ test('accounts list prints a table, and --json the same accounts', async () => {
   assert.is(table.code, 0, table.stderr);
   const [header, ...rows] = table.stdout.trimEnd().split('\n');
   assert.match(header, /^ID\s+PLAN\s+CREATED\s+NAME\s+E-MAIL$/);
-  assert.ok(rows.some((r) => /^[0-9a-f-]{36}  pro   \S+Z  Piped Ltd\s+piped@example\.com$/.test(r)), table.stdout);
-  const list = JSON.parse(json.stdout) as { id: string; name: string; plan: string; emails: string[]; created_at: string }[];
+  assert.ok(
+    rows.some((r) => /^[0-9a-f-]{36} {2}pro {3}\S+Z {2}Piped Ltd\s+piped@example\.com$/.test(r)),
+    table.stdout,
+  );
+  const list = JSON.parse(json.stdout) as {
+    id: string;
+    name: string;
+    plan: string;
+    emails: string[];
+    created_at: string;
+  }[];
   assert.is(rows.length, list.length);
   assert.is(list.length, (await stored()).accounts.length);
-  assert.equal(list.map((a) => a.emails[0]), ['piped@example.com', 'plain@example.com', 'file@example.com', 'tty@example.com', 'dup@example.com']);
+  assert.equal(
+    list.map((a) => a.emails[0]),
+    ['piped@example.com', 'plain@example.com', 'file@example.com', 'tty@example.com', 'dup@example.com'],
+  );
   assert.ok(list.every((a) => !Number.isNaN(Date.parse(a.created_at))));
 });
 

@@ -11,7 +11,9 @@ let cli: TestCli;
 test.before(async () => {
   cli = await testCli();
   await RequestContext.create(cli.kernel.orm.em.fork(), () =>
-    cli.kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email: 'agent-owner@example.com', password: 'long enough password' }),
+    cli.kernel
+      .get<AccountService>(ACCOUNT_SERVICE)
+      .create({ email: 'agent-owner@example.com', password: 'long enough password' }),
   );
 });
 test.after(async () => cli?.close());
@@ -37,7 +39,11 @@ test('tokens mint-agent prints an agent token the agent-tool interface accepts a
   assert.is(ok.statusCode, 200);
   assert.is(ok.json().user.email, 'agent-owner@example.com');
   const app = await buildApi(cli.kernel);
-  const rest = await app.inject({ method: 'GET', url: '/api/v1/auth/sessions', headers: { authorization: `Bearer ${token}` } });
+  const rest = await app.inject({
+    method: 'GET',
+    url: '/api/v1/auth/sessions',
+    headers: { authorization: `Bearer ${token}` },
+  });
   await app.close();
   assert.is(rest.statusCode, 401);
 });
@@ -52,15 +58,18 @@ test('--ttl sets the lifetime and --json prints token, expires_at and user', asy
   assert.is(new Date(out.expires_at).getTime(), claims.exp! * 1000);
 });
 
-test('a bad ttl exits 2 and an unknown e-mail exits 1, printing no token (ttl bounds: auth-tokens.test.ts)', async () => {
-  const bad = await cli.run(['tokens', 'mint-agent', '--email', 'agent-owner@example.com', '--ttl', 'soon']);
-  assert.is(bad.code, 2, bad.stderr);
-  assert.is(bad.stdout, '');
-  assert.match(bad.stderr, 'ttl');
-  const res = await cli.run(['tokens', 'mint-agent', '--email', 'nobody@example.com']);
-  assert.is(res.code, 1);
-  assert.is(res.stdout, '');
-  assert.match(res.stderr, 'not found');
-});
+test(
+  'a bad ttl exits 2 and an unknown e-mail exits 1, printing no token (ttl bounds: ' + 'auth-tokens.test.ts)',
+  async () => {
+    const bad = await cli.run(['tokens', 'mint-agent', '--email', 'agent-owner@example.com', '--ttl', 'soon']);
+    assert.is(bad.code, 2, bad.stderr);
+    assert.is(bad.stdout, '');
+    assert.match(bad.stderr, 'ttl');
+    const res = await cli.run(['tokens', 'mint-agent', '--email', 'nobody@example.com']);
+    assert.is(res.code, 1);
+    assert.is(res.stdout, '');
+    assert.match(res.stderr, 'not found');
+  },
+);
 
 test.run();

@@ -1,7 +1,10 @@
 // legs: db
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ACCESS_REQUEST_SERVICE, type AccessRequestService } from '../../../core/access-requests/access-request-service.js';
+import {
+  ACCESS_REQUEST_SERVICE,
+  type AccessRequestService,
+} from '../../../core/access-requests/access-request-service.js';
 import { AccessRequest } from '../../../core/entities/access-request.js';
 import { OneTimeToken } from '../../../core/entities/one-time-token.js';
 import { User } from '../../../core/entities/user.js';
@@ -17,9 +20,14 @@ test.before(async () => {
 test.after(async () => t?.close());
 
 const em = () => t.kernel.orm.em;
-const submit = (payload: unknown) => t.app.inject({ method: 'POST', url: '/api/v1/access-requests', payload: payload as object });
+const submit = (payload: unknown) =>
+  t.app.inject({ method: 'POST', url: '/api/v1/access-requests', payload: payload as object });
 const rows = () => t.inContext(() => em().find(AccessRequest, {}, { orderBy: { createdAt: 'asc' } }));
-const failure = (p: Promise<unknown>) => p.then(() => null, (e: { code: string }) => e.code);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (e: { code: string }) => e.code,
+  );
 
 test('bad input is 400 naming the field and stores nothing', async () => {
   const cases: [unknown, string][] = [
@@ -51,7 +59,10 @@ test('a request is stored once: a repeat answers the same and adds no row', asyn
   assert.equal(again.json(), first.json());
   const list = await rows();
   assert.is(list.length, 1);
-  assert.equal([list[0].email, list[0].name, list[0].message, list[0].status, list[0].approvedAt], ['ada@example.com', 'Ada', 'For my thesis site', 'pending', null]);
+  assert.equal(
+    [list[0].email, list[0].name, list[0].message, list[0].status, list[0].approvedAt],
+    ['ada@example.com', 'Ada', 'For my thesis site', 'pending', null],
+  );
 });
 
 test('an e-mail that already has an account answers the same and stores nothing', async () => {
@@ -62,36 +73,59 @@ test('an e-mail that already has an account answers the same and stores nothing'
   assert.is((await rows()).filter((r) => r.email === a.email).length, 0);
 });
 
-test('approve creates the account, mails a set-password token that goes through reset, and then login works', async () => {
-  const email = 'grace@example.com';
-  await submit({ email, name: 'Grace' });
-  assert.equal((await t.inContext(() => service.list('pending'))).map((r) => r.email).includes(email), true);
-  const { account, user } = await t.inContext(() => service.approve(email.toUpperCase()));
-  assert.is(user.email, email);
-  assert.is(user.accountId, account.id);
-  assert.is(account.name, 'Grace');
-  assert.is(user.passwordHash, null);
-  const request = (await rows()).find((r) => r.email === email)!;
-  assert.is(request.status, 'approved');
-  assert.ok(request.approvedAt);
-  assert.equal((await t.inContext(() => service.list('approved'))).map((r) => r.email), [email]);
+test(
+  'approve creates the account, mails a set-password token that goes through reset, ' + 'and then login works',
+  async () => {
+    const email = 'grace@example.com';
+    await submit({ email, name: 'Grace' });
+    assert.equal((await t.inContext(() => service.list('pending'))).map((r) => r.email).includes(email), true);
+    const { account, user } = await t.inContext(() => service.approve(email.toUpperCase()));
+    assert.is(user.email, email);
+    assert.is(user.accountId, account.id);
+    assert.is(account.name, 'Grace');
+    assert.is(user.passwordHash, null);
+    const request = (await rows()).find((r) => r.email === email)!;
+    assert.is(request.status, 'approved');
+    assert.ok(request.approvedAt);
+    assert.equal(
+      (await t.inContext(() => service.list('approved'))).map((r) => r.email),
+      [email],
+    );
 
-  const mail = await mailTo(t, email);
-  assert.is(mail.length, 1);
-  assert.match(mail[0].text, '/api/v1/auth/password-recovery/reset');
-  const token = tokenIn(mail[0]);
-  const row = await t.inContext(() => em().findOneOrFail(OneTimeToken, { userId: user.id }));
-  assert.is(row.purpose, 'reset_password');
-  const days = (row.expiresAt.getTime() - Date.now()) / 86400_000;
-  assert.ok(days > 6.99 && days <= 7, `expires in ${days} days`);
+    const mail = await mailTo(t, email);
+    assert.is(mail.length, 1);
+    assert.match(mail[0].text, '/api/v1/auth/password-recovery/reset');
+    const token = tokenIn(mail[0]);
+    const row = await t.inContext(() => em().findOneOrFail(OneTimeToken, { userId: user.id }));
+    assert.is(row.purpose, 'reset_password');
+    const days = (row.expiresAt.getTime() - Date.now()) / 86400_000;
+    assert.ok(days > 6.99 && days <= 7, `expires in ${days} days`);
 
-  assert.is((await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: 'grace hopper 1906' } })).statusCode, 401);
-  const set = await t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery/reset', payload: { token, password: 'grace hopper 1906' } });
-  assert.is(set.statusCode, 204);
-  const login = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: 'grace hopper 1906' } });
-  assert.is(login.statusCode, 200);
-  assert.equal(login.json().user, { id: user.id, email });
-});
+    assert.is(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/api/v1/auth/login',
+          payload: { email, password: 'grace hopper 1906' },
+        })
+      ).statusCode,
+      401,
+    );
+    const set = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/password-recovery/reset',
+      payload: { token, password: 'grace hopper 1906' },
+    });
+    assert.is(set.statusCode, 204);
+    const login = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      payload: { email, password: 'grace hopper 1906' },
+    });
+    assert.is(login.statusCode, 200);
+    assert.equal(login.json().user, { id: user.id, email });
+  },
+);
 
 test('approve refuses an unknown or already approved request and creates nothing more', async () => {
   const users = await t.inContext(() => em().count(User, {}));
@@ -103,7 +137,10 @@ test('approve refuses an unknown or already approved request and creates nothing
 
 test('list takes no status, pending or approved, and refuses others', async () => {
   const all = await t.inContext(() => service.list());
-  assert.equal(all.map((r) => r.email), ['ada@example.com', 'grace@example.com']);
+  assert.equal(
+    all.map((r) => r.email),
+    ['ada@example.com', 'grace@example.com'],
+  );
   assert.is(await failure(t.inContext(() => service.list('rejected'))), 'invalid_request');
 });
 

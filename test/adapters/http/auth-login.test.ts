@@ -11,7 +11,11 @@ test.after(async () => t?.close());
 
 test('login answers token, expires_at and user as the spec says', async () => {
   const a = await t.account();
-  const res = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: a.email.toUpperCase(), password: a.password } });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    payload: { email: a.email.toUpperCase(), password: a.password },
+  });
   assert.is(res.statusCode, 200);
   const body = res.json();
   assert.type(body.token, 'string');
@@ -22,8 +26,16 @@ test('login answers token, expires_at and user as the spec says', async () => {
 
 test('wrong password and unknown e-mail get the same 401', async () => {
   const a = await t.account();
-  const wrong = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: a.email, password: 'nope-nope' } });
-  const unknown = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'ghost@example.com', password: 'nope-nope' } });
+  const wrong = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    payload: { email: a.email, password: 'nope-nope' },
+  });
+  const unknown = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    payload: { email: 'ghost@example.com', password: 'nope-nope' },
+  });
   assert.is(wrong.statusCode, 401);
   assert.is(unknown.statusCode, 401);
   assert.is(wrong.json().error.code, 'unauthorized');
@@ -37,13 +49,21 @@ test('missing field and unknown field are 400 naming the field', async () => {
   assert.is(missing.statusCode, 400);
   assert.is(missing.json().error.code, 'invalid_request');
   assert.is(missing.json().error.details.field, 'password');
-  const extra = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'a@b.co', password: 'x', admin: true } });
+  const extra = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    payload: { email: 'a@b.co', password: 'x', admin: true },
+  });
   assert.is(extra.statusCode, 400);
   assert.is(extra.json().error.details.field, 'admin');
 });
 
 test('the /api alias runs the same handler with no redirect', async () => {
-  const res = await t.app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'ghost@example.com', password: 'x' } });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/api/auth/login',
+    payload: { email: 'ghost@example.com', password: 'x' },
+  });
   assert.is(res.statusCode, 401);
   assert.is(res.json().error.code, 'unauthorized');
 });

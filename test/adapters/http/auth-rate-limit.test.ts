@@ -39,33 +39,41 @@ const timed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
   return [out, performance.now() - started];
 };
 
-test("wrong passwords for someone else's e-mail lock only the guessing address out; the owner logs in from theirs", async () => {
-  const email = await user();
-  for (let i = 0; i < 3; i++) assert.is((await login(email, 'wrong password', '10.0.1.66')).statusCode, 401);
-  // The guessing address: 429, even with the right password, even in another case.
-  limited(await login(email, password, '10.0.1.66'));
-  limited(await login(email.toUpperCase(), 'wrong password', '10.0.1.66'));
-  // The owner, from another address: in at once.
-  const [res, ms] = await timed(() => login(email, password, '10.0.1.7'));
-  assert.is(res.statusCode, 200, res.body);
-  assert.ok(ms < LOGIN_SLOWDOWN_STEP_MS * 4, `${Math.round(ms)} ms`);
-  // Other accounts from the guessing address are not affected.
-  assert.is((await login(await user(), password, '10.0.1.66')).statusCode, 200);
-});
+test(
+  "wrong passwords for someone else's e-mail lock only the guessing address out; " + 'the owner logs in from theirs',
+  async () => {
+    const email = await user();
+    for (let i = 0; i < 3; i++) assert.is((await login(email, 'wrong password', '10.0.1.66')).statusCode, 401);
+    // The guessing address: 429, even with the right password, even in another case.
+    limited(await login(email, password, '10.0.1.66'));
+    limited(await login(email.toUpperCase(), 'wrong password', '10.0.1.66'));
+    // The owner, from another address: in at once.
+    const [res, ms] = await timed(() => login(email, password, '10.0.1.7'));
+    assert.is(res.statusCode, 200, res.body);
+    assert.ok(ms < LOGIN_SLOWDOWN_STEP_MS * 4, `${Math.round(ms)} ms`);
+    // Other accounts from the guessing address are not affected.
+    assert.is((await login(await user(), password, '10.0.1.66')).statusCode, 200);
+  },
+);
 
-test('guesses from many addresses slow the account down but never lock the owner out; not at all from an address they logged in from', async () => {
-  const email = await user();
-  // The owner has logged in from 10.0.2.1 before.
-  assert.is((await login(email, password, '10.0.2.1')).statusCode, 200);
-  // 7 failures spread over addresses, each under the per-address limit: 4 past loginMaxPerAccount.
-  for (let i = 0; i < 7; i++) assert.is((await login(email, 'wrong password', `10.0.2.${100 + Math.floor(i / 2)}`)).statusCode, 401);
-  const [fresh, freshMs] = await timed(() => login(email, password, '10.0.2.50'));
-  assert.is(fresh.statusCode, 200, 'the right password from a clean address gets in');
-  assert.ok(freshMs >= 4 * LOGIN_SLOWDOWN_STEP_MS, `slowed down: ${Math.round(freshMs)} ms`);
-  const [known, knownMs] = await timed(() => login(email, password, '10.0.2.1'));
-  assert.is(known.statusCode, 200);
-  assert.ok(knownMs < 4 * LOGIN_SLOWDOWN_STEP_MS, `not slowed from a known address: ${Math.round(knownMs)} ms`);
-});
+test(
+  'guesses from many addresses slow the account down but never lock the owner out; ' +
+    'not at all from an address they logged in from',
+  async () => {
+    const email = await user();
+    // The owner has logged in from 10.0.2.1 before.
+    assert.is((await login(email, password, '10.0.2.1')).statusCode, 200);
+    // 7 failures spread over addresses, each under the per-address limit: 4 past loginMaxPerAccount.
+    for (let i = 0; i < 7; i++)
+      assert.is((await login(email, 'wrong password', `10.0.2.${100 + Math.floor(i / 2)}`)).statusCode, 401);
+    const [fresh, freshMs] = await timed(() => login(email, password, '10.0.2.50'));
+    assert.is(fresh.statusCode, 200, 'the right password from a clean address gets in');
+    assert.ok(freshMs >= 4 * LOGIN_SLOWDOWN_STEP_MS, `slowed down: ${Math.round(freshMs)} ms`);
+    const [known, knownMs] = await timed(() => login(email, password, '10.0.2.1'));
+    assert.is(known.statusCode, 200);
+    assert.ok(knownMs < 4 * LOGIN_SLOWDOWN_STEP_MS, `not slowed from a known address: ${Math.round(knownMs)} ms`);
+  },
+);
 
 test('an unknown e-mail is limited exactly like a known one', async () => {
   const ghost = `ghost-${process.pid}@example.com`;
@@ -82,22 +90,26 @@ test('a successful login clears the failures of the account from that address', 
   assert.is((await login(email, password, '10.0.4.1')).statusCode, 200);
 });
 
-test('past loginMaxPerAddress attempts (good or bad) the address gets 429; other addresses are not affected', async () => {
-  const a = await user();
-  const b = await user();
-  assert.is((await login(a, password, '10.0.5.1')).statusCode, 200);
-  assert.is((await login(b, password, '10.0.5.1')).statusCode, 200);
-  for (const email of [a, b, a, b]) assert.is((await login(email, 'wrong password', '10.0.5.1')).statusCode, 401);
-  limited(await login(await user(), password, '10.0.5.1'));
-  assert.is((await login(a, password, '10.0.5.2')).statusCode, 200);
-});
+test(
+  'past loginMaxPerAddress attempts (good or bad) the address gets 429; other ' + 'addresses are not affected',
+  async () => {
+    const a = await user();
+    const b = await user();
+    assert.is((await login(a, password, '10.0.5.1')).statusCode, 200);
+    assert.is((await login(b, password, '10.0.5.1')).statusCode, 200);
+    for (const email of [a, b, a, b]) assert.is((await login(email, 'wrong password', '10.0.5.1')).statusCode, 401);
+    limited(await login(await user(), password, '10.0.5.1'));
+    assert.is((await login(a, password, '10.0.5.2')).statusCode, 200);
+  },
+);
 
 test('windows slide: a burst across the edge of a clock-aligned window gets the limit, not twice it', async () => {
   const s = await testApi({ loginMaxPerAccount: 10, loginMaxPerAddress: 4, loginWindowSeconds: 4 });
   try {
     // Just before a multiple of 4 s, where a fixed window would end.
     while (Date.now() % 4000 < 2800 || Date.now() % 4000 > 3000) await sleep(20);
-    for (let i = 0; i < 4; i++) assert.is((await login(`edge${i}@example.com`, 'wrong password', '10.0.6.1', s.app)).statusCode, 401);
+    for (let i = 0; i < 4; i++)
+      assert.is((await login(`edge${i}@example.com`, 'wrong password', '10.0.6.1', s.app)).statusCode, 401);
     while (Date.now() % 4000 > 3500) await sleep(20);
     await sleep(200);
     // A fixed window would have started over here.

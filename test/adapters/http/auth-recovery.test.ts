@@ -13,10 +13,14 @@ test.before(async () => {
 test.after(async () => t?.close());
 
 const em = () => t.kernel.orm.em;
-const recover = (email: string) => t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery', payload: { email } });
-const reset = (token: string, password: string) => t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery/reset', payload: { token, password } });
-const login = (email: string, password: string) => t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } });
-const sessions = (a: { authorization: string }) => t.app.inject({ method: 'GET', url: '/api/v1/auth/sessions', headers: a });
+const recover = (email: string) =>
+  t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery', payload: { email } });
+const reset = (token: string, password: string) =>
+  t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery/reset', payload: { token, password } });
+const login = (email: string, password: string) =>
+  t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } });
+const sessions = (a: { authorization: string }) =>
+  t.app.inject({ method: 'GET', url: '/api/v1/auth/sessions', headers: a });
 const resetToken = async (a: TestAccount) => {
   assert.is((await recover(a.email)).statusCode, 202);
   const mail = await mailTo(t, a.email);
@@ -28,30 +32,34 @@ const invalid = (res: Awaited<ReturnType<typeof reset>>, field: string) => {
   assert.is(res.json().error.details.field, field);
 };
 
-test('recovery answers the same for a known and an unknown e-mail, no sooner than the floor; only the known one gets mail', async () => {
-  const a = await t.account();
-  const ghost = `ghost-${Date.now()}@example.com`;
-  let started = performance.now();
-  const known = await recover(a.email.toUpperCase());
-  const knownMs = performance.now() - started;
-  started = performance.now();
-  const unknown = await recover(ghost);
-  const unknownMs = performance.now() - started;
-  assert.is(known.statusCode, 202);
-  assert.is(unknown.statusCode, 202);
-  assert.equal(known.json(), { status: 'accepted' });
-  assert.equal(unknown.json(), known.json());
-  assert.ok(knownMs >= 240 && unknownMs >= 240, `known ${knownMs} ms, unknown ${unknownMs} ms`);
-  const mail = await mailTo(t, a.email);
-  assert.is(mail.length, 1);
-  assert.match(mail[0].subject, 'Reset');
-  assert.match(mail[0].text, 'http://localhost:0/api/v1/auth/password-recovery/reset');
-  assert.is((await mailTo(t, ghost)).length, 0);
-  const row = await t.inContext(() => em().findOneOrFail(OneTimeToken, { userId: a.userId }));
-  assert.is(row.purpose, 'reset_password');
-  const minutes = (row.expiresAt.getTime() - Date.now()) / 60_000;
-  assert.ok(minutes > 59 && minutes <= 60, `expires in ${minutes} min`);
-});
+test(
+  'recovery answers the same for a known and an unknown e-mail, no sooner than the ' +
+    'floor; only the known one gets mail',
+  async () => {
+    const a = await t.account();
+    const ghost = `ghost-${Date.now()}@example.com`;
+    let started = performance.now();
+    const known = await recover(a.email.toUpperCase());
+    const knownMs = performance.now() - started;
+    started = performance.now();
+    const unknown = await recover(ghost);
+    const unknownMs = performance.now() - started;
+    assert.is(known.statusCode, 202);
+    assert.is(unknown.statusCode, 202);
+    assert.equal(known.json(), { status: 'accepted' });
+    assert.equal(unknown.json(), known.json());
+    assert.ok(knownMs >= 240 && unknownMs >= 240, `known ${knownMs} ms, unknown ${unknownMs} ms`);
+    const mail = await mailTo(t, a.email);
+    assert.is(mail.length, 1);
+    assert.match(mail[0].subject, 'Reset');
+    assert.match(mail[0].text, 'http://localhost:0/api/v1/auth/password-recovery/reset');
+    assert.is((await mailTo(t, ghost)).length, 0);
+    const row = await t.inContext(() => em().findOneOrFail(OneTimeToken, { userId: a.userId }));
+    assert.is(row.purpose, 'reset_password');
+    const minutes = (row.expiresAt.getTime() - Date.now()) / 60_000;
+    assert.ok(minutes > 59 && minutes <= 60, `expires in ${minutes} min`);
+  },
+);
 
 test('reset sets the password, revokes every session, verifies the address, and works once', async () => {
   const a = await t.account();
@@ -84,7 +92,9 @@ test('using the newest reset token retires the older ones', async () => {
 test('an expired, unknown or verification token is 400 and changes nothing', async () => {
   const a = await t.account();
   const token = await resetToken(a);
-  await t.inContext(() => em().nativeUpdate(OneTimeToken, { userId: a.userId }, { expiresAt: new Date(Date.now() - 1000) }));
+  await t.inContext(() =>
+    em().nativeUpdate(OneTimeToken, { userId: a.userId }, { expiresAt: new Date(Date.now() - 1000) }),
+  );
   invalid(await reset(token, 'a brand new password'), 'token');
   invalid(await reset('made-up-token', 'a brand new password'), 'token');
   await t.app.inject({ method: 'POST', url: '/api/v1/auth/email-verification', headers: a.auth });
@@ -99,7 +109,11 @@ test('a short password or a bad body is 400 naming the field, and the token stay
   const a = await t.account();
   const token = await resetToken(a);
   invalid(await reset(token, 'short'), 'password');
-  const extra = await t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery/reset', payload: { token, password: 'long enough pw', email: a.email } });
+  const extra = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/password-recovery/reset',
+    payload: { token, password: 'long enough pw', email: a.email },
+  });
   invalid(extra, 'email');
   const missing = await t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery', payload: {} });
   invalid(missing, 'email');

@@ -18,9 +18,17 @@ test.before(async () => {
 test.after(async () => t?.close());
 
 const rest = (authorization?: string) =>
-  t.app.inject({ method: 'GET', url: '/api/v1/auth/sessions', headers: authorization === undefined ? {} : { authorization } });
+  t.app.inject({
+    method: 'GET',
+    url: '/api/v1/auth/sessions',
+    headers: authorization === undefined ? {} : { authorization },
+  });
 const agent = (authorization?: string) =>
-  t.app.inject({ method: 'GET', url: '/agent/v1/whoami', headers: authorization === undefined ? {} : { authorization } });
+  t.app.inject({
+    method: 'GET',
+    url: '/agent/v1/whoami',
+    headers: authorization === undefined ? {} : { authorization },
+  });
 const is401 = (res: Awaited<ReturnType<typeof rest>>, what: string) => {
   assert.is(res.statusCode, 401, what);
   assert.is(res.json().error.code, 'unauthorized', what);
@@ -43,10 +51,13 @@ async function forge(edit: (jwt: SignJWT) => SignJWT, header: Record<string, unk
   return edit(jwt).sign(key);
 }
 
-test('the real token and a forged copy of it with the real key pass (so the cases below fail for their one change)', async () => {
-  assert.is((await rest(a.auth.authorization)).statusCode, 200);
-  assert.is((await rest(`Bearer ${await forge((j) => j)}`)).statusCode, 200);
-});
+test(
+  'the real token and a forged copy of it with the real key pass (so the cases ' + 'below fail for their one change)',
+  async () => {
+    assert.is((await rest(a.auth.authorization)).statusCode, 200);
+    assert.is((await rest(`Bearer ${await forge((j) => j)}`)).statusCode, 200);
+  },
+);
 
 test('missing, other-scheme and malformed Authorization headers are 401', async () => {
   is401(await rest(), 'missing');
@@ -130,7 +141,12 @@ test('minting for an unknown e-mail or with a bad ttl fails and signs nothing', 
     [a.email, 1.5, 'invalid_request'],
     [a.email, 10_000_000, 'invalid_request'],
   ] as const) {
-    const err = await t.inContext(() => agents.mint(email, ttl)).then(() => null, (e) => e);
+    const err = await t
+      .inContext(() => agents.mint(email, ttl))
+      .then(
+        () => null,
+        (e) => e,
+      );
     assert.is(err?.code, code, `${email} ${ttl}`);
   }
 });

@@ -14,9 +14,12 @@ test.before(async () => {
 test.after(async () => t?.close());
 
 const em = () => t.kernel.orm.em;
-const request = (a: TestAccount) => t.app.inject({ method: 'POST', url: '/api/v1/auth/email-verification', headers: a.auth });
-const confirm = (payload: unknown) => t.app.inject({ method: 'POST', url: '/api/v1/auth/email-verification/confirm', payload: payload as object });
-const verifiedAt = (a: TestAccount) => t.inContext(async () => (await em().findOneOrFail(User, { id: a.userId })).emailVerifiedAt);
+const request = (a: TestAccount) =>
+  t.app.inject({ method: 'POST', url: '/api/v1/auth/email-verification', headers: a.auth });
+const confirm = (payload: unknown) =>
+  t.app.inject({ method: 'POST', url: '/api/v1/auth/email-verification/confirm', payload: payload as object });
+const verifiedAt = (a: TestAccount) =>
+  t.inContext(async () => (await em().findOneOrFail(User, { id: a.userId })).emailVerifiedAt);
 const invalidToken = (res: Awaited<ReturnType<typeof confirm>>) => {
   assert.is(res.statusCode, 400);
   assert.is(res.json().error.code, 'invalid_request');
@@ -56,7 +59,9 @@ test('an unknown, expired or wrong-purpose token is 400 and verifies nobody', as
   invalidToken(await confirm({ token: 'made-up-token' }));
   await request(a);
   const token = tokenIn((await mailTo(t, a.email))[0]);
-  await t.inContext(() => em().nativeUpdate(OneTimeToken, { userId: a.userId }, { expiresAt: new Date(Date.now() - 1000) }));
+  await t.inContext(() =>
+    em().nativeUpdate(OneTimeToken, { userId: a.userId }, { expiresAt: new Date(Date.now() - 1000) }),
+  );
   invalidToken(await confirm({ token }));
   await t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery', payload: { email: a.email } });
   const reset = tokenIn((await mailTo(t, a.email))[1]);

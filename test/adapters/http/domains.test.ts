@@ -5,8 +5,8 @@ import { DOMAIN_CHECKER, DomainChecker } from '../../../core/domains/domain-chec
 import { systemClock } from '../../../core/ports/clock.js';
 import { DNS_RESOLVER, type DnsResolver } from '../../../core/ports/dns-resolver.js';
 import { Domain } from '../../../core/entities/domain.js';
+import { Project } from '../../../core/entities/project.js';
 import { PROJECT_DELETER, type ProjectDeleter } from '../../../core/projects/project-deleter.js';
-import { projectSlugOfHost } from '../../../adapters/edge/host-slug.js';
 import { testApi, type TestAccount, type TestApi } from '../../helpers/api.js';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.js';
 
@@ -19,7 +19,13 @@ let slug: string;
 
 test.before(async () => {
   dns = await startDnsServer();
-  t = await testApi({ appsDomain: 'apps.hoist.test', publicUrl: 'https://api.hoist.test', dnsServers: dns.address, dnsTimeoutMs: 2000, dnsTries: 1 });
+  t = await testApi({
+    appsDomain: 'apps.hoist.test',
+    publicUrl: 'https://api.hoist.test',
+    dnsServers: dns.address,
+    dnsTimeoutMs: 2000,
+    dnsTries: 1,
+  });
   pro = await t.account({ plan: 'pro' });
   rival = await t.account({ plan: 'pro' });
   ({ projectId, slug } = await newProject(pro, 'shop'));
@@ -30,7 +36,12 @@ test.after(async () => {
 });
 
 async function call(who: TestAccount | null, method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown) {
-  const res = await t.app.inject({ method, url: `/api/v1${url}`, headers: who ? who.auth : {}, ...(payload === undefined ? {} : { payload: payload as object }) });
+  const res = await t.app.inject({
+    method,
+    url: `/api/v1${url}`,
+    headers: who ? who.auth : {},
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
   return { status: res.statusCode, body: res.body ? res.json() : null };
 }
 
@@ -40,7 +51,8 @@ async function newProject(who: TestAccount, name: string) {
 }
 
 const rows = () => t.kernel.orm.em.fork().find(Domain, {}, { orderBy: { hostname: 'asc' } });
-const add = (who: TestAccount, project: string, hostname: unknown) => call(who, 'POST', `/projects/${project}/domains`, { hostname });
+const add = (who: TestAccount, project: string, hostname: unknown) =>
+  call(who, 'POST', `/projects/${project}/domains`, { hostname });
 
 /** Publishes both records of a domain as its view asks for them. */
 function publish(view: any) {
@@ -68,7 +80,10 @@ test('add answers 201 pending with the TXT and CNAME records to create; list and
 
   const list = await call(pro, 'GET', `/projects/${projectId}/domains`);
   assert.is(list.status, 200);
-  assert.equal(list.body.domains.map((x: any) => x.id), [d.id]);
+  assert.equal(
+    list.body.domains.map((x: any) => x.id),
+    [d.id],
+  );
   const read = await call(pro, 'GET', `/projects/${projectId}/domains/${d.id}`);
   assert.equal(read.body, d);
   const other = await add(pro, projectId, 'docs2.customer.test');
@@ -172,127 +187,158 @@ test('pending domains are checked often at first, then less and less often', asy
   await call(pro, 'DELETE', `/projects/${projectId}/domains/${d.id}`);
 });
 
-test('every hostname that is not a customer subdomain is refused with 400 and the reason; nothing is stored', async () => {
-  const before = await rows();
-  const cases: [unknown, RegExp][] = [
-    ['customer.test', /apex domain/],
-    ['customer.co.uk', /apex domain/],
-    ['CUSTOMER.COM.', /apex domain/],
-    ['co.uk', /public suffix/],
-    ['com', /public suffix/],
-    ['192.0.2.10', /IP address/],
-    ['[2001:db8::1]', /IP address/],
-    ['2001:db8::1', /IP address|not a valid DNS name/],
-    ['apps.hoist.test', /belongs to this service/],
-    ['shop.apps.hoist.test', /belongs to this service/],
-    ['a.b.apps.hoist.test', /belongs to this service/],
-    ['api.hoist.test', /belongs to this service/],
-    ['*.customer.test', /wildcard/],
-    ['*', /wildcard/],
-    ['app..customer.test', /not a valid DNS name/],
-    ['-app.customer.test', /not a valid DNS name/],
-    ['app-.customer.test', /not a valid DNS name/],
-    ['app_1.customer.test', /not a valid DNS name/],
-    ['app customer.test', /not a valid DNS name/],
-    ['https://app.customer.test/', /not a valid DNS name/],
-    ['app.customer.test:8080', /not a valid DNS name/],
-    [`${'a'.repeat(64)}.customer.test`, /not a valid DNS name/],
-    [`${'abcdefghi.'.repeat(24)}customer.test`, /at most \d+ characters/],
-    ['', /required/],
-    ['   ', /required/],
-  ];
-  for (const [hostname, reason] of cases) {
-    const res = await add(pro, projectId, hostname);
-    assert.is(res.status, 400, `${hostname}: ${JSON.stringify(res.body)}`);
-    assert.is(res.body.error.code, 'invalid_request');
-    assert.is(res.body.error.details.field, 'hostname');
-    assert.match(res.body.error.message, reason, String(hostname));
-  }
-  for (const payload of [{}, { hostname: 42 }, { hostname: null }, { hostname: 'ok.customer.test', extra: 1 }]) {
-    const res = await call(pro, 'POST', `/projects/${projectId}/domains`, payload);
-    assert.is(res.status, 400, JSON.stringify(payload));
-    assert.is(res.body.error.code, 'invalid_request');
-  }
-  assert.equal(await rows(), before);
-});
+test(
+  'every hostname that is not a customer subdomain is refused with 400 and the ' + 'reason; nothing is stored',
+  async () => {
+    const before = await rows();
+    const cases: [unknown, RegExp][] = [
+      ['customer.test', /apex domain/],
+      ['customer.co.uk', /apex domain/],
+      ['CUSTOMER.COM.', /apex domain/],
+      ['co.uk', /public suffix/],
+      ['com', /public suffix/],
+      ['192.0.2.10', /IP address/],
+      ['[2001:db8::1]', /IP address/],
+      ['2001:db8::1', /IP address|not a valid DNS name/],
+      ['apps.hoist.test', /belongs to this service/],
+      ['shop.apps.hoist.test', /belongs to this service/],
+      ['a.b.apps.hoist.test', /belongs to this service/],
+      ['api.hoist.test', /belongs to this service/],
+      ['*.customer.test', /wildcard/],
+      ['*', /wildcard/],
+      ['app..customer.test', /not a valid DNS name/],
+      ['-app.customer.test', /not a valid DNS name/],
+      ['app-.customer.test', /not a valid DNS name/],
+      ['app_1.customer.test', /not a valid DNS name/],
+      ['app customer.test', /not a valid DNS name/],
+      ['https://app.customer.test/', /not a valid DNS name/],
+      ['app.customer.test:8080', /not a valid DNS name/],
+      [`${'a'.repeat(64)}.customer.test`, /not a valid DNS name/],
+      [`${'abcdefghi.'.repeat(24)}customer.test`, /at most \d+ characters/],
+      ['', /required/],
+      ['   ', /required/],
+    ];
+    for (const [hostname, reason] of cases) {
+      const res = await add(pro, projectId, hostname);
+      assert.is(res.status, 400, `${hostname}: ${JSON.stringify(res.body)}`);
+      assert.is(res.body.error.code, 'invalid_request');
+      assert.is(res.body.error.details.field, 'hostname');
+      assert.match(res.body.error.message, reason, String(hostname));
+    }
+    for (const payload of [{}, { hostname: 42 }, { hostname: null }, { hostname: 'ok.customer.test', extra: 1 }]) {
+      const res = await call(pro, 'POST', `/projects/${projectId}/domains`, payload);
+      assert.is(res.status, 400, JSON.stringify(payload));
+      assert.is(res.body.error.code, 'invalid_request');
+    }
+    assert.equal(await rows(), before);
+  },
+);
 
-test('a pending claim blocks no one: another account and another project add the hostname too; only this project again is a 409', async () => {
-  const { body: first } = await add(pro, projectId, 'held.customer.test');
-  const theirs = await newProject(rival, 'rival-site');
-  const rivalClaim = await add(rival, theirs.projectId, 'HELD.customer.test.');
-  assert.is(rivalClaim.status, 201, JSON.stringify(rivalClaim.body));
-  assert.is(rivalClaim.body.status, 'pending');
-  assert.is.not(rivalClaim.body.records[0].value, first.records[0].value, 'each claim proves control with its own token');
-  const mine = await newProject(pro, 'second-site');
-  const sameAccount = await add(pro, mine.projectId, 'held.customer.test');
-  assert.is(sameAccount.status, 201);
-  const before = await rows();
-  const again = await add(pro, projectId, 'held.customer.test');
-  assert.is(again.status, 409);
-  assert.is(again.body.error.code, 'conflict');
-  assert.is(again.body.error.details.domain_id, first.id);
-  assert.equal(await rows(), before, 'the refused add stores nothing');
-  for (const [who, project, id] of [[pro, projectId, first.id], [rival, theirs.projectId, rivalClaim.body.id], [pro, mine.projectId, sameAccount.body.id]] as const) {
-    assert.is((await call(who, 'DELETE', `/projects/${project}/domains/${id}`)).status, 204);
-  }
-});
+test(
+  'a pending claim blocks no one: another account and another project add the ' +
+    'hostname too; only this project again is a 409',
+  async () => {
+    const { body: first } = await add(pro, projectId, 'held.customer.test');
+    const theirs = await newProject(rival, 'rival-site');
+    const rivalClaim = await add(rival, theirs.projectId, 'HELD.customer.test.');
+    assert.is(rivalClaim.status, 201, JSON.stringify(rivalClaim.body));
+    assert.is(rivalClaim.body.status, 'pending');
+    assert.is.not(
+      rivalClaim.body.records[0].value,
+      first.records[0].value,
+      'each claim proves control with its own token',
+    );
+    const mine = await newProject(pro, 'second-site');
+    const sameAccount = await add(pro, mine.projectId, 'held.customer.test');
+    assert.is(sameAccount.status, 201);
+    const before = await rows();
+    const again = await add(pro, projectId, 'held.customer.test');
+    assert.is(again.status, 409);
+    assert.is(again.body.error.code, 'conflict');
+    assert.is(again.body.error.details.domain_id, first.id);
+    assert.equal(await rows(), before, 'the refused add stores nothing');
+    for (const [who, project, id] of [
+      [pro, projectId, first.id],
+      [rival, theirs.projectId, rivalClaim.body.id],
+      [pro, mine.projectId, sameAccount.body.id],
+    ] as const) {
+      assert.is((await call(who, 'DELETE', `/projects/${project}/domains/${id}`)).status, 204);
+    }
+  },
+);
 
-test('the first claim whose TXT record holds its token gets the hostname; the other claims fail with the reason; the DNS owner can take it over', async () => {
-  const squatter = await t.account({ plan: 'pro' });
-  const owner = await t.account({ plan: 'pro' });
-  const s = await newProject(squatter, 'squat');
-  const o = await newProject(owner, 'owned');
-  const host = 'race.customer.test';
-  const early = (await add(squatter, s.projectId, host)).body;
-  const late = (await add(owner, o.projectId, host)).body;
-  const verify = async (who: TestAccount, project: string, id: string) => {
-    const r = await call(who, 'POST', `/projects/${project}/domains/${id}/verify`);
-    assert.is(r.status, 200, JSON.stringify(r.body));
-    return r.body;
-  };
-  const servedSlug = () => t.inContext(() => projectSlugOfHost(t.kernel.orm.em.fork(), host, 'apps.hoist.test'));
+test(
+  'the first claim whose TXT record holds its token gets the hostname; the other ' +
+    'claims fail with the reason; the DNS owner can take it over',
+  async () => {
+    const squatter = await t.account({ plan: 'pro' });
+    const owner = await t.account({ plan: 'pro' });
+    const s = await newProject(squatter, 'squat');
+    const o = await newProject(owner, 'owned');
+    const host = 'race.customer.test';
+    const early = (await add(squatter, s.projectId, host)).body;
+    const late = (await add(owner, o.projectId, host)).body;
+    const verify = async (who: TestAccount, project: string, id: string) => {
+      const r = await call(who, 'POST', `/projects/${project}/domains/${id}/verify`);
+      assert.is(r.status, 200, JSON.stringify(r.body));
+      return r.body;
+    };
+    // The project the edge serves on the hostname: the one whose claim of it is active.
+    const servedSlug = async () => {
+      const em = t.kernel.orm.em.fork();
+      const active = await em.findOne(Domain, { hostname: host, status: 'active' });
+      return active ? (await em.findOneOrFail(Project, { id: active.projectId })).slug : null;
+    };
 
-  // The owner of the DNS publishes their records: their later claim wins, the squatter's fails.
-  publish(late);
-  assert.is((await verify(owner, o.projectId, late.id)).status, 'active');
-  assert.is(await servedSlug(), o.slug);
-  const lost = (await call(squatter, 'GET', `/projects/${s.projectId}/domains/${early.id}`)).body;
-  assert.is(lost.status, 'failed');
-  assert.match(lost.message, /was verified by another project first/);
-  const rechecked = await verify(squatter, s.projectId, early.id);
-  assert.is(rechecked.status, 'failed', 'verifying again without the token changes nothing');
-  assert.match(rechecked.message, /lost race\.customer\.test to another project/);
-  assert.is(await servedSlug(), o.slug);
-  // A failed domain is not checked on its own.
-  await t.kernel.orm.em.fork().nativeUpdate(Domain, { id: early.id }, { nextCheckAt: new Date(Date.now() - 1000) });
-  await t.kernel.get<DomainChecker>(DOMAIN_CHECKER).checkDue();
-  assert.is((await t.kernel.orm.em.fork().findOneOrFail(Domain, { id: early.id })).lastCheckedAt?.toISOString(), rechecked.last_checked_at);
-  // Adding the name again elsewhere works, and says the name is in use.
-  const third = await newProject(squatter, 'squat-two');
-  const again = await add(squatter, third.projectId, host);
-  assert.is(again.status, 201);
-  assert.match(again.body.message, /is in use by another project/);
+    // The owner of the DNS publishes their records: their later claim wins, the squatter's fails.
+    publish(late);
+    assert.is((await verify(owner, o.projectId, late.id)).status, 'active');
+    assert.is(await servedSlug(), o.slug);
+    const lost = (await call(squatter, 'GET', `/projects/${s.projectId}/domains/${early.id}`)).body;
+    assert.is(lost.status, 'failed');
+    assert.match(lost.message, /was verified by another project first/);
+    const rechecked = await verify(squatter, s.projectId, early.id);
+    assert.is(rechecked.status, 'failed', 'verifying again without the token changes nothing');
+    assert.match(rechecked.message, /lost race\.customer\.test to another project/);
+    assert.is(await servedSlug(), o.slug);
+    // A failed domain is not checked on its own.
+    await t.kernel.orm.em.fork().nativeUpdate(Domain, { id: early.id }, { nextCheckAt: new Date(Date.now() - 1000) });
+    await t.kernel.get<DomainChecker>(DOMAIN_CHECKER).checkDue();
+    assert.is(
+      (await t.kernel.orm.em.fork().findOneOrFail(Domain, { id: early.id })).lastCheckedAt?.toISOString(),
+      rechecked.last_checked_at,
+    );
+    // Adding the name again elsewhere works, and says the name is in use.
+    const third = await newProject(squatter, 'squat-two');
+    const again = await add(squatter, third.projectId, host);
+    assert.is(again.status, 201);
+    assert.match(again.body.message, /is in use by another project/);
 
-  // Both tokens in the record: the holder keeps the name.
-  dns.set(`_hoist-challenge.${host}`, 'TXT', [late.records[0].value, early.records[0].value]);
-  const held = await verify(squatter, s.projectId, early.id);
-  assert.is(held.status, 'failed');
-  assert.match(held.message, /held by another project whose token is in the TXT record/);
-  assert.is(await servedSlug(), o.slug);
+    // Both tokens in the record: the holder keeps the name.
+    dns.set(`_hoist-challenge.${host}`, 'TXT', [late.records[0].value, early.records[0].value]);
+    const held = await verify(squatter, s.projectId, early.id);
+    assert.is(held.status, 'failed');
+    assert.match(held.message, /held by another project whose token is in the TXT record/);
+    assert.is(await servedSlug(), o.slug);
 
-  // The record now holds the squatter's token alone (the name changed hands): it takes the name over.
-  dns.set(`_hoist-challenge.${host}`, 'TXT', [early.records[0].value]);
-  dns.set(host, 'CNAME', [early.records[1].value]);
-  assert.is((await verify(squatter, s.projectId, early.id)).status, 'active');
-  assert.is(await servedSlug(), s.slug);
-  const displaced = (await call(owner, 'GET', `/projects/${o.projectId}/domains/${late.id}`)).body;
-  assert.is(displaced.status, 'failed');
-  assert.match(displaced.message, /Another project proved control of race\.customer\.test/);
-  const holders = await t.kernel.orm.em.fork().find(Domain, { hostname: host, ownedHostname: host });
-  assert.equal(holders.map((d) => d.id), [early.id], 'one holder at a time');
-  dns.remove(host);
-  dns.remove(`_hoist-challenge.${host}`);
-});
+    // The record now holds the squatter's token alone (the name changed hands): it takes the name over.
+    dns.set(`_hoist-challenge.${host}`, 'TXT', [early.records[0].value]);
+    dns.set(host, 'CNAME', [early.records[1].value]);
+    assert.is((await verify(squatter, s.projectId, early.id)).status, 'active');
+    assert.is(await servedSlug(), s.slug);
+    const displaced = (await call(owner, 'GET', `/projects/${o.projectId}/domains/${late.id}`)).body;
+    assert.is(displaced.status, 'failed');
+    assert.match(displaced.message, /Another project proved control of race\.customer\.test/);
+    const holders = await t.kernel.orm.em.fork().find(Domain, { hostname: host, ownedHostname: host });
+    assert.equal(
+      holders.map((d) => d.id),
+      [early.id],
+      'one holder at a time',
+    );
+    dns.remove(host);
+    dns.remove(`_hoist-challenge.${host}`);
+  },
+);
 
 test('two claims proving control at the same moment: exactly one gets the hostname', async () => {
   const a = await t.account({ plan: 'pro' });
@@ -313,63 +359,102 @@ test('two claims proving control at the same moment: exactly one gets the hostna
   dns.remove(`_hoist-challenge.${host}`);
 });
 
-test('a check that read no holder but finds the name taken when it writes fails with the reason; the holder keeps the name', async () => {
-  const a = await t.account({ plan: 'pro' });
-  const b = await t.account({ plan: 'pro' });
-  const pa = await newProject(a, 'first-writer');
-  const pb = await newProject(b, 'late-writer');
-  const host = 'stale.customer.test';
-  const da = (await add(a, pa.projectId, host)).body;
-  const db = (await add(b, pb.projectId, host)).body;
-  dns.set(`_hoist-challenge.${host}`, 'TXT', [db.records[0].value]);
-  dns.set(host, 'CNAME', [db.records[1].value]);
-  // b's checker reads before a's write lands: it sees no holder, as a concurrent check would.
-  const blind = <T extends object>(em: T): T =>
-    new Proxy(em, {
-      get(target, prop) {
-        if (prop === 'fork') return () => blind((target as any).fork());
-        if (prop === 'findOne') return (entity: unknown, where: any, opts: unknown) => (where && 'ownedHostname' in where ? Promise.resolve(null) : (target as any).findOne(entity, where, opts));
-        const v = Reflect.get(target, prop);
-        return typeof v === 'function' ? v.bind(target) : v;
-      },
-    });
-  const em = t.kernel.orm.em.fork();
-  await em.nativeUpdate(Domain, { id: da.id }, { status: 'active', ownedHostname: host, verifiedAt: new Date(), activatedAt: new Date() });
-  const checker = new DomainChecker(blind(t.kernel.orm.em), t.kernel.get<DnsResolver>(DNS_RESOLVER), systemClock, t.kernel.config);
-  const lost = await checker.check(db.id);
-  assert.is(lost?.status, 'failed');
-  assert.match(lost!.message!, /was verified by another project first/);
-  const [ra, rb] = await Promise.all([em.fork().findOneOrFail(Domain, { id: da.id }), em.fork().findOneOrFail(Domain, { id: db.id })]);
-  assert.equal([ra.status, ra.ownedHostname], ['active', host]);
-  assert.equal([rb.status, rb.ownedHostname, rb.verifiedAt, rb.activatedAt], ['failed', null, null, null]);
-  dns.remove(host);
-  dns.remove(`_hoist-challenge.${host}`);
-});
+test(
+  'a check that read no holder but finds the name taken when it writes fails with ' +
+    'the reason; the holder keeps the name',
+  async () => {
+    const a = await t.account({ plan: 'pro' });
+    const b = await t.account({ plan: 'pro' });
+    const pa = await newProject(a, 'first-writer');
+    const pb = await newProject(b, 'late-writer');
+    const host = 'stale.customer.test';
+    const da = (await add(a, pa.projectId, host)).body;
+    const db = (await add(b, pb.projectId, host)).body;
+    dns.set(`_hoist-challenge.${host}`, 'TXT', [db.records[0].value]);
+    dns.set(host, 'CNAME', [db.records[1].value]);
+    // b's checker reads before a's write lands: it sees no holder, as a concurrent check would.
+    const blind = <T extends object>(em: T): T =>
+      new Proxy(em, {
+        get(target, prop) {
+          if (prop === 'fork') return () => blind((target as any).fork());
+          if (prop === 'findOne')
+            return (entity: unknown, where: any, opts: unknown) =>
+              where && 'ownedHostname' in where ? Promise.resolve(null) : (target as any).findOne(entity, where, opts);
+          const v = Reflect.get(target, prop);
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      });
+    const em = t.kernel.orm.em.fork();
+    await em.nativeUpdate(
+      Domain,
+      { id: da.id },
+      { status: 'active', ownedHostname: host, verifiedAt: new Date(), activatedAt: new Date() },
+    );
+    const checker = new DomainChecker(
+      blind(t.kernel.orm.em),
+      t.kernel.get<DnsResolver>(DNS_RESOLVER),
+      systemClock,
+      t.kernel.config,
+    );
+    const lost = await checker.check(db.id);
+    assert.is(lost?.status, 'failed');
+    assert.match(lost!.message!, /was verified by another project first/);
+    const [ra, rb] = await Promise.all([
+      em.fork().findOneOrFail(Domain, { id: da.id }),
+      em.fork().findOneOrFail(Domain, { id: db.id }),
+    ]);
+    assert.equal([ra.status, ra.ownedHostname], ['active', host]);
+    assert.equal([rb.status, rb.ownedHostname, rb.verifiedAt, rb.activatedAt], ['failed', null, null, null]);
+    dns.remove(host);
+    dns.remove(`_hoist-challenge.${host}`);
+  },
+);
 
-test('scheduled checks remove claims still pending after domainPendingTtlSeconds; verify and younger claims keep theirs', async () => {
-  const who = await t.account({ plan: 'pro' });
-  const p = await newProject(who, 'ttl');
-  const old = (await add(who, p.projectId, 'old.customer.test')).body;
-  const young = (await add(who, p.projectId, 'young.customer.test')).body;
-  const verifiedOld = (await add(who, p.projectId, 'kept.customer.test')).body;
-  const em = t.kernel.orm.em.fork();
-  const ttl = t.kernel.config.domainPendingTtlSeconds * 1000;
-  await em.nativeUpdate(Domain, { id: { $in: [old.id, verifiedOld.id] } }, { createdAt: new Date(Date.now() - ttl - 1000) });
-  // Verify checks now and never removes: an expired claim whose record is right is verified.
-  dns.set('_hoist-challenge.kept.customer.test', 'TXT', [verifiedOld.records[0].value]);
-  assert.is((await call(who, 'POST', `/projects/${p.projectId}/domains/${old.id}/verify`)).body.status, 'pending');
-  assert.is((await call(who, 'POST', `/projects/${p.projectId}/domains/${verifiedOld.id}/verify`)).body.status, 'verified');
-  await em.nativeUpdate(Domain, { id: { $in: [old.id, young.id, verifiedOld.id] } }, { nextCheckAt: new Date(Date.now() - 1000) });
-  await t.kernel.get<DomainChecker>(DOMAIN_CHECKER).checkDue();
-  assert.equal((await em.fork().find(Domain, { projectId: p.projectId }, { orderBy: { hostname: 'asc' } })).map((d) => [d.hostname, d.status]), [
-    ['kept.customer.test', 'verified'],
-    ['young.customer.test', 'pending'],
-  ]);
-  assert.is((await call(who, 'GET', `/projects/${p.projectId}/domains/${old.id}`)).status, 404);
-  dns.remove('_hoist-challenge.kept.customer.test');
-});
+test(
+  'scheduled checks remove claims still pending after domainPendingTtlSeconds; ' +
+    'verify and younger claims keep theirs',
+  async () => {
+    const who = await t.account({ plan: 'pro' });
+    const p = await newProject(who, 'ttl');
+    const old = (await add(who, p.projectId, 'old.customer.test')).body;
+    const young = (await add(who, p.projectId, 'young.customer.test')).body;
+    const verifiedOld = (await add(who, p.projectId, 'kept.customer.test')).body;
+    const em = t.kernel.orm.em.fork();
+    const ttl = t.kernel.config.domainPendingTtlSeconds * 1000;
+    await em.nativeUpdate(
+      Domain,
+      { id: { $in: [old.id, verifiedOld.id] } },
+      { createdAt: new Date(Date.now() - ttl - 1000) },
+    );
+    // Verify checks now and never removes: an expired claim whose record is right is verified.
+    dns.set('_hoist-challenge.kept.customer.test', 'TXT', [verifiedOld.records[0].value]);
+    assert.is((await call(who, 'POST', `/projects/${p.projectId}/domains/${old.id}/verify`)).body.status, 'pending');
+    assert.is(
+      (await call(who, 'POST', `/projects/${p.projectId}/domains/${verifiedOld.id}/verify`)).body.status,
+      'verified',
+    );
+    await em.nativeUpdate(
+      Domain,
+      { id: { $in: [old.id, young.id, verifiedOld.id] } },
+      { nextCheckAt: new Date(Date.now() - 1000) },
+    );
+    await t.kernel.get<DomainChecker>(DOMAIN_CHECKER).checkDue();
+    assert.equal(
+      (await em.fork().find(Domain, { projectId: p.projectId }, { orderBy: { hostname: 'asc' } })).map((d) => [
+        d.hostname,
+        d.status,
+      ]),
+      [
+        ['kept.customer.test', 'verified'],
+        ['young.customer.test', 'pending'],
+      ],
+    );
+    assert.is((await call(who, 'GET', `/projects/${p.projectId}/domains/${old.id}`)).status, 404);
+    dns.remove('_hoist-challenge.kept.customer.test');
+  },
+);
 
-test('concurrent adds never pass the account\'s limit: exactly 5 are created, the rest 403', async () => {
+test("concurrent adds never pass the account's limit: exactly 5 are created, the rest 403", async () => {
   const rush = await t.account({ plan: 'pro' });
   const { projectId: site } = await newProject(rush, 'rush-site');
   const answers = await Promise.all(Array.from({ length: 9 }, (_, i) => add(rush, site, `r${i}.rush.test`)));
@@ -379,34 +464,44 @@ test('concurrent adds never pass the account\'s limit: exactly 5 are created, th
   assert.is((await rows()).filter((d) => d.accountId === rush.accountId).length, 5);
 });
 
-test('a plan without customer subdomains answers 403 with the plan fields; the limit counts the whole account', async () => {
-  const free = await t.account({ plan: 'free' });
-  const { projectId: freeProject } = await newProject(free, 'free-site');
-  const before = await rows();
-  const res = await add(free, freeProject, 'app.free-customer.test');
-  assert.is(res.status, 403);
-  assert.is(res.body.error.code, 'plan_restricted');
-  assert.equal(
-    { feature: res.body.error.feature, plan: res.body.error.plan, required_plan: res.body.error.required_plan, limit: res.body.error.limit, usage: res.body.error.usage },
-    { feature: 'customer_subdomains', plan: 'free', required_plan: 'pro', limit: 0, usage: 0 },
-  );
-  assert.equal(await rows(), before);
+test(
+  'a plan without customer subdomains answers 403 with the plan fields; the limit ' + 'counts the whole account',
+  async () => {
+    const free = await t.account({ plan: 'free' });
+    const { projectId: freeProject } = await newProject(free, 'free-site');
+    const before = await rows();
+    const res = await add(free, freeProject, 'app.free-customer.test');
+    assert.is(res.status, 403);
+    assert.is(res.body.error.code, 'plan_restricted');
+    assert.equal(
+      {
+        feature: res.body.error.feature,
+        plan: res.body.error.plan,
+        required_plan: res.body.error.required_plan,
+        limit: res.body.error.limit,
+        usage: res.body.error.usage,
+      },
+      { feature: 'customer_subdomains', plan: 'free', required_plan: 'pro', limit: 0, usage: 0 },
+    );
+    assert.equal(await rows(), before);
 
-  const full = await t.account({ plan: 'pro' });
-  const a = await newProject(full, 'full-a');
-  const b = await newProject(full, 'full-b');
-  for (let i = 0; i < 5; i++) assert.is((await add(full, i % 2 ? a.projectId : b.projectId, `s${i}.full.test`)).status, 201);
-  const over = await add(full, a.projectId, 's5.full.test');
-  assert.is(over.status, 403);
-  assert.is(over.body.error.limit, 5);
-  assert.is(over.body.error.usage, 5);
-  assert.is(over.body.error.required_plan, 'team');
-  const ent = await call(full, 'GET', '/billing/entitlements');
-  assert.is(ent.body.usage.customer_subdomains, 5, 'the entitlements call counts them');
-  assert.is((await t.kernel.orm.em.fork().count(Domain, { accountId: full.accountId })), 5);
-});
+    const full = await t.account({ plan: 'pro' });
+    const a = await newProject(full, 'full-a');
+    const b = await newProject(full, 'full-b');
+    for (let i = 0; i < 5; i++)
+      assert.is((await add(full, i % 2 ? a.projectId : b.projectId, `s${i}.full.test`)).status, 201);
+    const over = await add(full, a.projectId, 's5.full.test');
+    assert.is(over.status, 403);
+    assert.is(over.body.error.limit, 5);
+    assert.is(over.body.error.usage, 5);
+    assert.is(over.body.error.required_plan, 'team');
+    const ent = await call(full, 'GET', '/billing/entitlements');
+    assert.is(ent.body.usage.customer_subdomains, 5, 'the entitlements call counts them');
+    assert.is(await t.kernel.orm.em.fork().count(Domain, { accountId: full.accountId }), 5);
+  },
+);
 
-test('another account\'s project or domain is a 404; no token is a 401; nothing changes', async () => {
+test("another account's project or domain is a 404; no token is a 401; nothing changes", async () => {
   const { body: d } = await add(pro, projectId, 'private.customer.test');
   const before = await rows();
   const urls = [`/projects/${projectId}/domains`, `/projects/${projectId}/domains/${d.id}`];
@@ -425,7 +520,13 @@ test('another account\'s project or domain is a 404; no token is a 401; nothing 
     assert.is((await call(pro, 'DELETE', `/projects/${projectId}/domains/${bad}`)).status, 404);
     assert.is((await call(pro, 'POST', `/projects/${projectId}/domains/${bad}/verify`)).status, 404);
   }
-  for (const [method, url] of [['GET', urls[0]], ['POST', urls[0]], ['GET', urls[1]], ['POST', `${urls[1]}/verify`], ['DELETE', urls[1]]] as const) {
+  for (const [method, url] of [
+    ['GET', urls[0]],
+    ['POST', urls[0]],
+    ['GET', urls[1]],
+    ['POST', `${urls[1]}/verify`],
+    ['DELETE', urls[1]],
+  ] as const) {
     const res = await call(null, method, url, method === 'POST' ? { hostname: 'x.customer.test' } : undefined);
     assert.is(res.status, 401, `${method} ${url}`);
     assert.is(res.body.error.code, 'unauthorized');
@@ -442,7 +543,7 @@ test('two checkers never check one domain at once: the second finds it claimed',
   const asked = dns.asked.length;
   const slow = checker.check(d.id);
   // Wait until the first checker's question reached the server: it holds the claim now.
-  for (const end = Date.now() + 20_000; dns.asked.length === asked; ) {
+  for (const end = Date.now() + 20_000; dns.asked.length === asked;) {
     if (Date.now() > end) throw new Error('the first check never asked');
     await new Promise((r) => setTimeout(r, 10));
   }

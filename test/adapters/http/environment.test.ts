@@ -27,7 +27,10 @@ test.after(async () => h?.close());
 async function call(token: string | null, method: string, path: string, body?: unknown) {
   const res = await fetch(`${h.api}/api/v1${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -35,46 +38,59 @@ async function call(token: string | null, method: string, path: string, body?: u
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
 
-const newProject = async (token: string, name: string) => (await call(token, 'POST', '/projects/', { name })).body.id as string;
-const names = async (token: string, id: string) => (await call(token, 'GET', `/projects/${id}/environment`)).body.environment.map((v: { name: string }) => v.name);
+const newProject = async (token: string, name: string) =>
+  (await call(token, 'POST', '/projects/', { name })).body.id as string;
+const names = async (token: string, id: string) =>
+  (await call(token, 'GET', `/projects/${id}/environment`)).body.environment.map((v: { name: string }) => v.name);
 const rows = (projectId: string) => h.running.kernel.orm.em.fork().find(EnvironmentVariable, { projectId });
 
-test('set creates (201) then replaces (200); list shows names, scopes and keyed digests, never values; delete 204 then 404', async () => {
-  const id = await newProject(free, 'env-basics');
-  const created = await call(free, 'PUT', `/projects/${id}/environment/API_KEY`, { value: SECRET });
-  assert.is(created.status, 201, JSON.stringify(created.body));
-  assert.is(created.body.name, 'API_KEY');
-  assert.is(created.body.scope, 'both');
-  assert.match(created.body.digest, /^hmac-sha256:[0-9a-f]{64}$/);
-  assert.is(created.body.value, undefined);
+test(
+  'set creates (201) then replaces (200); list shows names, scopes and keyed ' +
+    'digests, never values; delete 204 then 404',
+  async () => {
+    const id = await newProject(free, 'env-basics');
+    const created = await call(free, 'PUT', `/projects/${id}/environment/API_KEY`, { value: SECRET });
+    assert.is(created.status, 201, JSON.stringify(created.body));
+    assert.is(created.body.name, 'API_KEY');
+    assert.is(created.body.scope, 'both');
+    assert.match(created.body.digest, /^hmac-sha256:[0-9a-f]{64}$/);
+    assert.is(created.body.value, undefined);
 
-  const again = await call(free, 'PUT', `/projects/${id}/environment/API_KEY`, { value: SECRET, scope: 'runtime' });
-  assert.is(again.status, 200);
-  assert.is(again.body.digest, created.body.digest, 'same value, same digest');
-  assert.is(again.body.scope, 'runtime');
-  await call(free, 'PUT', `/projects/${id}/environment/OTHER`, { value: `${SECRET}!`, scope: 'build' });
+    const again = await call(free, 'PUT', `/projects/${id}/environment/API_KEY`, { value: SECRET, scope: 'runtime' });
+    assert.is(again.status, 200);
+    assert.is(again.body.digest, created.body.digest, 'same value, same digest');
+    assert.is(again.body.scope, 'runtime');
+    await call(free, 'PUT', `/projects/${id}/environment/OTHER`, { value: `${SECRET}!`, scope: 'build' });
 
-  const list = await call(free, 'GET', `/projects/${id}/environment`);
-  assert.is(list.status, 200);
-  assert.equal(list.body.environment.map((v: any) => [v.name, v.scope]), [['API_KEY', 'runtime'], ['OTHER', 'build']]);
-  assert.is.not(list.body.environment[0].digest, list.body.environment[1].digest);
-  for (const v of list.body.environment) assert.equal(Object.keys(v).sort(), ['created_at', 'digest', 'name', 'scope', 'updated_at']);
+    const list = await call(free, 'GET', `/projects/${id}/environment`);
+    assert.is(list.status, 200);
+    assert.equal(
+      list.body.environment.map((v: any) => [v.name, v.scope]),
+      [
+        ['API_KEY', 'runtime'],
+        ['OTHER', 'build'],
+      ],
+    );
+    assert.is.not(list.body.environment[0].digest, list.body.environment[1].digest);
+    for (const v of list.body.environment)
+      assert.equal(Object.keys(v).sort(), ['created_at', 'digest', 'name', 'scope', 'updated_at']);
 
-  // Another project holding the same value shows another digest (the key is per project).
-  const second = await newProject(free, 'env-basics-2');
-  const elsewhere = await call(free, 'PUT', `/projects/${second}/environment/API_KEY`, { value: SECRET });
-  assert.is.not(elsewhere.body.digest, created.body.digest);
+    // Another project holding the same value shows another digest (the key is per project).
+    const second = await newProject(free, 'env-basics-2');
+    const elsewhere = await call(free, 'PUT', `/projects/${second}/environment/API_KEY`, { value: SECRET });
+    assert.is.not(elsewhere.body.digest, created.body.digest);
 
-  const stored = await rows(id);
-  assert.is(stored.length, 2);
-  for (const r of stored) assert.not.ok(JSON.stringify(r).includes(SECRET), 'stored encrypted');
+    const stored = await rows(id);
+    assert.is(stored.length, 2);
+    for (const r of stored) assert.not.ok(JSON.stringify(r).includes(SECRET), 'stored encrypted');
 
-  assert.is((await call(free, 'DELETE', `/projects/${id}/environment/OTHER`)).status, 204);
-  const gone = await call(free, 'DELETE', `/projects/${id}/environment/OTHER`);
-  assert.is(gone.status, 404);
-  assert.is(gone.body.error.code, 'not_found');
-  assert.equal(await names(free, id), ['API_KEY']);
-});
+    assert.is((await call(free, 'DELETE', `/projects/${id}/environment/OTHER`)).status, 204);
+    const gone = await call(free, 'DELETE', `/projects/${id}/environment/OTHER`);
+    assert.is(gone.status, 404);
+    assert.is(gone.body.error.code, 'not_found');
+    assert.equal(await names(free, id), ['API_KEY']);
+  },
+);
 
 test('bad names, reserved names, bad scopes and bad values are refused with 400 and store nothing', async () => {
   const id = await newProject(free, 'env-bad');
@@ -101,44 +117,71 @@ test('bad names, reserved names, bad scopes and bad values are refused with 400 
     const res = await call(free, 'PUT', `/projects/${id}/environment/${name}`, body);
     assert.is(res.status, 400, `${name} ${JSON.stringify(body)}: ${JSON.stringify(res.body)}`);
     assert.is(res.body.error.code, 'invalid_request');
-    assert.ok(String(res.body.error.details.field ?? '').includes(field) || res.body.error.message.includes(field), `${name}: ${JSON.stringify(res.body)}`);
+    assert.ok(
+      String(res.body.error.details.field ?? '').includes(field) || res.body.error.message.includes(field),
+      `${name}: ${JSON.stringify(res.body)}`,
+    );
   }
   assert.equal(await names(free, id), []);
   assert.is((await rows(id)).length, 0);
 });
 
-test('a value over the plan\'s size and a variable over its count are refused with 403 and the plan fields', async () => {
-  const id = await newProject(free, 'env-limits');
-  const big = await call(free, 'PUT', `/projects/${id}/environment/BIG`, { value: 'é'.repeat(2049) });
-  assert.is(big.status, 403);
-  assert.equal(
-    { code: big.body.error.code, feature: big.body.error.feature, plan: big.body.error.plan, required_plan: big.body.error.required_plan, limit: big.body.error.limit, usage: big.body.error.usage },
-    { code: 'plan_restricted', feature: 'environment_value_bytes', plan: 'free', required_plan: 'pro', limit: 4096, usage: 4098 },
-  );
-  assert.is((await call(free, 'PUT', `/projects/${id}/environment/FITS`, { value: 'x'.repeat(4096) })).status, 201);
-  for (let i = 1; i < 20; i++) assert.is((await call(free, 'PUT', `/projects/${id}/environment/V${i}`, { value: 'v' })).status, 201);
-  const many = await call(free, 'PUT', `/projects/${id}/environment/V20`, { value: 'v' });
-  assert.is(many.status, 403);
-  assert.is(many.body.error.feature, 'environment_variables_per_project');
-  assert.is(many.body.error.limit, 20);
-  assert.is(many.body.error.usage, 20);
-  assert.is(many.body.error.required_plan, 'pro');
-  assert.is((await call(free, 'PUT', `/projects/${id}/environment/V1`, { value: 'replaced' })).status, 200, 'replacing at the limit is fine');
-  assert.is((await rows(id)).length, 20);
-  assert.not.ok((await names(free, id)).includes('V20'));
-  assert.not.ok((await names(free, id)).includes('BIG'));
-});
+test(
+  "a value over the plan's size and a variable over its count are refused with 403 " + 'and the plan fields',
+  async () => {
+    const id = await newProject(free, 'env-limits');
+    const big = await call(free, 'PUT', `/projects/${id}/environment/BIG`, { value: 'é'.repeat(2049) });
+    assert.is(big.status, 403);
+    assert.equal(
+      {
+        code: big.body.error.code,
+        feature: big.body.error.feature,
+        plan: big.body.error.plan,
+        required_plan: big.body.error.required_plan,
+        limit: big.body.error.limit,
+        usage: big.body.error.usage,
+      },
+      {
+        code: 'plan_restricted',
+        feature: 'environment_value_bytes',
+        plan: 'free',
+        required_plan: 'pro',
+        limit: 4096,
+        usage: 4098,
+      },
+    );
+    assert.is((await call(free, 'PUT', `/projects/${id}/environment/FITS`, { value: 'x'.repeat(4096) })).status, 201);
+    for (let i = 1; i < 20; i++)
+      assert.is((await call(free, 'PUT', `/projects/${id}/environment/V${i}`, { value: 'v' })).status, 201);
+    const many = await call(free, 'PUT', `/projects/${id}/environment/V20`, { value: 'v' });
+    assert.is(many.status, 403);
+    assert.is(many.body.error.feature, 'environment_variables_per_project');
+    assert.is(many.body.error.limit, 20);
+    assert.is(many.body.error.usage, 20);
+    assert.is(many.body.error.required_plan, 'pro');
+    assert.is(
+      (await call(free, 'PUT', `/projects/${id}/environment/V1`, { value: 'replaced' })).status,
+      200,
+      'replacing at the limit is fine',
+    );
+    assert.is((await rows(id)).length, 20);
+    assert.not.ok((await names(free, id)).includes('V20'));
+    assert.not.ok((await names(free, id)).includes('BIG'));
+  },
+);
 
-test('concurrent sets never pass the plan\'s count: exactly the limit is created, the rest is 403', async () => {
+test("concurrent sets never pass the plan's count: exactly the limit is created, the rest is 403", async () => {
   const id = await newProject(free, 'env-race');
-  const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => call(free, 'PUT', `/projects/${id}/environment/R${i}`, { value: 'v' })));
+  const answers = await Promise.all(
+    Array.from({ length: 30 }, (_, i) => call(free, 'PUT', `/projects/${id}/environment/R${i}`, { value: 'v' })),
+  );
   const statuses = answers.map((a) => a.status);
   assert.is(statuses.filter((s) => s === 201).length, 20, statuses.join(' '));
   assert.is(statuses.filter((s) => s === 403).length, 10, statuses.join(' '));
   assert.is((await rows(id)).length, 20);
 });
 
-test('another account\'s project answers 404 and no token 401, and nothing changes', async () => {
+test("another account's project answers 404 and no token 401, and nothing changes", async () => {
   const id = await newProject(free, 'env-owned');
   await call(free, 'PUT', `/projects/${id}/environment/MINE`, { value: SECRET });
   for (const [method, path, body] of [
@@ -155,7 +198,10 @@ test('another account\'s project answers 404 and no token 401, and nothing chang
     assert.is(anonymous.body.error.code, 'unauthorized');
   }
   const stored = await rows(id);
-  assert.equal(stored.map((r) => r.name), ['MINE']);
+  assert.equal(
+    stored.map((r) => r.name),
+    ['MINE'],
+  );
   const digest = (await call(free, 'GET', `/projects/${id}/environment`)).body.environment[0].digest;
   assert.is(stored[0].digest, digest, 'the value is unchanged');
 });
@@ -169,11 +215,24 @@ const upload = async (token: string, fields: Record<string, string>, path = '/ap
 const projectNamed = (name: string) => h.running.kernel.orm.em.fork().findOne(Project, { name });
 
 test('Local-to-Live takes an environment part when it creates the project', async () => {
-  const env = { API_KEY: SECRET, BUILD_FLAG: { value: 'on', scope: 'build' }, RUN_FLAG: { value: 'yes', scope: 'runtime' }, PLAIN: { value: 'p' } };
+  const env = {
+    API_KEY: SECRET,
+    BUILD_FLAG: { value: 'on', scope: 'build' },
+    RUN_FLAG: { value: 'yes', scope: 'runtime' },
+    PLAIN: { value: 'p' },
+  };
   const res = await upload(free, { name: 'env-l2l', environment: JSON.stringify(env) });
   assert.is(res.status, 202, JSON.stringify(res.body));
   const list = (await call(free, 'GET', `/projects/${res.body.project.id}/environment`)).body.environment;
-  assert.equal(list.map((v: any) => [v.name, v.scope]), [['API_KEY', 'both'], ['BUILD_FLAG', 'build'], ['PLAIN', 'both'], ['RUN_FLAG', 'runtime']]);
+  assert.equal(
+    list.map((v: any) => [v.name, v.scope]),
+    [
+      ['API_KEY', 'both'],
+      ['BUILD_FLAG', 'build'],
+      ['PLAIN', 'both'],
+      ['RUN_FLAG', 'runtime'],
+    ],
+  );
   await h.waitFor(free, res.body.operation.id);
 });
 
@@ -185,8 +244,18 @@ test('Local-to-Live refuses a bad environment part with 400 (or 403) and creates
     [JSON.stringify({ PORT: '1' }), 400, 'environment.PORT', /PORT is reserved/],
     [JSON.stringify({ HOIST_X: '1' }), 400, 'environment.HOIST_X', /reserved/],
     [JSON.stringify({ API_KEY: 5 }), 400, 'environment.API_KEY', /API_KEY must be a string/],
-    [JSON.stringify({ API_KEY: { value: SECRET, scope: 'sometimes' } }), 400, 'environment.API_KEY.scope', /scope of API_KEY/],
-    [JSON.stringify({ API_KEY: { value: SECRET, other: 1 } }), 400, 'environment.API_KEY', /API_KEY must be a string or an object/],
+    [
+      JSON.stringify({ API_KEY: { value: SECRET, scope: 'sometimes' } }),
+      400,
+      'environment.API_KEY.scope',
+      /scope of API_KEY/,
+    ],
+    [
+      JSON.stringify({ API_KEY: { value: SECRET, other: 1 } }),
+      400,
+      'environment.API_KEY',
+      /API_KEY must be a string or an object/,
+    ],
     [JSON.stringify({ API_KEY: { scope: 'both' } }), 400, 'environment.API_KEY.value', /API_KEY must be a string/],
   ];
   for (const [text, status, field, message] of cases) {
@@ -198,27 +267,45 @@ test('Local-to-Live refuses a bad environment part with 400 (or 403) and creates
   const tooBig = await upload(free, { name: 'env-refused', environment: JSON.stringify({ BIG: 'x'.repeat(4097) }) });
   assert.is(tooBig.status, 403);
   assert.is(tooBig.body.error.feature, 'environment_value_bytes');
-  const tooMany = await upload(free, { name: 'env-refused', environment: JSON.stringify(Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`V${i}`, 'v']))) });
+  const tooMany = await upload(free, {
+    name: 'env-refused',
+    environment: JSON.stringify(Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`V${i}`, 'v']))),
+  });
   assert.is(tooMany.status, 403);
-  assert.equal([tooMany.body.error.feature, tooMany.body.error.limit, tooMany.body.error.usage], ['environment_variables_per_project', 20, 0]);
+  assert.equal(
+    [tooMany.body.error.feature, tooMany.body.error.limit, tooMany.body.error.usage],
+    ['environment_variables_per_project', 20, 0],
+  );
   assert.is(await projectNamed('env-refused'), null, 'no project was created');
   const em = h.running.kernel.orm.em.fork();
-  assert.is(await em.count(ProjectKey, {}), await em.count(ProjectKey, { projectId: { $in: (await em.find(Project, {})).map((p) => p.id) } }), 'no orphan key');
+  assert.is(
+    await em.count(ProjectKey, {}),
+    await em.count(ProjectKey, { projectId: { $in: (await em.find(Project, {})).map((p) => p.id) } }),
+    'no orphan key',
+  );
 });
 
-test('Local-to-Live with an environment part for an existing project → 400, nothing stored; the project-level route has no such part', async () => {
-  const first = await upload(other, { name: 'env-existing' });
-  assert.is(first.status, 202);
-  await h.waitFor(other, first.body.operation.id);
-  const res = await upload(other, { name: 'env-existing', environment: JSON.stringify({ API_KEY: SECRET }) });
-  assert.is(res.status, 400);
-  assert.is(res.body.error.details.field, 'environment');
-  assert.match(res.body.error.message, /environment routes|PUT \/api\/v1\/projects\/.+\/environment/);
-  const projectLevel = await upload(other, { environment: JSON.stringify({ API_KEY: SECRET }) }, `/api/v1/projects/${first.body.project.id}/local-to-live`);
-  assert.is(projectLevel.status, 400);
-  assert.is(projectLevel.body.error.details.field, 'environment');
-  assert.is((await rows(first.body.project.id)).length, 0);
-});
+test(
+  'Local-to-Live with an environment part for an existing project → 400, nothing ' +
+    'stored; the project-level route has no such part',
+  async () => {
+    const first = await upload(other, { name: 'env-existing' });
+    assert.is(first.status, 202);
+    await h.waitFor(other, first.body.operation.id);
+    const res = await upload(other, { name: 'env-existing', environment: JSON.stringify({ API_KEY: SECRET }) });
+    assert.is(res.status, 400);
+    assert.is(res.body.error.details.field, 'environment');
+    assert.match(res.body.error.message, /environment routes|PUT \/api\/v1\/projects\/.+\/environment/);
+    const projectLevel = await upload(
+      other,
+      { environment: JSON.stringify({ API_KEY: SECRET }) },
+      `/api/v1/projects/${first.body.project.id}/local-to-live`,
+    );
+    assert.is(projectLevel.status, 400);
+    assert.is(projectLevel.body.error.details.field, 'environment');
+    assert.is((await rows(first.body.project.id)).length, 0);
+  },
+);
 
 test('deleting a project removes its variables, snapshots and key', async () => {
   const res = await upload(other, { name: 'env-deleted', environment: JSON.stringify({ API_KEY: SECRET }) });
@@ -230,7 +317,8 @@ test('deleting a project removes its variables, snapshots and key', async () => 
   const del = await call(other, 'DELETE', `/projects/${id}/`);
   assert.is(del.status, 202);
   await h.waitFor(other, del.body.operation.id);
-  for (const entity of [EnvironmentVariable, EnvironmentSnapshot, ProjectKey]) assert.is(await em.fork().count(entity as never, { projectId: id }), 0);
+  for (const entity of [EnvironmentVariable, EnvironmentSnapshot, ProjectKey])
+    assert.is(await em.fork().count(entity as never, { projectId: id }), 0);
 });
 
 test('the secret value is in no answer', () => {

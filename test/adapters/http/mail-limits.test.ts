@@ -13,8 +13,10 @@ test.before(async () => {
 });
 test.after(async () => t?.close());
 
-const recover = (email: string, address: string) => t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery', payload: { email }, remoteAddress: address });
-const ask = (email: string, address: string) => t.app.inject({ method: 'POST', url: '/api/v1/access-requests', payload: { email }, remoteAddress: address });
+const recover = (email: string, address: string) =>
+  t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery', payload: { email }, remoteAddress: address });
+const ask = (email: string, address: string) =>
+  t.app.inject({ method: 'POST', url: '/api/v1/access-requests', payload: { email }, remoteAddress: address });
 const statuses = async (n: number, send: (i: number) => Promise<{ statusCode: number }>) => {
   const out: number[] = [];
   for (let i = 0; i < n; i++) out.push((await send(i)).statusCode);
@@ -27,14 +29,18 @@ const limited = (res: { statusCode: number; headers: Record<string, unknown>; js
   assert.ok(retry >= 1 && retry <= 3600, `Retry-After ${retry}`);
 };
 
-test('15 recovery requests for one e-mail in a row, from one address: 3 mails, then 202 and nothing, then 429 for that address', async () => {
-  const a = await t.account();
-  const answers = await statuses(15, () => recover(a.email, '10.1.0.1'));
-  assert.equal(answers, [...Array(10).fill(202), ...Array(5).fill(429)]);
-  assert.is((await mailTo(t, a.email)).length, 3);
-  assert.is(await t.kernel.orm.em.fork().count(OneTimeToken, { userId: a.userId }), 3);
-  limited(await recover(a.email, '10.1.0.1'));
-});
+test(
+  '15 recovery requests for one e-mail in a row, from one address: 3 mails, then ' +
+    '202 and nothing, then 429 for that address',
+  async () => {
+    const a = await t.account();
+    const answers = await statuses(15, () => recover(a.email, '10.1.0.1'));
+    assert.equal(answers, [...Array(10).fill(202), ...Array(5).fill(429)]);
+    assert.is((await mailTo(t, a.email)).length, 3);
+    assert.is(await t.kernel.orm.em.fork().count(OneTimeToken, { userId: a.userId }), 3);
+    limited(await recover(a.email, '10.1.0.1'));
+  },
+);
 
 test('15 recovery requests for one e-mail from 15 addresses: every answer 202, still 3 mails', async () => {
   const a = await t.account();
@@ -52,15 +58,18 @@ test('an unknown e-mail gets exactly the answers a known one gets', async () => 
   assert.is((await mailTo(t, ghost)).length, 0);
 });
 
-test('one address cannot flood other mailboxes either: past 10 requests it gets 429 and nothing more is mailed', async () => {
-  const people = await Promise.all(Array.from({ length: 12 }, () => t.account()));
-  const answers = await statuses(12, (i) => recover(people[i].email, '10.1.4.1'));
-  assert.equal(answers, [...Array(10).fill(202), 429, 429]);
-  for (const [i, p] of people.entries()) assert.is((await mailTo(t, p.email)).length, i < 10 ? 1 : 0, p.email);
-  // Another address still gets a mail out.
-  assert.is((await recover(people[11].email, '10.1.4.2')).statusCode, 202);
-  assert.is((await mailTo(t, people[11].email)).length, 1);
-});
+test(
+  'one address cannot flood other mailboxes either: past 10 requests it gets 429 ' + 'and nothing more is mailed',
+  async () => {
+    const people = await Promise.all(Array.from({ length: 12 }, () => t.account()));
+    const answers = await statuses(12, (i) => recover(people[i].email, '10.1.4.1'));
+    assert.equal(answers, [...Array(10).fill(202), 429, 429]);
+    for (const [i, p] of people.entries()) assert.is((await mailTo(t, p.email)).length, i < 10 ? 1 : 0, p.email);
+    // Another address still gets a mail out.
+    assert.is((await recover(people[11].email, '10.1.4.2')).statusCode, 202);
+    assert.is((await mailTo(t, people[11].email)).length, 1);
+  },
+);
 
 test('access requests: 10 per client address, then 429 and nothing stored; one e-mail is recorded once', async () => {
   const answers = await statuses(12, (i) => ask(`asker${i}-${process.pid}@example.com`, '10.1.5.1'));

@@ -18,8 +18,23 @@ test('GET /me answers the user and the account', async () => {
   const body = res.json();
   assert.equal(body.user, { id: a.userId, email: a.email, email_verified: false });
   const { created_at, ...account } = body.account;
-  assert.equal(account, { id: a.accountId, name: a.email, plan: 'team', billing_category: 'individual', subscription_status: 'active' });
-  assert.ok(Date.parse(created_at) <= Date.now());
+  assert.equal(account, {
+    id: a.accountId,
+    name: a.email,
+    plan: 'team',
+    billing_category: 'individual',
+    subscription_status: 'active',
+  });
+  const stored = await t.inContext(() => t.kernel.orm.em.findOneOrFail(Account, { id: a.accountId }));
+  assert.is(created_at, stored.createdAt.toISOString(), 'the stored creation time, to the millisecond');
+});
+
+test('a token whose user is gone gets 401 from GET /me', async () => {
+  const a = await t.account();
+  await t.inContext(() => t.kernel.orm.em.nativeDelete(User, { id: a.userId }));
+  const res = await t.app.inject({ method: 'GET', url: '/api/v1/me', headers: a.auth });
+  assert.is(res.statusCode, 401);
+  assert.is(res.json().error.code, 'unauthorized');
 });
 
 test('email_verified follows the user record', async () => {
@@ -31,7 +46,12 @@ test('email_verified follows the user record', async () => {
 
 test('PATCH /me renames the account and answers like GET /me', async () => {
   const a = await t.account();
-  const res = await t.app.inject({ method: 'PATCH', url: '/api/v1/me', headers: a.auth, payload: { name: '  Acme Studio ' } });
+  const res = await t.app.inject({
+    method: 'PATCH',
+    url: '/api/v1/me',
+    headers: a.auth,
+    payload: { name: '  Acme Studio ' },
+  });
   assert.is(res.statusCode, 200, res.body);
   assert.is(res.json().account.name, 'Acme Studio');
   const again = await t.app.inject({ method: 'GET', url: '/api/v1/me', headers: a.auth });
@@ -58,7 +78,11 @@ test('a bad rename is 400 naming the field and changes nothing', async () => {
 
 test('/me needs a bearer token', async () => {
   for (const method of ['GET', 'PATCH'] as const) {
-    const res = await t.app.inject({ method, url: '/api/v1/me', payload: method === 'PATCH' ? { name: 'x' } : undefined });
+    const res = await t.app.inject({
+      method,
+      url: '/api/v1/me',
+      payload: method === 'PATCH' ? { name: 'x' } : undefined,
+    });
     assert.is(res.statusCode, 401);
     assert.is(res.json().error.code, 'unauthorized');
   }

@@ -5,7 +5,7 @@ import { AccessGrant } from '../../../core/entities/access-grant.js';
 import { AccessRequest } from '../../../core/entities/access-request.js';
 import { Account } from '../../../core/entities/account.js';
 import { OneTimeToken } from '../../../core/entities/one-time-token.js';
-import { OutboxMail } from '../../../core/entities/outbox-mail.js';
+import { OutboxMail } from '../../../plugins/mailer-outbox/outbox-mail.js';
 import { Project } from '../../../core/entities/project.js';
 import { RateHit } from '../../../core/entities/rate-hit.js';
 import { Session } from '../../../core/entities/session.js';
@@ -21,7 +21,10 @@ test.before(async () => {
 test.after(async () => t?.close());
 
 const NUL = '\u0000';
-const count = (entity: Parameters<ReturnType<typeof t.kernel.orm.em.fork>['count']>[0], where: Record<string, unknown> = {}) => t.kernel.orm.em.fork().count(entity, where);
+const count = (
+  entity: Parameters<ReturnType<typeof t.kernel.orm.em.fork>['count']>[0],
+  where: Record<string, unknown> = {},
+) => t.kernel.orm.em.fork().count(entity, where);
 
 /** The answer is 400 invalid_request naming `field`. */
 function refused(res: { statusCode: number; body: string; json(): any }, field: string) {
@@ -33,29 +36,63 @@ function refused(res: { statusCode: number; body: string; json(): any }, field: 
   assert.ok(error.request_id);
 }
 
-test('login: a NUL in the e-mail or the password is 400 naming it, and nothing is counted or stored (no login needed)', async () => {
-  const a = await t.account();
-  const buckets = await count(RateHit);
-  const sessions = await count(Session);
-  for (const [payload, field] of [
-    [{ email: `${a.email}${NUL}`, password: a.password }, 'email'],
-    [{ email: `x${NUL}@example.com`, password: 'whatever it is' }, 'email'],
-    [{ email: a.email, password: `${a.password}${NUL}` }, 'password'],
-  ] as const) {
-    refused(await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload }), field);
-  }
-  assert.is(await count(RateHit), buckets, 'no attempt was counted');
-  assert.is(await count(Session), sessions, 'no session was opened');
-  // The right password still works.
-  assert.is((await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: a.email, password: a.password } })).statusCode, 200);
-});
+test(
+  'login: a NUL in the e-mail or the password is 400 naming it, and nothing is ' +
+    'counted or stored (no login needed)',
+  async () => {
+    const a = await t.account();
+    const buckets = await count(RateHit);
+    const sessions = await count(Session);
+    for (const [payload, field] of [
+      [{ email: `${a.email}${NUL}`, password: a.password }, 'email'],
+      [{ email: `x${NUL}@example.com`, password: 'whatever it is' }, 'email'],
+      [{ email: a.email, password: `${a.password}${NUL}` }, 'password'],
+    ] as const) {
+      refused(await t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload }), field);
+    }
+    assert.is(await count(RateHit), buckets, 'no attempt was counted');
+    assert.is(await count(Session), sessions, 'no session was opened');
+    // The right password still works.
+    assert.is(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/api/v1/auth/login',
+          payload: { email: a.email, password: a.password },
+        })
+      ).statusCode,
+      200,
+    );
+  },
+);
 
 test('password recovery and its reset: a NUL is 400 naming the field; no mail, no token', async () => {
   const a = await t.account();
   const mails = await count(OutboxMail);
-  refused(await t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery', payload: { email: `${a.email}${NUL}` } }), 'email');
-  refused(await t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery', payload: { email: `nobody${NUL}@example.com` } }), 'email');
-  refused(await t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery/reset', payload: { token: `t${NUL}`, password: 'a new password' } }), 'token');
+  refused(
+    await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/password-recovery',
+      payload: { email: `${a.email}${NUL}` },
+    }),
+    'email',
+  );
+  refused(
+    await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/password-recovery',
+      payload: { email: `nobody${NUL}@example.com` },
+    }),
+    'email',
+  );
+  refused(
+    await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/password-recovery/reset',
+      payload: { token: `t${NUL}`, password: 'a new password' },
+    }),
+    'token',
+  );
   assert.is(await count(OutboxMail), mails);
   assert.is(await count(OneTimeToken, { userId: a.userId }), 0);
 });
@@ -74,56 +111,151 @@ test('access requests: a NUL in the e-mail, the name or the message is 400 namin
 test('PATCH /me: a NUL in the name is 400 and the name stays', async () => {
   const a = await t.account();
   const before = (await t.kernel.orm.em.fork().findOneOrFail(Account, { id: a.accountId })).name;
-  refused(await t.app.inject({ method: 'PATCH', url: '/api/v1/me', headers: a.auth, payload: { name: `Evil${NUL}Corp` } }), 'name');
+  refused(
+    await t.app.inject({ method: 'PATCH', url: '/api/v1/me', headers: a.auth, payload: { name: `Evil${NUL}Corp` } }),
+    'name',
+  );
   assert.is((await t.kernel.orm.em.fork().findOneOrFail(Account, { id: a.accountId })).name, before);
 });
 
-test('projects: a NUL in a JSON field, a query string or a path parameter is 400 naming it; nothing is created', async () => {
-  const a = await t.account();
-  refused(await t.app.inject({ method: 'POST', url: '/api/v1/projects/', headers: a.auth, payload: { name: `site${NUL}` } }), 'name');
-  refused(await t.app.inject({ method: 'POST', url: '/api/v1/projects/', headers: a.auth, payload: { name: 'site', build_command: `npm run build${NUL}` } }), 'build_command');
-  assert.is(await count(Project, { accountId: a.accountId }), 0);
-  refused(await t.app.inject({ method: 'GET', url: '/api/v1/projects/?cursor=%00', headers: a.auth }), 'cursor');
-  refused(await t.app.inject({ method: 'GET', url: '/api/v1/projects/ab%00cd/', headers: a.auth }), 'projectID');
+test(
+  'projects: a NUL in a JSON field, a query string or a path parameter is 400 ' + 'naming it; nothing is created',
+  async () => {
+    const a = await t.account();
+    refused(
+      await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/projects/',
+        headers: a.auth,
+        payload: { name: `site${NUL}` },
+      }),
+      'name',
+    );
+    refused(
+      await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/projects/',
+        headers: a.auth,
+        payload: { name: 'site', build_command: `npm run build${NUL}` },
+      }),
+      'build_command',
+    );
+    assert.is(await count(Project, { accountId: a.accountId }), 0);
+    refused(await t.app.inject({ method: 'GET', url: '/api/v1/projects/?cursor=%00', headers: a.auth }), 'cursor');
+    refused(await t.app.inject({ method: 'GET', url: '/api/v1/projects/ab%00cd/', headers: a.auth }), 'projectID');
 
-  // A path parameter that is looked up as text: an access grant by e-mail.
-  const pro = await t.account({ plan: 'pro' });
-  const p = await t.app.inject({ method: 'POST', url: '/api/v1/projects/', headers: pro.auth, payload: { name: 'private', visibility: 'private' } });
-  assert.is(p.statusCode, 201, p.body);
-  const grant = await t.app.inject({ method: 'POST', url: `/api/v1/projects/${p.json().id}/access-grants`, headers: pro.auth, payload: { email: 'friend@example.com' } });
-  assert.is(grant.statusCode, 201, grant.body);
-  refused(await t.app.inject({ method: 'DELETE', url: `/api/v1/projects/${p.json().id}/access-grants/friend%00@example.com`, headers: pro.auth }), 'grantID');
-  refused(await t.app.inject({ method: 'POST', url: `/api/v1/projects/${p.json().id}/access-grants`, headers: pro.auth, payload: { email: `other${NUL}@example.com` } }), 'email');
-  assert.is(await count(AccessGrant), 1);
-  // An environment value (a process could never get it), and an object key.
-  refused(await t.app.inject({ method: 'PUT', url: `/api/v1/projects/${p.json().id}/environment/API_KEY`, headers: pro.auth, payload: { value: `sk${NUL}live` } }), 'value');
-  refused(await t.app.inject({ method: 'POST', url: '/api/v1/projects/', headers: pro.auth, payload: { [`na${NUL}me`]: 'x' } }), 'na\\u0000me');
-});
+    // A path parameter that is looked up as text: an access grant by e-mail.
+    const pro = await t.account({ plan: 'pro' });
+    const p = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/projects/',
+      headers: pro.auth,
+      payload: { name: 'private', visibility: 'private' },
+    });
+    assert.is(p.statusCode, 201, p.body);
+    const grant = await t.app.inject({
+      method: 'POST',
+      url: `/api/v1/projects/${p.json().id}/access-grants`,
+      headers: pro.auth,
+      payload: { email: 'friend@example.com' },
+    });
+    assert.is(grant.statusCode, 201, grant.body);
+    refused(
+      await t.app.inject({
+        method: 'DELETE',
+        url: `/api/v1/projects/${p.json().id}/access-grants/friend%00@example.com`,
+        headers: pro.auth,
+      }),
+      'grantID',
+    );
+    refused(
+      await t.app.inject({
+        method: 'POST',
+        url: `/api/v1/projects/${p.json().id}/access-grants`,
+        headers: pro.auth,
+        payload: { email: `other${NUL}@example.com` },
+      }),
+      'email',
+    );
+    assert.is(await count(AccessGrant), 1);
+    // An environment value (a process could never get it), and an object key.
+    refused(
+      await t.app.inject({
+        method: 'PUT',
+        url: `/api/v1/projects/${p.json().id}/environment/API_KEY`,
+        headers: pro.auth,
+        payload: { value: `sk${NUL}live` },
+      }),
+      'value',
+    );
+    refused(
+      await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/projects/',
+        headers: pro.auth,
+        payload: { [`na${NUL}me`]: 'x' },
+      }),
+      'na\\u0000me',
+    );
+  },
+);
 
-test('Local-to-Live: a NUL in a multipart text part or the file name is 400 naming it; no project, upload or version is left', async () => {
-  const a = await t.account();
-  const zip = await zipOf({ 'index.html': '<h1>hi</h1>' });
-  const before = await footprint(t.kernel);
-  // The name after the file: the ZIP is already in storage when the part is refused.
-  const cases: [[string, Buffer | string, string?][], string][] = [
-    [[['file', zip, 'site.zip'], ['name', `my${NUL}site`]], 'name'],
-    [[['name', 'my-site'], ['visibility', `public${NUL}`], ['file', zip, 'site.zip']], 'visibility'],
-    [[['name', 'my-site'], ['file', zip, `site${NUL}.zip`]], 'file'],
-  ];
-  for (const [parts, field] of cases) {
-    const form = new Form();
-    const res = await t.app.inject({ method: 'POST', url: '/api/v1/local-to-live', headers: { ...a.auth, 'content-type': form.contentType }, payload: form.body(parts) });
-    refused(res, field);
-  }
-  assert.equal(await footprint(t.kernel), before);
-});
+test(
+  'Local-to-Live: a NUL in a multipart text part or the file name is 400 naming it; ' +
+    'no project, upload or version is left',
+  async () => {
+    const a = await t.account();
+    const zip = await zipOf({ 'index.html': '<h1>hi</h1>' });
+    const before = await footprint(t.kernel);
+    // The name after the file: the ZIP is already in storage when the part is refused.
+    const cases: [[string, Buffer | string, string?][], string][] = [
+      [
+        [
+          ['file', zip, 'site.zip'],
+          ['name', `my${NUL}site`],
+        ],
+        'name',
+      ],
+      [
+        [
+          ['name', 'my-site'],
+          ['visibility', `public${NUL}`],
+          ['file', zip, 'site.zip'],
+        ],
+        'visibility',
+      ],
+      [
+        [
+          ['name', 'my-site'],
+          ['file', zip, `site${NUL}.zip`],
+        ],
+        'file',
+      ],
+    ];
+    for (const [parts, field] of cases) {
+      const form = new Form();
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/local-to-live',
+        headers: { ...a.auth, 'content-type': form.contentType },
+        payload: form.body(parts),
+      });
+      refused(res, field);
+    }
+    assert.equal(await footprint(t.kernel), before);
+  },
+);
 
 test('a header holding a NUL never reaches a route: Node refuses the request, and no session is opened', async () => {
   const a = await t.account();
   const sessions = await count(Session, { userId: a.userId });
   const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
   const body = JSON.stringify({ email: a.email, password: a.password });
-  const conn = await rawRequest(base, 'POST', '/api/v1/auth/login', { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': `curl${NUL}evil` });
+  const conn = await rawRequest(base, 'POST', '/api/v1/auth/login', {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    'user-agent': `curl${NUL}evil`,
+  });
   await conn.write(body);
   const res = await conn.response;
   conn.socket.destroy();

@@ -23,12 +23,16 @@ const emptySettings = {
   runtime: null,
 };
 
-const create = (a: TestAccount, payload: Record<string, unknown>) => t.app.inject({ method: 'POST', url: '/api/v1/projects/', headers: a.auth, payload });
-const read = (a: TestAccount, id: string) => t.app.inject({ method: 'GET', url: `/api/v1/projects/${id}/`, headers: a.auth });
+const create = (a: TestAccount, payload: Record<string, unknown>) =>
+  t.app.inject({ method: 'POST', url: '/api/v1/projects/', headers: a.auth, payload });
+const read = (a: TestAccount, id: string) =>
+  t.app.inject({ method: 'GET', url: `/api/v1/projects/${id}/`, headers: a.auth });
 const patch = (a: TestAccount, id: string, payload: Record<string, unknown>) =>
   t.app.inject({ method: 'PATCH', url: `/api/v1/projects/${id}/`, headers: a.auth, payload });
-const del = (a: TestAccount, id: string) => t.app.inject({ method: 'DELETE', url: `/api/v1/projects/${id}/`, headers: a.auth });
-const list = (a: TestAccount, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/projects/${query}`, headers: a.auth });
+const del = (a: TestAccount, id: string) =>
+  t.app.inject({ method: 'DELETE', url: `/api/v1/projects/${id}/`, headers: a.auth });
+const list = (a: TestAccount, query = '') =>
+  t.app.inject({ method: 'GET', url: `/api/v1/projects/${query}`, headers: a.auth });
 const rows = (where: Record<string, unknown> = {}) => t.kernel.orm.em.fork().count(Project, where);
 const ops = (where: Record<string, unknown> = {}) => t.kernel.orm.em.fork().count(Operation, where);
 
@@ -68,7 +72,13 @@ test('create takes build settings, under settings or at the top level', async ()
     name: 'Built',
     visibility: 'public',
     build_command: 'npm run build',
-    settings: { root_directory: 'apps/web', runtime: 'static', framework: 'vite', node_version: '>=18 <23', output_directory: './dist' },
+    settings: {
+      root_directory: 'apps/web',
+      runtime: 'static',
+      framework: 'vite',
+      node_version: '>=18 <23',
+      output_directory: './dist',
+    },
   });
   assert.is(p.visibility, 'public');
   assert.equal(p.settings, {
@@ -124,28 +134,31 @@ test('unknown fields, bad visibility and bad build settings are 400 naming the f
   assert.is(await rows(), before);
 });
 
-test('private visibility on the free plan is 403 plan_restricted with the plan fields, and writes nothing', async () => {
-  const a = await t.account();
-  const before = await rows();
-  const res = await create(a, { name: 'Secret', visibility: 'private' });
-  assert.is(res.statusCode, 403);
-  const e = res.json().error;
-  assert.is(e.code, 'plan_restricted');
-  assert.is(e.feature, 'visibility:private');
-  assert.is(e.plan, 'free');
-  assert.is(e.required_plan, 'pro');
-  assert.ok('limit' in e && 'usage' in e);
-  assert.ok(e.message && e.request_id);
-  assert.is(await rows(), before);
+test(
+  'private visibility on the free plan is 403 plan_restricted with the plan fields, ' + 'and writes nothing',
+  async () => {
+    const a = await t.account();
+    const before = await rows();
+    const res = await create(a, { name: 'Secret', visibility: 'private' });
+    assert.is(res.statusCode, 403);
+    const e = res.json().error;
+    assert.is(e.code, 'plan_restricted');
+    assert.is(e.feature, 'visibility:private');
+    assert.is(e.plan, 'free');
+    assert.is(e.required_plan, 'pro');
+    assert.ok('limit' in e && 'usage' in e);
+    assert.ok(e.message && e.request_id);
+    assert.is(await rows(), before);
 
-  const p = await created(a, { name: 'Open' });
-  const up = await patch(a, p.id, { visibility: 'private', name: 'Renamed' });
-  assert.is(up.statusCode, 403);
-  assert.is(up.json().error.code, 'plan_restricted');
-  assert.equal((await read(a, p.id)).json(), p);
-});
+    const p = await created(a, { name: 'Open' });
+    const up = await patch(a, p.id, { visibility: 'private', name: 'Renamed' });
+    assert.is(up.statusCode, 403);
+    assert.is(up.json().error.code, 'plan_restricted');
+    assert.equal((await read(a, p.id)).json(), p);
+  },
+);
 
-test('the free plan\'s projects limit is 403 with limit and usage, and writes nothing', async () => {
+test("the free plan's projects limit is 403 with limit and usage, and writes nothing", async () => {
   const a = await t.account();
   for (let i = 0; i < 3; i++) await created(a, { name: `Limited ${i}` });
   const before = await rows();
@@ -167,14 +180,17 @@ test('concurrent creates never pass the plan: three projects on free, the rest 4
   assert.is(statuses.filter((s) => s === 403).length, 5, statuses.join(' '));
   assert.is(await rows({ accountId: a.accountId }), 3);
   const b = await t.account({ plan: 'pro' });
-  const privates = await Promise.all(Array.from({ length: 14 }, (_, i) => create(b, { name: `Secret ${i}`, visibility: 'private' })));
+  const privates = await Promise.all(
+    Array.from({ length: 14 }, (_, i) => create(b, { name: `Secret ${i}`, visibility: 'private' })),
+  );
   assert.is(privates.filter((r) => r.statusCode === 201).length, 10);
   assert.is(await rows({ accountId: b.accountId, visibility: 'private' }), 10);
 });
 
 test('pro allows private projects up to its private_projects limit', async () => {
   const a = await t.account({ plan: 'pro' });
-  for (let i = 0; i < 10; i++) assert.is((await created(a, { name: `Private ${i}`, visibility: 'private' })).visibility, 'private');
+  for (let i = 0; i < 10; i++)
+    assert.is((await created(a, { name: `Private ${i}`, visibility: 'private' })).visibility, 'private');
   const open = await created(a, { name: 'Public one', visibility: 'public' });
   const before = await rows();
   const res = await create(a, { name: 'Private 11', visibility: 'private' });
@@ -210,9 +226,17 @@ test('slugs are unique across accounts, suffixed when taken, and free again afte
 
 test('update changes name, visibility and settings; null clears a setting; slug and URL stay', async () => {
   const a = await t.account({ plan: 'pro' });
-  const p = await created(a, { name: 'Before', settings: { build_command: 'make', runtime: 'node', node_version: '20.x' } });
+  const p = await created(a, {
+    name: 'Before',
+    settings: { build_command: 'make', runtime: 'node', node_version: '20.x' },
+  });
   await new Promise((r) => setTimeout(r, 5));
-  const res = await patch(a, p.id, { name: 'After', visibility: 'private', settings: { build_command: null, start_command: 'node server.js' }, runtime: null });
+  const res = await patch(a, p.id, {
+    name: 'After',
+    visibility: 'private',
+    settings: { build_command: null, start_command: 'node server.js' },
+    runtime: null,
+  });
   assert.is(res.statusCode, 200, res.body);
   const q = res.json();
   assert.is(q.name, 'After');
@@ -245,29 +269,32 @@ test('a bad update is 400 naming the field and changes nothing', async () => {
   assert.equal((await read(a, p.id)).json(), p);
 });
 
-test('another account\'s, a missing, a malformed and a deleting project are the same 404 for read, update and delete', async () => {
-  const owner = await t.account();
-  const other = await t.account();
-  const p = await created(owner, { name: 'Mine' });
-  const doomed = await created(owner, { name: 'Doomed' });
-  const d = await del(owner, doomed.id);
-  assert.is(d.statusCode, 202);
-  const ids = [p.id, '00000000-0000-4000-8000-000000000000', 'not-a-uuid', doomed.id];
-  const bodies: string[] = [];
-  for (const id of ids) {
-    const who = id === doomed.id ? owner : other;
-    for (const res of [await read(who, id), await patch(who, id, { name: 'Hijacked' }), await del(who, id)]) {
-      assert.is(res.statusCode, 404, `${id}: ${res.body}`);
-      const { code, message, details } = res.json().error;
-      bodies.push(JSON.stringify({ code, message, details }));
+test(
+  "another account's, a missing, a malformed and a deleting project are the same " + '404 for read, update and delete',
+  async () => {
+    const owner = await t.account();
+    const other = await t.account();
+    const p = await created(owner, { name: 'Mine' });
+    const doomed = await created(owner, { name: 'Doomed' });
+    const d = await del(owner, doomed.id);
+    assert.is(d.statusCode, 202);
+    const ids = [p.id, '00000000-0000-4000-8000-000000000000', 'not-a-uuid', doomed.id];
+    const bodies: string[] = [];
+    for (const id of ids) {
+      const who = id === doomed.id ? owner : other;
+      for (const res of [await read(who, id), await patch(who, id, { name: 'Hijacked' }), await del(who, id)]) {
+        assert.is(res.statusCode, 404, `${id}: ${res.body}`);
+        const { code, message, details } = res.json().error;
+        bodies.push(JSON.stringify({ code, message, details }));
+      }
     }
-  }
-  assert.is(new Set(bodies).size, 1);
-  assert.is(JSON.parse(bodies[0]).code, 'not_found');
-  assert.equal((await read(owner, p.id)).json(), p);
-  assert.is(await ops({ projectId: p.id }), 0);
-  await settled(d.json().operation.id);
-});
+    assert.is(new Set(bodies).size, 1);
+    assert.is(JSON.parse(bodies[0]).code, 'not_found');
+    assert.equal((await read(owner, p.id)).json(), p);
+    assert.is(await ops({ projectId: p.id }), 0);
+    await settled(d.json().operation.id);
+  },
+);
 
 test('list pages with next_cursor until null, newest first, with no duplicates', async () => {
   const a = await t.account({ plan: 'pro' });
@@ -316,7 +343,10 @@ test('delete answers 202 with a running operation, hides the project at once, th
   const body = res.json();
   assert.is(body.action, 'project_deletion_queued');
   assert.match(body.operation.id, UUID);
-  assert.equal({ status: body.operation.status, progress: body.operation.progress }, { status: 'running', progress: 5 });
+  assert.equal(
+    { status: body.operation.status, progress: body.operation.progress },
+    { status: 'running', progress: 5 },
+  );
   assert.is((await read(a, p.id)).statusCode, 404);
   assert.not.ok((await list(a)).json().projects.some((x: { id: string }) => x.id === p.id));
 
@@ -345,7 +375,11 @@ test('every project call needs a bearer token', async () => {
     ['PATCH', '/api/v1/projects/00000000-0000-4000-8000-000000000000/'],
     ['DELETE', '/api/v1/projects/00000000-0000-4000-8000-000000000000/'],
   ] as const) {
-    const res = await t.app.inject({ method, url, payload: method === 'POST' || method === 'PATCH' ? { name: 'x' } : undefined });
+    const res = await t.app.inject({
+      method,
+      url,
+      payload: method === 'POST' || method === 'PATCH' ? { name: 'x' } : undefined,
+    });
     assert.is(res.statusCode, 401, `${method} ${url}`);
     assert.is(res.json().error.code, 'unauthorized');
   }

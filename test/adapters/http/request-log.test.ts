@@ -16,22 +16,41 @@ test('redactUrl replaces the token of an upload URL, under /api/v1 and /api alik
   assert.is(redactUrl('/api/v1/projects/'), '/api/v1/projects/');
 });
 
-test('the request log shows neither an upload URL\'s token nor an Authorization header sent to it', async () => {
+test("the request log shows neither an upload URL's token nor an Authorization header sent to it", async () => {
   const lines: string[] = [];
   const kernel = await testKernel();
-  kernel.log = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
+  kernel.log = pino(
+    { level: 'info' },
+    new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }),
+  );
   const app = await buildApi(kernel);
   try {
     const email = `log-${process.pid}@example.com`;
-    await RequestContext.create(kernel.orm.em.fork(), () => kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password: 'correct horse battery', plan: 'pro' }));
-    const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: 'correct horse battery' } });
+    await RequestContext.create(kernel.orm.em.fork(), () =>
+      kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password: 'correct horse battery', plan: 'pro' }),
+    );
+    const login = await app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      payload: { email, password: 'correct horse battery' },
+    });
     const bearer = login.json().token as string;
-    const created = await app.inject({ method: 'POST', url: '/api/v1/upload-sessions', headers: { authorization: `Bearer ${bearer}` }, payload: { name: 'logged' } });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/v1/upload-sessions',
+      headers: { authorization: `Bearer ${bearer}` },
+      payload: { name: 'logged' },
+    });
     assert.is(created.statusCode, 201, created.body);
     const url = new URL(created.json().upload_url);
     const secret = url.pathname.split('/')[4];
     for (const path of [url.pathname, url.pathname.replace('/api/v1/', '/api/')]) {
-      const res = await app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` }, payload: '{}' });
+      const res = await app.inject({
+        method: 'POST',
+        url: path,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
+        payload: '{}',
+      });
       assert.is(res.statusCode, 400, res.body);
     }
     const log = lines.join('');

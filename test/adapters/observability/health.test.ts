@@ -57,7 +57,10 @@ test('GET /metrics: request counts by route, operations, live releases, queue de
     const text = res.body;
     assert.match(text, /hoist_http_requests_total\{role="api",method="GET",route="\/api\/v1\/me",status="200"\} 1/);
     assert.match(text, /hoist_http_requests_total\{role="api",method="GET",route="unmatched",status="404"\} 1/);
-    assert.match(text, /hoist_http_request_duration_seconds_bucket\{le="[^"]+",role="api",method="GET",route="\/api\/v1\/me"\}/);
+    assert.match(
+      text,
+      /hoist_http_request_duration_seconds_bucket\{le="[^"]+",role="api",method="GET",route="\/api\/v1\/me"\}/,
+    );
     assert.match(text, /^hoist_live_releases 0$/m);
     assert.match(text, /^hoist_queue_jobs\{state="waiting"\} 0$/m);
     assert.match(text, /# TYPE hoist_operations gauge/);
@@ -76,9 +79,17 @@ test('with metricsToken set, /metrics needs it (401 with the error body otherwis
     assert.is(none.json().error.code, 'unauthorized');
     assert.ok(none.json().error.request_id);
     assert.not.match(none.body, /hoist_http/);
-    const wrong = await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer s3cret-metrics-tokeX' } });
+    const wrong = await t.app.inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: { authorization: 'Bearer s3cret-metrics-tokeX' },
+    });
     assert.is(wrong.statusCode, 401);
-    const right = await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer s3cret-metrics-token' } });
+    const right = await t.app.inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: { authorization: 'Bearer s3cret-metrics-token' },
+    });
     assert.is(right.statusCode, 200);
     assert.match(right.body, /hoist_http_requests_total/);
     assert.is((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
@@ -105,73 +116,94 @@ test('a worker running without the API answers /healthz, /readyz and /metrics on
   }
 });
 
-test('the public edge port answers no health, readiness or metrics for a Host naming no project: the edge\'s 404 page', async () => {
-  const kernel = await testKernel({ metricsToken: 'edge-metrics-token' });
-  const edge = await buildEdge(kernel);
-  try {
-    const hosts = ['127.0.0.1:8080', '127.0.0.1', 'localhost:8080', 'localhost', 'evil.example', '[::1]:8080', 'some-project.localhost'];
-    for (const host of hosts) {
-      for (const url of ['/healthz', '/readyz', '/metrics', '/metrics?x=1', '/readyz/']) {
-        for (const headers of [{ host }, { host, authorization: 'Bearer edge-metrics-token' }]) {
-          const res = await edge.inject({ method: 'GET', url, headers });
-          assert.is(res.statusCode, 404, `${host}${url}`);
-          assert.match(res.headers['content-type'] as string, /^text\/html/, `${host}${url}`);
-          assert.is(res.body, notFoundPage(), `${host}${url}: the ordinary 404 page`);
-          assert.not.match(res.body, /hoist_|process_|checks|database/);
+test(
+  'the public edge port answers no health, readiness or metrics for a Host naming ' + "no project: the edge's 404 page",
+  async () => {
+    const kernel = await testKernel({ metricsToken: 'edge-metrics-token' });
+    const edge = await buildEdge(kernel);
+    try {
+      const hosts = [
+        '127.0.0.1:8080',
+        '127.0.0.1',
+        'localhost:8080',
+        'localhost',
+        'evil.example',
+        '[::1]:8080',
+        'some-project.localhost',
+      ];
+      for (const host of hosts) {
+        for (const url of ['/healthz', '/readyz', '/metrics', '/metrics?x=1', '/readyz/']) {
+          for (const headers of [{ host }, { host, authorization: 'Bearer edge-metrics-token' }]) {
+            const res = await edge.inject({ method: 'GET', url, headers });
+            assert.is(res.statusCode, 404, `${host}${url}`);
+            assert.match(res.headers['content-type'] as string, /^text\/html/, `${host}${url}`);
+            assert.is(res.body, notFoundPage(), `${host}${url}: the ordinary 404 page`);
+            assert.not.match(res.body, /hoist_|process_|checks|database/);
+          }
         }
       }
+      // No Host at all (HTTP/1.0) is no different.
+      const bare = await edge.inject({ method: 'GET', url: '/metrics', headers: { host: '' } });
+      assert.is(bare.statusCode, 404);
+      // The requests were still counted, under the edge's role (read where metrics live).
+      const { registry } = metricsOf(kernel);
+      assert.match(
+        await registry.metrics(),
+        /hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="404"\}/,
+      );
+    } finally {
+      await edge.close();
+      await kernel.stop();
     }
-    // No Host at all (HTTP/1.0) is no different.
-    const bare = await edge.inject({ method: 'GET', url: '/metrics', headers: { host: '' } });
-    assert.is(bare.statusCode, 404);
-    // The requests were still counted, under the edge's role (read where metrics live).
-    const { registry } = metricsOf(kernel);
-    assert.match(await registry.metrics(), /hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="404"\}/);
-  } finally {
-    await edge.close();
-    await kernel.stop();
-  }
-});
+  },
+);
 
-test('an edge running without the API answers /healthz, /readyz and /metrics only on its loopback admin listener', async () => {
-  // The public address is every interface; the admin listener stays on loopback (edgeAdminHost's default).
-  const kernel = await testKernel({ host: '0.0.0.0', edgeAdminPort: 0 });
-  const running = await startRoles(['edge'], kernel);
-  try {
-    assert.ok(running.edgeAdmin, 'the edge has an admin listener');
-    assert.match(running.edgeAdmin!, /^http:\/\/127\.0\.0\.1:\d+$/);
-    const health = await fetch(`${running.edgeAdmin}/healthz`);
-    assert.is(health.status, 200);
-    assert.equal(await health.json(), { status: 'ok', role: 'edge' });
-    const ready = await fetch(`${running.edgeAdmin}/readyz`);
-    assert.is(ready.status, 200);
-    assert.is((await ready.json()).checks.database, 'ok');
+test(
+  'an edge running without the API answers /healthz, /readyz and /metrics only on ' + 'its loopback admin listener',
+  async () => {
+    // The public address is every interface; the admin listener stays on loopback (edgeAdminHost's default).
+    const kernel = await testKernel({ host: '0.0.0.0', edgeAdminPort: 0 });
+    const running = await startRoles(['edge'], kernel);
+    try {
+      assert.ok(running.edgeAdmin, 'the edge has an admin listener');
+      assert.match(running.edgeAdmin!, /^http:\/\/127\.0\.0\.1:\d+$/);
+      const health = await fetch(`${running.edgeAdmin}/healthz`);
+      assert.is(health.status, 200);
+      assert.equal(await health.json(), { status: 'ok', role: 'edge' });
+      const ready = await fetch(`${running.edgeAdmin}/readyz`);
+      assert.is(ready.status, 200);
+      assert.is((await ready.json()).checks.database, 'ok');
 
-    const edgePort = new URL(running.urls.edge!).port;
-    for (const path of ['/healthz', '/readyz', '/metrics']) {
-      const res = await fetch(`http://127.0.0.1:${edgePort}${path}`);
-      assert.is(res.status, 404, path);
-      assert.is(await res.text(), notFoundPage());
+      const edgePort = new URL(running.urls.edge!).port;
+      for (const path of ['/healthz', '/readyz', '/metrics']) {
+        const res = await fetch(`http://127.0.0.1:${edgePort}${path}`);
+        assert.is(res.status, 404, path);
+        assert.is(await res.text(), notFoundPage());
+      }
+      // The public port's 404s are in the admin listener's metrics.
+      const text = await (await fetch(`${running.edgeAdmin}/metrics`)).text();
+      assert.match(text, /hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="404"\} 3/);
+    } finally {
+      await running.close();
     }
-    // The public port's 404s are in the admin listener's metrics.
-    const text = await (await fetch(`${running.edgeAdmin}/metrics`)).text();
-    assert.match(text, /hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="404"\} 3/);
-  } finally {
-    await running.close();
-  }
-});
+  },
+);
 
-test('with the API in the process (hoist start), the edge opens no admin listener: the API\'s root serves the edge\'s figures', async () => {
-  const kernel = await testKernel({ workerPort: 0, edgeAdminPort: 0 });
-  const running = await startRoles(['api', 'edge'], kernel);
-  try {
-    assert.is(running.edgeAdmin, undefined);
-    await fetch(`${running.urls.edge}/metrics`);
-    const text = await (await fetch(`${running.urls.api}/metrics`)).text();
-    assert.match(text, /hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="404"\} 1/);
-  } finally {
-    await running.close();
-  }
-});
+test(
+  'with the API in the process (hoist start), the edge opens no admin listener: the ' +
+    "API's root serves the edge's figures",
+  async () => {
+    const kernel = await testKernel({ workerPort: 0, edgeAdminPort: 0 });
+    const running = await startRoles(['api', 'edge'], kernel);
+    try {
+      assert.is(running.edgeAdmin, undefined);
+      await fetch(`${running.urls.edge}/metrics`);
+      const text = await (await fetch(`${running.urls.api}/metrics`)).text();
+      assert.match(text, /hoist_http_requests_total\{role="edge",method="GET",route="\/\*",status="404"\} 1/);
+    } finally {
+      await running.close();
+    }
+  },
+);
 
 test.run();

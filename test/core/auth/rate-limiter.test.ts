@@ -30,8 +30,16 @@ test('at most `limit` hits in the window; the refusal says when the oldest one l
     assert.equal(await limiter.hit('a', 3, 60), { allowed: false, count: 3, retryAfter: 40 });
     assert.is(await limiter.count('a', 60), 3, 'a refused hit is not counted');
     at('00:01:10.500');
-    assert.equal(await limiter.hit('a', 3, 60), { allowed: true, count: 3, retryAfter: 0 }, 'the 00:00:10 hit left the window');
-    assert.equal(await limiter.hit('a', 3, 60), { allowed: false, count: 3, retryAfter: 10 }, 'next, the two of 00:00:20 leave');
+    assert.equal(
+      await limiter.hit('a', 3, 60),
+      { allowed: true, count: 3, retryAfter: 0 },
+      'the 00:00:10 hit left the window',
+    );
+    assert.equal(
+      await limiter.hit('a', 3, 60),
+      { allowed: false, count: 3, retryAfter: 10 },
+      'next, the two of 00:00:20 leave',
+    );
     assert.is(await limiter.count('b', 60), 0);
   });
 });
@@ -41,7 +49,8 @@ test('a burst across where a fixed window would end gets the limit, not twice th
     at('00:10:59');
     for (let i = 0; i < 3; i++) assert.ok((await limiter.hit('edge', 3, 60)).allowed);
     at('00:11:01');
-    for (let i = 0; i < 3; i++) assert.equal(await limiter.hit('edge', 3, 60), { allowed: false, count: 3, retryAfter: 58 });
+    for (let i = 0; i < 3; i++)
+      assert.equal(await limiter.hit('edge', 3, 60), { allowed: false, count: 3, retryAfter: 58 });
     at('00:11:59.001');
     assert.ok((await limiter.hit('edge', 3, 60)).allowed);
   });
@@ -75,7 +84,10 @@ test('clear forgets the key', async () => {
 test('concurrent hits are never lost and never let more than the limit through', async () => {
   await inContext(async () => {
     at('00:40:00');
-    const hits = (key: string, limit: number) => Promise.all(Array.from({ length: 20 }, () => RequestContext.create(k.orm.em.fork(), () => limiter.hit(key, limit, 60))));
+    const hits = (key: string, limit: number) =>
+      Promise.all(
+        Array.from({ length: 20 }, () => RequestContext.create(k.orm.em.fork(), () => limiter.hit(key, limit, 60))),
+      );
     const open = await hits('busy', 100);
     assert.is(open.filter((d) => d.allowed).length, 20);
     assert.is(await limiter.count('busy', 60), 20);
@@ -94,7 +106,10 @@ test("a key's first hit drops hits nobody has counted for a day", async () => {
     at('00:50:00');
     now = new Date('2030-01-03T00:00:00Z');
     await limiter.hit('fresh', 3, 60);
-    assert.equal((await k.orm.em.find(RateHit, {}, { orderBy: { key: 'asc' } })).map((h) => h.key), ['fresh']);
+    assert.equal(
+      (await k.orm.em.find(RateHit, {}, { orderBy: { key: 'asc' } })).map((h) => h.key),
+      ['fresh'],
+    );
   });
 });
 

@@ -55,7 +55,7 @@ test('null limits are unlimited', async () => {
   await t.inContext(() => service.assertWithin(accountId, 'projects', 1_000_000, 5));
 });
 
-test('assertVisibility follows the plan\'s visibilities', async () => {
+test("assertVisibility follows the plan's visibilities", async () => {
   const free = await t.account();
   const pro = await t.account({ plan: 'pro' });
   await t.inContext(() => service.assertVisibility(free.accountId, 'public'));

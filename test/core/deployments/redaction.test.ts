@@ -14,12 +14,18 @@ const noEnv = { valuesOf: async () => [] };
 test('paths under the data directory get neutral names: workspace, work folder, release, data', () => {
   const r = new Redaction(data, noEnv).paths;
   const work = `${data}/work/build-0b5e7c1a-aaaa-bbbb-cccc-123456789abc-Xy12Zq`;
-  assert.is(r.text(`Error: Cannot find module '${work}/src/lib/a.js'`), `Error: Cannot find module '<workspace>/lib/a.js'`);
+  assert.is(
+    r.text(`Error: Cannot find module '${work}/src/lib/a.js'`),
+    `Error: Cannot find module '<workspace>/lib/a.js'`,
+  );
   assert.is(r.text(`cwd=${work}/src`), 'cwd=<workspace>');
   assert.is(r.text(`${work}/upload.zip`), '<work>/upload.zip');
   assert.is(r.text(`at ${work}/srcs/x.js:1:2`), 'at <work>/srcs/x.js:1:2');
   assert.is(r.text(`open '${data}/work/deploy-1-abc/release/a'`), `open '<release>/a'`);
-  assert.is(r.text(`at Object.<anonymous> (${data}/releases/9f1c/server.js:3:9)`), 'at Object.<anonymous> (<release>/server.js:3:9)');
+  assert.is(
+    r.text(`at Object.<anonymous> (${data}/releases/9f1c/server.js:3:9)`),
+    'at Object.<anonymous> (<release>/server.js:3:9)',
+  );
   assert.is(r.text(`${data}/storage/versions/ab.zip and ${data}`), '<data>/storage/versions/ab.zip and <data>');
   assert.is(r.text(`"${data}"`), '"<data>"');
 });
@@ -57,13 +63,16 @@ test('each line of a multi-line value is masked on its own; regex characters in 
   assert.is(r.text('a.b*c+(d) aXbbc+(d)'), '*** aXbbc+(d)');
 });
 
-test('paths first, then secrets: a secret that is part of the data path leaves no part of the path readable', async () => {
-  const redaction = new Redaction(data, { valuesOf: async () => ['data', 'hunter22'] });
-  const r = await redaction.forOperation('op', 'project');
-  assert.is(r.text(`${data}/releases/1/x.js: hunter22`), '<release>/x.js: ***');
-  assert.is((await redaction.forOperation('op', null)).text('hunter22'), 'hunter22', 'no project, no environment');
-  const failing = new Redaction(data, { valuesOf: async () => Promise.reject(new Error('no key')) });
-  assert.is((await failing.forOperation('op', 'p')).text(`${data}/x hunter22`), '<data>/x hunter22');
-});
+test(
+  'paths first, then secrets: a secret that is part of the data path leaves no part ' + 'of the path readable',
+  async () => {
+    const redaction = new Redaction(data, { valuesOf: async () => ['data', 'hunter22'] });
+    const r = await redaction.forOperation('op', 'project');
+    assert.is(r.text(`${data}/releases/1/x.js: hunter22`), '<release>/x.js: ***');
+    assert.is((await redaction.forOperation('op', null)).text('hunter22'), 'hunter22', 'no project, no environment');
+    const failing = new Redaction(data, { valuesOf: async () => Promise.reject(new Error('no key')) });
+    assert.is((await failing.forOperation('op', 'p')).text(`${data}/x hunter22`), '<data>/x hunter22');
+  },
+);
 
 test.run();

@@ -15,12 +15,11 @@ import { STAGE_TOPIC, type OperationStore, type StageJob } from '../../../core/d
 import { REDACTION, type Redaction } from '../../../core/deployments/redaction.js';
 import { StageRunner, type StageContext, type StageImpl } from '../../../core/deployments/stage-runner.js';
 import { Operation } from '../../../core/entities/operation.js';
-import { Project } from '../../../core/entities/project.js';
-import { Version } from '../../../core/entities/version.js';
 import { ENVIRONMENT_SERVICE, type EnvironmentService } from '../../../core/environment/environment-service.js';
-import { StageError } from '../../../core/operations/stage-error.js';
-import { createOperation, type OperationState } from '../../../core/operations/state-machine.js';
+import { StageError } from '../../../core/errors.js';
+import { type OperationState } from '../../../core/operations/state-machine.js';
 import { QUEUE, type Queue } from '../../../core/ports/queue.js';
+import { deploymentRows } from '../../helpers/deployment-rows.js';
 import { testKernel } from '../../helpers/kernel.js';
 
 const LEASE_MS = 600_000;
@@ -41,11 +40,21 @@ test.before(async () => {
     },
   };
   const done: StageImpl = { run: async () => ({}) };
-  const runner = new StageRunner(kernel.orm.em, store, { analyze, build: done, deploy: done }, 200, LEASE_MS, kernel.get<Redaction>(REDACTION));
-  stopConsuming = await kernel.get<Queue>(QUEUE).consume<StageJob>(STAGE_TOPIC, (job, control) => runner.handle(job, control), {
-    concurrency: 2,
-    onDead: (job, reason) => runner.fail(job as never, reason),
-  });
+  const runner = new StageRunner(
+    kernel.orm.em,
+    store,
+    { analyze, build: done, deploy: done },
+    200,
+    LEASE_MS,
+    kernel.log,
+    kernel.get<Redaction>(REDACTION),
+  );
+  stopConsuming = await kernel
+    .get<Queue>(QUEUE)
+    .consume<StageJob>(STAGE_TOPIC, (job, control) => runner.handle(job, control), {
+      concurrency: 2,
+      onDead: (job, reason) => runner.fail(job as never, reason),
+    });
 });
 test.after(async () => {
   await stopConsuming?.();
@@ -53,20 +62,14 @@ test.after(async () => {
 });
 
 /** A deployment on real rows whose Analyze does `fn`, enqueued once `setup` has run. */
-async function deployment(fn: (ctx: StageContext) => Promise<void>, setup?: (projectId: string) => Promise<void>): Promise<string> {
-  const em = kernel.orm.em.fork();
-  const accountId = randomUUID();
-  const projectId = randomUUID();
-  const name = `p-${randomUUID().slice(0, 8)}`;
-  await em.insert(Project, { id: projectId, accountId, name, slug: name, visibility: 'draft', settings: {}, status: 'active', createdAt: new Date(), updatedAt: new Date() } as never);
-  const t = createOperation(new Date());
-  const op = Object.assign(new Operation(), { accountId, projectId, kind: 'deploy', status: 'running', state: t.state as never });
-  const version = Object.assign(new Version(), { accountId, projectId, operationId: op.id, archiveKey: 'k', archiveSize: 1, archiveSha256: 'x' });
-  op.versionId = version.id;
-  await em.persist([op, version]).flush();
+async function deployment(
+  fn: (ctx: StageContext) => Promise<void>,
+  setup?: (projectId: string) => Promise<void>,
+): Promise<string> {
+  const { op, effects } = await deploymentRows(kernel);
   behaviour.set(op.id, fn);
-  await setup?.(projectId);
-  await kernel.get<OperationStore>(OPERATION_STORE).carryOut(op, t.effects);
+  await setup?.(op.projectId!);
+  await kernel.get<OperationStore>(OPERATION_STORE).carryOut(op, effects);
   return op.id;
 }
 
@@ -82,62 +85,81 @@ async function terminal(id: string): Promise<OperationState> {
 }
 
 const dataDir = () => kernel.config.dataDir;
-const systemError = (code: string, message: string) => Object.assign(new Error(`${code}: ${message}`), { code, syscall: 'open', errno: -1 });
+const systemError = (code: string, message: string) =>
+  Object.assign(new Error(`${code}: ${message}`), { code, syscall: 'open', errno: -1 });
 
-test('a name too long for the filesystem fails the stage at once: one delivery, a filesystem code, no server path', async () => {
-  const id = await deployment(async () => {
-    const dir = join(dataDir(), 'work', `analyze-${randomUUID()}-Ab12Cd`);
-    mkdirSync(dir, { recursive: true });
-    await open(join(dir, 'n'.repeat(256)), 'w'); // a real ENAMETOOLONG, naming the path
-  });
-  const state = await terminal(id);
-  assert.is(state.status, 'failed');
-  assert.is(state.stages.analyze.error!.code, 'analyze_filesystem_error');
-  assert.match(state.stages.analyze.error!.message, 'ENAMETOOLONG');
-  assert.match(state.stages.analyze.error!.message, `'<work>/${'n'.repeat(256)}'`);
-  assert.not.ok(JSON.stringify(state).includes(dataDir()), JSON.stringify(state.error));
-  assert.is(runs.get(id), 1, 'not delivered again');
-  assert.equal([state.stages.build.status, state.stages.deploy.status], ['canceled', 'canceled']);
-});
+test(
+  'a name too long for the filesystem fails the stage at once: one delivery, a ' + 'filesystem code, no server path',
+  async () => {
+    const id = await deployment(async () => {
+      const dir = join(dataDir(), 'work', `analyze-${randomUUID()}-Ab12Cd`);
+      mkdirSync(dir, { recursive: true });
+      await open(join(dir, 'n'.repeat(256)), 'w'); // a real ENAMETOOLONG, naming the path
+    });
+    const state = await terminal(id);
+    assert.is(state.status, 'failed');
+    assert.is(state.stages.analyze.error!.code, 'analyze_filesystem_error');
+    assert.match(state.stages.analyze.error!.message, 'ENAMETOOLONG');
+    assert.match(state.stages.analyze.error!.message, `'<work>/${'n'.repeat(256)}'`);
+    assert.not.ok(JSON.stringify(state).includes(dataDir()), JSON.stringify(state.error));
+    assert.is(runs.get(id), 1, 'not delivered again');
+    assert.equal([state.stages.build.status, state.stages.deploy.status], ['canceled', 'canceled']);
+  },
+);
 
 test('a StageError fails at once with its message redacted: paths named neutrally', async () => {
   const id = await deployment(async () => {
-    throw new StageError('analyze_odd', `cannot read ${dataDir()}/work/analyze-1-x/src/a.txt beside ${dataDir()}/releases/r1/b.txt`, false);
+    throw new StageError(
+      'analyze_odd',
+      `cannot read ${dataDir()}/work/analyze-1-x/src/a.txt beside ${dataDir()}/releases/r1/b.txt`,
+    );
   });
   const state = await terminal(id);
-  assert.equal(state.stages.analyze.error, { code: 'analyze_odd', message: 'cannot read <workspace>/a.txt beside <release>/b.txt' });
+  assert.equal(state.stages.analyze.error, {
+    code: 'analyze_odd',
+    message: 'cannot read <workspace>/a.txt beside <release>/b.txt',
+  });
   assert.equal(state.error, state.stages.analyze.error);
   assert.is(runs.get(id), 1);
 });
 
-test('a passing error (a dropped connection) hands the claim back: the next delivery runs at once and succeeds', async () => {
-  const id = await deployment(async (ctx) => {
-    if (runs.get(ctx.operation.id) === 1) throw systemError('ECONNRESET', 'socket hang up');
-  });
-  const state = await terminal(id);
-  assert.is(state.status, 'succeeded', JSON.stringify(state));
-  assert.is(runs.get(id), 2);
-  assert.is(state.stages.analyze.token, 2, 'the second delivery claimed the stage anew');
-});
+test(
+  'a passing error (a dropped connection) hands the claim back: the next delivery ' + 'runs at once and succeeds',
+  async () => {
+    const id = await deployment(async (ctx) => {
+      if (runs.get(ctx.operation.id) === 1) throw systemError('ECONNRESET', 'socket hang up');
+    });
+    const state = await terminal(id);
+    assert.is(state.status, 'succeeded', JSON.stringify(state));
+    assert.is(runs.get(id), 2);
+    assert.is(state.stages.analyze.token, 2, 'the second delivery claimed the stage anew');
+  },
+);
 
-test('an error that keeps coming ends after the queue\'s deliveries, promptly, with its reason redacted', async () => {
+test("an error that keeps coming ends after the queue's deliveries, promptly, with its reason redacted", async () => {
   const id = await deployment(async () => {
     throw systemError('EIO', `i/o error, read '${dataDir()}/storage/versions/abc.zip'`);
   });
   const state = await terminal(id);
   assert.is(state.status, 'failed');
   assert.is(state.stages.analyze.error!.code, 'analyze_internal_error');
-  assert.match(state.stages.analyze.error!.message, `failed 3 times (EIO: i/o error, read '<data>/storage/versions/abc.zip')`);
+  assert.match(
+    state.stages.analyze.error!.message,
+    `failed 3 times (EIO: i/o error, read '<data>/storage/versions/abc.zip')`,
+  );
   assert.is(runs.get(id), 3);
 });
 
-test('a StageError quoting a value of the operation\'s environment stores it masked', async () => {
+test("a StageError quoting a value of the operation's environment stores it masked", async () => {
   const secret = `sk_${randomUUID()}`;
   const environment = kernel.get<EnvironmentService>(ENVIRONMENT_SERVICE);
   const id = await deployment(
     async (ctx) => {
       const env = await environment.forBuild(ctx.operation.id, ctx.project.id);
-      throw new StageError('analyze_leaky', `the app printed token=${env.TOKEN} and ${Buffer.from(env.TOKEN).toString('base64')}`, true);
+      throw new StageError(
+        'analyze_leaky',
+        `the app printed token=${env.TOKEN} and ${Buffer.from(env.TOKEN).toString('base64')}`,
+      );
     },
     (projectId) => environment.storeNew(projectId, [{ name: 'TOKEN', value: secret, scope: 'both' }]),
   );

@@ -4,7 +4,15 @@ import { afterCheck, type DomainFacts, type Findings } from '../../../core/domai
 
 const now = new Date('2026-01-01T00:00:00Z');
 const schedule = { checkSeconds: 60, maxSeconds: 3600, activeSeconds: 1800 };
-const fresh: DomainFacts = { hostname: 'app.customer.test', status: 'pending', token: 'tok', target: 'shop.apps.test', failures: 0, verifiedAt: null, activatedAt: null };
+const fresh: DomainFacts = {
+  hostname: 'app.customer.test',
+  status: 'pending',
+  token: 'tok',
+  target: 'shop.apps.test',
+  failures: 0,
+  verifiedAt: null,
+  activatedAt: null,
+};
 const found = (txt: string[], cname: string[]): Findings => ({ ok: true, txt, cname });
 const step = (d: DomainFacts, f: Findings) => ({ ...d, ...afterCheck(d, f, now, schedule) });
 const wait = (o: { nextCheckAt: Date }) => (o.nextCheckAt.getTime() - now.getTime()) / 1000;
@@ -66,25 +74,43 @@ test('a failed lookup keeps the state and backs off, never past the active perio
   assert.is(afterCheck(fresh, { ok: false, reason: 'servfail' }, now, schedule).status, 'pending');
 });
 
-test('a claim whose token shares the TXT record with the holder\'s fails; alone in it, the claim goes on as if the name were free', () => {
-  const held = { ...fresh, ...afterCheck(fresh, found(['holder-token', 'tok'], ['shop.apps.test']), now, schedule, 'holder-token') };
-  assert.is(held.status, 'failed');
-  assert.match(held.message!, /held by another project whose token is in the TXT record/);
-  assert.is(held.verifiedAt, null, 'not verified: the name is not this domain\'s');
-  const taken = afterCheck(held, found(['tok'], ['shop.apps.test']), now, schedule, 'holder-token');
-  assert.is(taken.status, 'active');
-  assert.is(afterCheck(fresh, found(['tok'], []), now, schedule, 'holder-token').status, 'verified');
-  assert.is(afterCheck(fresh, found(['holder-token'], []), now, schedule, 'holder-token').status, 'pending', 'a pending claim without its token just waits');
-});
+test(
+  "a claim whose token shares the TXT record with the holder's fails; alone in it, " +
+    'the claim goes on as if the name were free',
+  () => {
+    const held = {
+      ...fresh,
+      ...afterCheck(fresh, found(['holder-token', 'tok'], ['shop.apps.test']), now, schedule, 'holder-token'),
+    };
+    assert.is(held.status, 'failed');
+    assert.match(held.message!, /held by another project whose token is in the TXT record/);
+    assert.is(held.verifiedAt, null, "not verified: the name is not this domain's");
+    const taken = afterCheck(held, found(['tok'], ['shop.apps.test']), now, schedule, 'holder-token');
+    assert.is(taken.status, 'active');
+    assert.is(afterCheck(fresh, found(['tok'], []), now, schedule, 'holder-token').status, 'verified');
+    assert.is(
+      afterCheck(fresh, found(['holder-token'], []), now, schedule, 'holder-token').status,
+      'pending',
+      'a pending claim without its token just waits',
+    );
+  },
+);
 
-test('a failed domain stays failed until the TXT record holds its token, and keeps its state when a lookup fails', () => {
-  const failed: DomainFacts = { ...fresh, status: 'failed', verifiedAt: now, activatedAt: now };
-  const still = afterCheck(failed, found(['other'], ['shop.apps.test']), now, schedule);
-  assert.is(still.status, 'failed');
-  assert.match(still.message!, /lost app\.customer\.test to another project/);
-  assert.is(afterCheck(failed, { ok: false, reason: 'timeout' }, now, schedule).status, 'failed');
-  assert.is(afterCheck(failed, found(['tok'], ['shop.apps.test']), now, schedule).status, 'active');
-  assert.is(afterCheck(failed, found(['tok'], []), now, schedule).status, 'misconfigured', 'back as the holder, with its CNAME still wrong');
-});
+test(
+  'a failed domain stays failed until the TXT record holds its token, and keeps its ' + 'state when a lookup fails',
+  () => {
+    const failed: DomainFacts = { ...fresh, status: 'failed', verifiedAt: now, activatedAt: now };
+    const still = afterCheck(failed, found(['other'], ['shop.apps.test']), now, schedule);
+    assert.is(still.status, 'failed');
+    assert.match(still.message!, /lost app\.customer\.test to another project/);
+    assert.is(afterCheck(failed, { ok: false, reason: 'timeout' }, now, schedule).status, 'failed');
+    assert.is(afterCheck(failed, found(['tok'], ['shop.apps.test']), now, schedule).status, 'active');
+    assert.is(
+      afterCheck(failed, found(['tok'], []), now, schedule).status,
+      'misconfigured',
+      'back as the holder, with its CNAME still wrong',
+    );
+  },
+);
 
 test.run();

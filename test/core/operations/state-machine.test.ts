@@ -23,10 +23,20 @@ const iso = (seconds: number) => at(seconds).toISOString();
 
 // Event shorthands; `attempt` defaults to 1.
 const started = (stage: Stage, attempt = 1): StageEvent => ({ type: 'stage_started', stage, attempt });
-const progressed = (stage: Stage, fraction: number, attempt = 1): StageEvent => ({ type: 'stage_progress', stage, attempt, fraction });
+const progressed = (stage: Stage, fraction: number, attempt = 1): StageEvent => ({
+  type: 'stage_progress',
+  stage,
+  attempt,
+  fraction,
+});
 const beat = (stage: Stage, attempt = 1): StageEvent => ({ type: 'heartbeat', stage, attempt });
 const succeeded = (stage: Stage, attempt = 1): StageEvent => ({ type: 'stage_succeeded', stage, attempt });
-const failed = (stage: Stage, code = `${stage}_broke`, attempt = 1): StageEvent => ({ type: 'stage_failed', stage, attempt, error: { code, message: `${stage} broke` } });
+const failed = (stage: Stage, code = `${stage}_broke`, attempt = 1): StageEvent => ({
+  type: 'stage_failed',
+  stage,
+  attempt,
+  error: { code, message: `${stage} broke` },
+});
 const cancel: OperationEvent = { type: 'cancel_requested' };
 const retry: OperationEvent = { type: 'retry_requested' };
 
@@ -46,7 +56,13 @@ function rejects(fn: () => unknown, code: string): HoistError {
     assert.is((err as HoistError).code, code);
     return err as HoistError;
   }
-  throw new assert.Assertion({ message: `expected a ${code} rejection`, operator: 'rejects', expects: code, actual: 'no error', generated: false });
+  throw new assert.Assertion({
+    message: `expected a ${code} rejection`,
+    operator: 'rejects',
+    expects: code,
+    actual: 'no error',
+    generated: false,
+  });
 }
 
 const DONE: StageStatus[] = ['succeeded', 'skipped', 'failed', 'canceled'];
@@ -58,24 +74,47 @@ function checkInvariants(s: OperationState, where: string) {
   const msg = (what: string) => `${where}: ${what} (${JSON.stringify(s)})`;
   assert.ok(Number.isInteger(s.progress) && s.progress >= 0 && s.progress <= 100, msg('progress is an integer 0–100'));
   assert.is(s.progress === 100, s.status === 'succeeded', msg('progress is 100 exactly when succeeded'));
-  assert.is(s.current, STAGES.find((n) => !finished(s.stages[n].status)) ?? null, msg('current is the first unfinished stage'));
-  assert.is(isTerminal(s), statuses.every((st) => DONE.includes(st)), msg('terminal exactly when every stage is done'));
+  assert.is(
+    s.current,
+    STAGES.find((n) => !finished(s.stages[n].status)) ?? null,
+    msg('current is the first unfinished stage'),
+  );
+  assert.is(
+    isTerminal(s),
+    statuses.every((st) => DONE.includes(st)),
+    msg('terminal exactly when every stage is done'),
+  );
   assert.is(s.finishedAt !== null, isTerminal(s), msg('finishedAt set exactly when terminal'));
   assert.ok(statuses.filter((st) => st === 'running').length <= 1, msg('at most one stage runs'));
-  for (const n of STAGES) assert.is(s.stages[n].progress === 100, s.stages[n].status === 'succeeded', msg(`${n} progress 100 only on success`));
+  for (const n of STAGES)
+    assert.is(
+      s.stages[n].progress === 100,
+      s.stages[n].status === 'succeeded',
+      msg(`${n} progress 100 only on success`),
+    );
   if (s.status === 'running') {
-    assert.ok(!statuses.some((st) => st === 'failed' || st === 'canceled'), msg('a running operation has no failed or canceled stage'));
+    assert.ok(
+      !statuses.some((st) => st === 'failed' || st === 'canceled'),
+      msg('a running operation has no failed or canceled stage'),
+    );
     const running = STAGES.find((n) => s.stages[n].status === 'running');
     if (running) assert.is(running, s.current, msg('the running stage is current'));
     assert.is(s.error, null, msg('no error while running'));
   }
   if (s.status === 'succeeded') assert.is(s.current, null, msg('nothing current after success'));
   if (s.status === 'failed') {
-    assert.equal(STAGES.filter((n) => s.stages[n].status === 'failed'), [s.current], msg('exactly the current stage failed'));
+    assert.equal(
+      STAGES.filter((n) => s.stages[n].status === 'failed'),
+      [s.current],
+      msg('exactly the current stage failed'),
+    );
     assert.equal(s.error, s.stages[s.current!].error, msg('the operation carries the stage error'));
   }
   if (s.status === 'canceled') {
-    assert.ok(statuses.includes('canceled') && !statuses.includes('failed'), msg('canceled has canceled stages and no failed one'));
+    assert.ok(
+      statuses.includes('canceled') && !statuses.includes('failed'),
+      msg('canceled has canceled stages and no failed one'),
+    );
     assert.is(s.error, null, msg('no error when canceled'));
   }
 }
@@ -90,19 +129,50 @@ const situations: Record<string, { events: OperationEvent[]; skipBuild?: boolean
   'build running': { events: [started('analyze'), succeeded('analyze'), started('build'), progressed('build', 0.3)] },
   'deploy next': { events: [started('analyze'), succeeded('analyze'), started('build'), succeeded('build')] },
   'deploy next, build skipped': { events: [started('analyze'), succeeded('analyze')], skipBuild: true },
-  'deploy running': { events: [started('analyze'), succeeded('analyze'), started('build'), succeeded('build'), started('deploy')] },
-  succeeded: { events: [started('analyze'), succeeded('analyze'), started('build'), succeeded('build'), started('deploy'), succeeded('deploy')] },
-  'succeeded, build skipped': { events: [started('analyze'), succeeded('analyze'), started('deploy'), succeeded('deploy')], skipBuild: true },
+  'deploy running': {
+    events: [started('analyze'), succeeded('analyze'), started('build'), succeeded('build'), started('deploy')],
+  },
+  succeeded: {
+    events: [
+      started('analyze'),
+      succeeded('analyze'),
+      started('build'),
+      succeeded('build'),
+      started('deploy'),
+      succeeded('deploy'),
+    ],
+  },
+  'succeeded, build skipped': {
+    events: [started('analyze'), succeeded('analyze'), started('deploy'), succeeded('deploy')],
+    skipBuild: true,
+  },
   'failed in analyze': { events: [started('analyze'), failed('analyze', 'archive_bad_zip')] },
   'failed before analyze started (dead letter)': { events: [failed('analyze', 'stage_gave_up')] },
   'failed in build': { events: [started('analyze'), succeeded('analyze'), started('build'), failed('build')] },
-  'failed in deploy, build skipped': { events: [started('analyze'), succeeded('analyze'), started('deploy'), failed('deploy')], skipBuild: true },
+  'failed in deploy, build skipped': {
+    events: [started('analyze'), succeeded('analyze'), started('deploy'), failed('deploy')],
+    skipBuild: true,
+  },
   'canceled while analyze queued': { events: [cancel] },
   'canceled while build running': { events: [started('analyze'), succeeded('analyze'), started('build'), cancel] },
-  'canceled while deploy running': { events: [started('analyze'), succeeded('analyze'), started('build'), succeeded('build'), started('deploy'), cancel] },
-  'retried after build failed (attempt 2, build next)': { events: [started('analyze'), succeeded('analyze'), started('build'), failed('build'), retry] },
-  'retried after cancel (attempt 2, build running)': { events: [started('analyze'), succeeded('analyze'), started('build'), cancel, retry, started('build', 2)] },
-  'failed again on attempt 2': { events: [started('analyze'), failed('analyze'), retry, started('analyze', 2), failed('analyze', 'analyze_no_runtime', 2)] },
+  'canceled while deploy running': {
+    events: [started('analyze'), succeeded('analyze'), started('build'), succeeded('build'), started('deploy'), cancel],
+  },
+  'retried after build failed (attempt 2, build next)': {
+    events: [started('analyze'), succeeded('analyze'), started('build'), failed('build'), retry],
+  },
+  'retried after cancel (attempt 2, build running)': {
+    events: [started('analyze'), succeeded('analyze'), started('build'), cancel, retry, started('build', 2)],
+  },
+  'failed again on attempt 2': {
+    events: [
+      started('analyze'),
+      failed('analyze'),
+      retry,
+      started('analyze', 2),
+      failed('analyze', 'analyze_no_runtime', 2),
+    ],
+  },
   'canceled on attempt 2 while analyze queued': { events: [cancel, retry, cancel] },
   'fresh redeploy (analyze and build reused)': { events: [], reuse: ['analyze', 'build'] },
   'redeploy running': { events: [started('deploy'), progressed('deploy', 0.5)], reuse: ['analyze', 'build'] },
@@ -115,10 +185,38 @@ const situations: Record<string, { events: OperationEvent[]; skipBuild?: boolean
 // The specification, written out independently of the module's tables.
 type Position = 'next' | 'waiting' | 'running' | 'done';
 const EXPECT_STAGE: Record<Position, Record<StageEvent['type'], string>> = {
-  next: { stage_started: 'start', stage_progress: 'reject', heartbeat: 'reject', stage_released: 'reject', stage_succeeded: 'reject', stage_failed: 'fail' },
-  waiting: { stage_started: 'reject', stage_progress: 'reject', heartbeat: 'reject', stage_released: 'reject', stage_succeeded: 'reject', stage_failed: 'reject' },
-  running: { stage_started: 'restart', stage_progress: 'progress', heartbeat: 'heartbeat', stage_released: 'release', stage_succeeded: 'succeed', stage_failed: 'fail' },
-  done: { stage_started: 'ignore', stage_progress: 'ignore', heartbeat: 'ignore', stage_released: 'ignore', stage_succeeded: 'ignore', stage_failed: 'ignore' },
+  next: {
+    stage_started: 'start',
+    stage_progress: 'reject',
+    heartbeat: 'reject',
+    stage_released: 'reject',
+    stage_succeeded: 'reject',
+    stage_failed: 'fail',
+  },
+  waiting: {
+    stage_started: 'reject',
+    stage_progress: 'reject',
+    heartbeat: 'reject',
+    stage_released: 'reject',
+    stage_succeeded: 'reject',
+    stage_failed: 'reject',
+  },
+  running: {
+    stage_started: 'restart',
+    stage_progress: 'progress',
+    heartbeat: 'heartbeat',
+    stage_released: 'release',
+    stage_succeeded: 'succeed',
+    stage_failed: 'fail',
+  },
+  done: {
+    stage_started: 'ignore',
+    stage_progress: 'ignore',
+    heartbeat: 'ignore',
+    stage_released: 'ignore',
+    stage_succeeded: 'ignore',
+    stage_failed: 'ignore',
+  },
 };
 const EXPECT_PARENT: Record<OperationState['status'], { cancel_requested: boolean; retry_requested: boolean }> = {
   running: { cancel_requested: true, retry_requested: false },
@@ -174,23 +272,38 @@ for (const [name, { events, skipBuild, reuse }] of Object.entries(situations)) {
         assert.ok(r.state.progress >= s.progress, `${where}: progress never decreases`);
         const before = s.stages[stage];
         const after = r.state.stages[stage];
-        const others = (changed: Stage[]) => STAGES.filter((n) => !changed.includes(n)).forEach((n) => assert.equal(r.state.stages[n], s.stages[n], `${where}: ${n} unchanged`));
+        const others = (changed: Stage[]) =>
+          STAGES.filter((n) => !changed.includes(n)).forEach((n) =>
+            assert.equal(r.state.stages[n], s.stages[n], `${where}: ${n} unchanged`),
+          );
         if (rule === 'ignore') {
           assert.ok(r.noop, where);
           assert.is(r.state, s, where);
           const stalled = s.status === 'running' && s.stages[s.current!].status === 'queued';
-          assert.equal(r.effects, stalled ? [{ type: 'enqueue_stage', stage: s.current, attempt: s.attempt }] : [], `${where}: a duplicate moves a stalled chain on`);
+          assert.equal(
+            r.effects,
+            stalled ? [{ type: 'enqueue_stage', stage: s.current, attempt: s.attempt }] : [],
+            `${where}: a duplicate moves a stalled chain on`,
+          );
           continue;
         }
         assert.not.ok(r.noop, where);
         assert.is(r.state.attempt, s.attempt, where);
         if (rule === 'start') {
-          assert.equal(after, { ...before, status: 'running', startedAt: nowIso, heartbeatAt: nowIso, token: (before.token ?? 0) + 1 }, where);
+          assert.equal(
+            after,
+            { ...before, status: 'running', startedAt: nowIso, heartbeatAt: nowIso, token: (before.token ?? 0) + 1 },
+            where,
+          );
           assert.equal(r.effects, [], where);
           assert.is(r.state.status, 'running', where);
           others([stage]);
         } else if (rule === 'restart' || rule === 'heartbeat') {
-          assert.equal(after, { ...before, heartbeatAt: nowIso, ...(rule === 'restart' ? { token: (before.token ?? 0) + 1 } : {}) }, where);
+          assert.equal(
+            after,
+            { ...before, heartbeatAt: nowIso, ...(rule === 'restart' ? { token: (before.token ?? 0) + 1 } : {}) },
+            where,
+          );
           assert.equal(r.effects, [], where);
           assert.is(r.state.progress, s.progress, where);
           others([stage]);
@@ -214,18 +327,29 @@ for (const [name, { events, skipBuild, reuse }] of Object.entries(situations)) {
           }
           others([stage]);
         } else if (rule === 'fail') {
-          assert.equal(after, { ...before, status: 'failed', finishedAt: nowIso, error: { code: 'build_oops', message: 'oops' } }, where);
+          assert.equal(
+            after,
+            { ...before, status: 'failed', finishedAt: nowIso, error: { code: 'build_oops', message: 'oops' } },
+            where,
+          );
           assert.equal([r.state.status, r.state.error, r.state.progress], ['failed', after.error, s.progress], where);
           assert.equal(r.effects, [{ type: 'finish', status: 'failed' }], where);
           for (const n of STAGES.slice(STAGES.indexOf(stage) + 1)) {
             const was = s.stages[n];
-            assert.equal(r.state.stages[n], was.status === 'queued' ? { ...was, status: 'canceled', finishedAt: nowIso } : was, `${where}: later ${n}`);
+            assert.equal(
+              r.state.stages[n],
+              was.status === 'queued' ? { ...was, status: 'canceled', finishedAt: nowIso } : was,
+              `${where}: later ${n}`,
+            );
           }
         } else assert.unreachable(`${where}: unknown rule ${rule}`);
       }
       // Stale attempts are ignored; attempts that do not exist yet are rejected.
-      if (s.attempt > 1) for (const e of eventsFor(stage, s.attempt - 1)) assert.ok(transition(s, e, now).noop, `${name}: stale ${e.type}(${stage})`);
-      for (const e of eventsFor(stage, s.attempt + 1)) assert.is(rejects(() => transition(s, e, now), 'conflict').details.reason, 'invalid_transition');
+      if (s.attempt > 1)
+        for (const e of eventsFor(stage, s.attempt - 1))
+          assert.ok(transition(s, e, now).noop, `${name}: stale ${e.type}(${stage})`);
+      for (const e of eventsFor(stage, s.attempt + 1))
+        assert.is(rejects(() => transition(s, e, now), 'conflict').details.reason, 'invalid_transition');
     }
 
     // Parent events.
@@ -234,11 +358,25 @@ for (const [name, { events, skipBuild, reuse }] of Object.entries(situations)) {
       const r = transition(s, cancel, now);
       checkInvariants(r.state, `${name} / cancel`);
       const running = STAGES.find((n) => s.stages[n].status === 'running');
-      assert.equal(r.effects, [...(running ? [{ type: 'stop_stage', stage: running, attempt: s.attempt }] : []), { type: 'finish', status: 'canceled' }] as Effect[], name);
-      assert.equal([r.state.status, r.state.progress, r.state.attempt, r.state.finishedAt], ['canceled', s.progress, s.attempt, nowIso], name);
+      assert.equal(
+        r.effects,
+        [
+          ...(running ? [{ type: 'stop_stage', stage: running, attempt: s.attempt }] : []),
+          { type: 'finish', status: 'canceled' },
+        ] as Effect[],
+        name,
+      );
+      assert.equal(
+        [r.state.status, r.state.progress, r.state.attempt, r.state.finishedAt],
+        ['canceled', s.progress, s.attempt, nowIso],
+        name,
+      );
       for (const n of STAGES) {
         const was = s.stages[n];
-        const expected = was.status === 'queued' || was.status === 'running' ? { ...was, status: 'canceled', finishedAt: nowIso } : was;
+        const expected =
+          was.status === 'queued' || was.status === 'running'
+            ? { ...was, status: 'canceled', finishedAt: nowIso }
+            : was;
         assert.equal(r.state.stages[n], expected, `${name} / cancel: ${n}`);
       }
       assert.ok(canCancel(s));
@@ -251,12 +389,18 @@ for (const [name, { events, skipBuild, reuse }] of Object.entries(situations)) {
     if (EXPECT_PARENT[s.status].retry_requested) {
       const r = transition(s, retry, now);
       checkInvariants(r.state, `${name} / retry`);
-      assert.equal([r.state.status, r.state.attempt, r.state.error, r.state.finishedAt, r.state.progress], ['running', s.attempt + 1, null, null, s.progress], name);
+      assert.equal(
+        [r.state.status, r.state.attempt, r.state.error, r.state.finishedAt, r.state.progress],
+        ['running', s.attempt + 1, null, null, s.progress],
+        name,
+      );
       const resume = STAGES.find((n) => !finished(s.stages[n].status))!;
       assert.equal(r.effects, [{ type: 'enqueue_stage', stage: resume, attempt: s.attempt + 1 }], name);
       for (const n of STAGES) {
         const was = s.stages[n];
-        const expected = finished(was.status) ? was : { status: 'queued', progress: 0, startedAt: null, heartbeatAt: null, finishedAt: null, error: null };
+        const expected = finished(was.status)
+          ? was
+          : { status: 'queued', progress: 0, startedAt: null, heartbeatAt: null, finishedAt: null, error: null };
         assert.equal(r.state.stages[n], expected, `${name} / retry keeps finished stages: ${n}`);
       }
       assert.ok(canRetry(s));
@@ -270,7 +414,8 @@ for (const [name, { events, skipBuild, reuse }] of Object.entries(situations)) {
 }
 
 test('the situations cover every pair of (stage position, event) and (parent status, request)', () => {
-  for (const pos of Object.keys(EXPECT_STAGE)) for (const type of Object.keys(EXPECT_STAGE.next)) assert.ok(seenStage.has(`${pos}:${type}`), `${pos}:${type}`);
+  for (const pos of Object.keys(EXPECT_STAGE))
+    for (const type of Object.keys(EXPECT_STAGE.next)) assert.ok(seenStage.has(`${pos}:${type}`), `${pos}:${type}`);
   for (const status of Object.keys(EXPECT_PARENT)) {
     assert.ok(seenStatuses.has(status), status);
     for (const req of ['cancel', 'retry']) assert.ok(seenParent.has(`${status}:${req}`), `${status}:${req}`);
@@ -282,13 +427,38 @@ test('the situations cover every pair of (stage position, event) and (parent sta
 test('a fresh deployment is running with progress 5 and enqueues Analyze', () => {
   const r = createOperation(at(0));
   assert.equal(r.effects, [{ type: 'enqueue_stage', stage: 'analyze', attempt: 1 }]);
-  assert.equal([r.state.status, r.state.progress, r.state.attempt, r.state.current, r.state.error, r.state.finishedAt], ['running', 5, 1, 'analyze', null, null]);
-  for (const n of STAGES) assert.equal(r.state.stages[n], { status: 'queued', progress: 0, startedAt: null, heartbeatAt: null, finishedAt: null, error: null });
-  assert.is(JSON.stringify(JSON.parse(JSON.stringify(r.state))), JSON.stringify(r.state), 'the state survives a JSON column');
+  assert.equal(
+    [r.state.status, r.state.progress, r.state.attempt, r.state.current, r.state.error, r.state.finishedAt],
+    ['running', 5, 1, 'analyze', null, null],
+  );
+  for (const n of STAGES)
+    assert.equal(r.state.stages[n], {
+      status: 'queued',
+      progress: 0,
+      startedAt: null,
+      heartbeatAt: null,
+      finishedAt: null,
+      error: null,
+    });
+  assert.is(
+    JSON.stringify(JSON.parse(JSON.stringify(r.state))),
+    JSON.stringify(r.state),
+    'the state survives a JSON column',
+  );
 });
 
 test('the happy path moves progress through the stage weights to 100', () => {
-  const events = [started('analyze'), progressed('analyze', 0.5), succeeded('analyze'), started('build'), progressed('build', 0.5), succeeded('build'), started('deploy'), progressed('deploy', 1), succeeded('deploy')];
+  const events = [
+    started('analyze'),
+    progressed('analyze', 0.5),
+    succeeded('analyze'),
+    started('build'),
+    progressed('build', 0.5),
+    succeeded('build'),
+    started('deploy'),
+    progressed('deploy', 1),
+    succeeded('deploy'),
+  ];
   let r = createOperation(at(0));
   const seen = [r.state.progress];
   const effects: Effect[][] = [];
@@ -304,12 +474,27 @@ test('the happy path moves progress through the stage weights to 100', () => {
     { type: 'finish', status: 'succeeded' },
   ]);
   assert.equal([r.state.status, r.state.current, r.state.finishedAt], ['succeeded', null, iso(9)]);
-  assert.equal(r.state.stages.build, { status: 'succeeded', progress: 100, startedAt: iso(4), heartbeatAt: iso(5), finishedAt: iso(6), error: null, token: 1 });
+  assert.equal(r.state.stages.build, {
+    status: 'succeeded',
+    progress: 100,
+    startedAt: iso(4),
+    heartbeatAt: iso(5),
+    finishedAt: iso(6),
+    error: null,
+    token: 1,
+  });
 });
 
 test('skip_build: Build is skipped from the start and Analyze hands over to Deploy', () => {
   const fresh = createOperation(at(0), { skipBuild: true });
-  assert.equal(fresh.state.stages.build, { status: 'skipped', progress: 0, startedAt: null, heartbeatAt: null, finishedAt: iso(0), error: null });
+  assert.equal(fresh.state.stages.build, {
+    status: 'skipped',
+    progress: 0,
+    startedAt: null,
+    heartbeatAt: null,
+    finishedAt: iso(0),
+    error: null,
+  });
   assert.is(fresh.state.progress, 5);
   const r = run([started('analyze'), succeeded('analyze')], true);
   assert.equal(r.effects, [{ type: 'enqueue_stage', stage: 'deploy', attempt: 1 }]);
@@ -323,22 +508,38 @@ test('a redeploy reuses Analyze and Build: both skipped from the start, Deploy e
   const fresh = createOperation(at(0), { reuse: ['analyze', 'build'] });
   assert.equal(fresh.effects, [{ type: 'enqueue_stage', stage: 'deploy', attempt: 1 }]);
   for (const n of ['analyze', 'build'] as const) {
-    assert.equal(fresh.state.stages[n], { status: 'skipped', progress: 0, startedAt: null, heartbeatAt: null, finishedAt: iso(0), error: null });
+    assert.equal(fresh.state.stages[n], {
+      status: 'skipped',
+      progress: 0,
+      startedAt: null,
+      heartbeatAt: null,
+      finishedAt: iso(0),
+      error: null,
+    });
   }
   assert.equal([fresh.state.status, fresh.state.current, fresh.state.progress], ['running', 'deploy', 70]);
   checkInvariants(fresh.state, 'fresh redeploy');
   // Jobs of the reused stages are no-ops; Deploy runs as usual.
   assert.ok(transition(fresh.state, started('build'), at(1)).noop);
   const done = run([started('deploy'), progressed('deploy', 0.5), succeeded('deploy')], false, ['analyze', 'build']);
-  assert.equal([done.state.status, done.state.progress, done.effects], ['succeeded', 100, [{ type: 'finish', status: 'succeeded' }]]);
+  assert.equal(
+    [done.state.status, done.state.progress, done.effects],
+    ['succeeded', 100, [{ type: 'finish', status: 'succeeded' }]],
+  );
   assert.equal(done.state.stages.build.status, 'skipped');
 });
 
 test('reusing only Analyze enqueues Build at progress 15; skip_build plus reused Analyze enqueues Deploy', () => {
   const r = createOperation(at(0), { reuse: ['analyze'] });
-  assert.equal([r.effects, r.state.current, r.state.progress], [[{ type: 'enqueue_stage', stage: 'build', attempt: 1 }], 'build', 15]);
+  assert.equal(
+    [r.effects, r.state.current, r.state.progress],
+    [[{ type: 'enqueue_stage', stage: 'build', attempt: 1 }], 'build', 15],
+  );
   const both = createOperation(at(0), { reuse: ['analyze'], skipBuild: true });
-  assert.equal([both.effects, both.state.current, both.state.progress], [[{ type: 'enqueue_stage', stage: 'deploy', attempt: 1 }], 'deploy', 70]);
+  assert.equal(
+    [both.effects, both.state.current, both.state.progress],
+    [[{ type: 'enqueue_stage', stage: 'deploy', attempt: 1 }], 'deploy', 70],
+  );
 });
 
 test('reusing every stage is invalid_request', () => {
@@ -346,24 +547,55 @@ test('reusing every stage is invalid_request', () => {
   rejects(() => createOperation(at(0), { reuse: ['analyze', 'deploy'], skipBuild: true }), 'invalid_request');
 });
 
-test('the caller\'s buildId is carried unchanged through every transition, cancel and retry included', () => {
+test("the caller's buildId is carried unchanged through every transition, cancel and retry included", () => {
   let s: OperationState = { ...createOperation(at(0), { reuse: ['analyze', 'build'] }).state, buildId: 'b-1' };
-  for (const [i, e] of [started('deploy'), beat('deploy'), progressed('deploy', 0.3), cancel, retry, started('deploy', 2), failed('deploy', 'deploy_x', 2), retry].entries()) {
+  for (const [i, e] of [
+    started('deploy'),
+    beat('deploy'),
+    progressed('deploy', 0.3),
+    cancel,
+    retry,
+    started('deploy', 2),
+    failed('deploy', 'deploy_x', 2),
+    retry,
+  ].entries()) {
     s = transition(s, e, at(i + 1)).state;
     assert.is(s.buildId, 'b-1', e.type);
   }
-  assert.equal([s.status, s.attempt, s.current, s.stages.analyze.status, s.stages.build.status], ['running', 3, 'deploy', 'skipped', 'skipped']);
+  assert.equal(
+    [s.status, s.attempt, s.current, s.stages.analyze.status, s.stages.build.status],
+    ['running', 3, 'deploy', 'skipped', 'skipped'],
+  );
   assert.is(JSON.parse(JSON.stringify(s)).buildId, 'b-1', 'it survives a JSON column');
 });
 
 test('retry resumes at the stage that did not finish and reuses finished stages', () => {
-  const failedBuild = run([started('analyze'), succeeded('analyze'), started('build'), progressed('build', 0.8), failed('build', 'build_command_failed')]).state;
-  assert.equal([failedBuild.status, failedBuild.progress, failedBuild.error], ['failed', 59, { code: 'build_command_failed', message: 'build broke' }]);
+  const failedBuild = run([
+    started('analyze'),
+    succeeded('analyze'),
+    started('build'),
+    progressed('build', 0.8),
+    failed('build', 'build_command_failed'),
+  ]).state;
+  assert.equal(
+    [failedBuild.status, failedBuild.progress, failedBuild.error],
+    ['failed', 59, { code: 'build_command_failed', message: 'build broke' }],
+  );
   assert.is(failedBuild.stages.deploy.status, 'canceled');
   const r = transition(failedBuild, retry, at(10));
   assert.equal(r.effects, [{ type: 'enqueue_stage', stage: 'build', attempt: 2 }]);
   assert.equal(r.state.stages.analyze, failedBuild.stages.analyze);
-  assert.equal([r.state.status, r.state.attempt, r.state.current, r.state.progress, r.state.stages.build.status, r.state.stages.deploy.status], ['running', 2, 'build', 59, 'queued', 'queued']);
+  assert.equal(
+    [
+      r.state.status,
+      r.state.attempt,
+      r.state.current,
+      r.state.progress,
+      r.state.stages.build.status,
+      r.state.stages.deploy.status,
+    ],
+    ['running', 2, 'build', 59, 'queued', 'queued'],
+  );
   // The rerun's early progress does not move the operation back; the old attempt's reports are ignored.
   let s = transition(r.state, started('build', 2), at(11)).state;
   s = transition(s, progressed('build', 0.1, 2), at(12)).state;
@@ -371,14 +603,26 @@ test('retry resumes at the stage that did not finish and reuses finished stages'
   const stale = transition(s, succeeded('build', 1), at(13));
   assert.ok(stale.noop);
   assert.equal(stale.effects, []);
-  for (const e of [succeeded('build', 2), started('deploy', 2), succeeded('deploy', 2)]) s = transition(s, e, at(14)).state;
+  for (const e of [succeeded('build', 2), started('deploy', 2), succeeded('deploy', 2)])
+    s = transition(s, e, at(14)).state;
   assert.equal([s.status, s.progress, s.attempt], ['succeeded', 100, 2]);
   rejects(() => transition(s, retry, at(15)), 'not_retryable');
 });
 
 test('retry after a cancel during Deploy keeps Analyze and Build', () => {
-  const canceled = run([started('analyze'), succeeded('analyze'), started('build'), succeeded('build'), started('deploy'), progressed('deploy', 0.5), cancel]);
-  assert.equal(canceled.effects, [{ type: 'stop_stage', stage: 'deploy', attempt: 1 }, { type: 'finish', status: 'canceled' }]);
+  const canceled = run([
+    started('analyze'),
+    succeeded('analyze'),
+    started('build'),
+    succeeded('build'),
+    started('deploy'),
+    progressed('deploy', 0.5),
+    cancel,
+  ]);
+  assert.equal(canceled.effects, [
+    { type: 'stop_stage', stage: 'deploy', attempt: 1 },
+    { type: 'finish', status: 'canceled' },
+  ]);
   assert.equal([canceled.state.status, canceled.state.progress], ['canceled', 85]);
   const r = transition(canceled.state, retry, at(20));
   assert.equal(r.effects, [{ type: 'enqueue_stage', stage: 'deploy', attempt: 2 }]);
@@ -403,56 +647,96 @@ test('cancel before any stage started stops nothing; a second cancel or retry is
 
 test('duplicate events are no-ops; a redelivered job of a finished stage moves a stalled chain on', () => {
   const s = run([started('analyze'), succeeded('analyze')]).state;
-  for (const e of [started('analyze'), beat('analyze'), progressed('analyze', 0.2), succeeded('analyze'), failed('analyze')]) {
+  for (const e of [
+    started('analyze'),
+    beat('analyze'),
+    progressed('analyze', 0.2),
+    succeeded('analyze'),
+    failed('analyze'),
+  ]) {
     const r = transition(s, e, at(50));
     assert.ok(r.noop, e.type);
     assert.is(r.state, s);
     assert.equal(r.effects, [{ type: 'enqueue_stage', stage: 'build', attempt: 1 }], e.type);
   }
   const building = transition(s, started('build'), at(51)).state;
-  assert.equal(transition(building, succeeded('analyze'), at(52)).effects, [], 'nothing to move on while the next stage runs');
+  assert.equal(
+    transition(building, succeeded('analyze'), at(52)).effects,
+    [],
+    'nothing to move on while the next stage runs',
+  );
   const restarted = transition(building, started('build'), at(60));
   assert.not.ok(restarted.noop);
-  assert.equal(restarted.state.stages.build, { ...building.stages.build, heartbeatAt: iso(60), token: 2 }, 'a redelivered running stage keeps its start time');
+  assert.equal(
+    restarted.state.stages.build,
+    { ...building.stages.build, heartbeatAt: iso(60), token: 2 },
+    'a redelivered running stage keeps its start time',
+  );
 });
 
 test('a stage that gave up before it started fails the operation', () => {
   const r = run([started('analyze'), succeeded('analyze'), failed('build', 'stage_gave_up')]);
-  assert.equal([r.state.status, r.state.current, r.state.stages.build.startedAt, r.state.stages.deploy.status], ['failed', 'build', null, 'canceled']);
+  assert.equal(
+    [r.state.status, r.state.current, r.state.stages.build.startedAt, r.state.stages.deploy.status],
+    ['failed', 'build', null, 'canceled'],
+  );
   assert.equal(r.effects, [{ type: 'finish', status: 'failed' }]);
 });
 
-test('fencing: a claim waits out the holder\'s lease and takes a new token; an older token\'s reports change nothing', () => {
-  const claim = (stage: Stage, leaseMs: number): StageEvent => ({ type: 'stage_started', stage, attempt: 1, leaseMs });
-  const first = transition(createOperation(at(0)).state, claim('analyze', 10_000), at(1)).state;
-  assert.is(first.stages.analyze.token, 1);
-  const held = transition(first, claim('analyze', 10_000), at(5));
-  assert.ok(held.noop, 'the holder\'s lease has not lapsed');
-  assert.equal(held.effects, []);
-  const beaten = transition(first, { type: 'heartbeat', stage: 'analyze', attempt: 1, token: 1 }, at(9)).state;
-  assert.ok(transition(beaten, claim('analyze', 10_000), at(15)).noop, 'a heartbeat extends the lease');
-  const second = transition(beaten, claim('analyze', 10_000), at(19));
-  assert.not.ok(second.noop, 'the lease lapsed: the stage is claimed again');
-  assert.equal([second.state.stages.analyze.token, second.state.stages.analyze.startedAt], [2, iso(1)]);
-  const s = second.state;
-  for (const late of [
-    { type: 'heartbeat', stage: 'analyze', attempt: 1, token: 1 },
-    { type: 'stage_progress', stage: 'analyze', attempt: 1, token: 1, fraction: 0.9 },
-    { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: 1 },
-    { type: 'stage_failed', stage: 'analyze', attempt: 1, token: 1, error: { code: 'analyze_late', message: 'late' } },
-  ] as StageEvent[]) {
-    const r = transition(s, late, at(20));
-    assert.ok(r.noop, `${late.type} of token 1 is fenced off`);
-    assert.is(r.state, s);
-  }
-  const done = transition(s, { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: 2 }, at(21)).state;
-  assert.is(done.stages.analyze.status, 'succeeded');
-  assert.ok(transition(done, { type: 'stage_failed', stage: 'analyze', attempt: 1, token: 1, error: { code: 'x_y', message: 'late' } }, at(22)).noop);
-  const canceled = transition(s, cancel, at(21)).state;
-  assert.ok(transition(canceled, { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: 2 }, at(22)).noop, 'a cancel wins over a later success');
-  const gaveUp = transition(s, failed('analyze', 'analyze_internal_error'), at(22)).state;
-  assert.is(gaveUp.status, 'failed', 'the queue giving up (no token) is not fenced');
-});
+test(
+  "fencing: a claim waits out the holder's lease and takes a new token; an older " + "token's reports change nothing",
+  () => {
+    const claim = (stage: Stage, leaseMs: number): StageEvent => ({
+      type: 'stage_started',
+      stage,
+      attempt: 1,
+      leaseMs,
+    });
+    const first = transition(createOperation(at(0)).state, claim('analyze', 10_000), at(1)).state;
+    assert.is(first.stages.analyze.token, 1);
+    const held = transition(first, claim('analyze', 10_000), at(5));
+    assert.ok(held.noop, "the holder's lease has not lapsed");
+    assert.equal(held.effects, []);
+    const beaten = transition(first, { type: 'heartbeat', stage: 'analyze', attempt: 1, token: 1 }, at(9)).state;
+    assert.ok(transition(beaten, claim('analyze', 10_000), at(15)).noop, 'a heartbeat extends the lease');
+    const second = transition(beaten, claim('analyze', 10_000), at(19));
+    assert.not.ok(second.noop, 'the lease lapsed: the stage is claimed again');
+    assert.equal([second.state.stages.analyze.token, second.state.stages.analyze.startedAt], [2, iso(1)]);
+    const s = second.state;
+    for (const late of [
+      { type: 'heartbeat', stage: 'analyze', attempt: 1, token: 1 },
+      { type: 'stage_progress', stage: 'analyze', attempt: 1, token: 1, fraction: 0.9 },
+      { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: 1 },
+      {
+        type: 'stage_failed',
+        stage: 'analyze',
+        attempt: 1,
+        token: 1,
+        error: { code: 'analyze_late', message: 'late' },
+      },
+    ] as StageEvent[]) {
+      const r = transition(s, late, at(20));
+      assert.ok(r.noop, `${late.type} of token 1 is fenced off`);
+      assert.is(r.state, s);
+    }
+    const done = transition(s, { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: 2 }, at(21)).state;
+    assert.is(done.stages.analyze.status, 'succeeded');
+    assert.ok(
+      transition(
+        done,
+        { type: 'stage_failed', stage: 'analyze', attempt: 1, token: 1, error: { code: 'x_y', message: 'late' } },
+        at(22),
+      ).noop,
+    );
+    const canceled = transition(s, cancel, at(21)).state;
+    assert.ok(
+      transition(canceled, { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: 2 }, at(22)).noop,
+      'a cancel wins over a later success',
+    );
+    const gaveUp = transition(s, failed('analyze', 'analyze_internal_error'), at(22)).state;
+    assert.is(gaveUp.status, 'failed', 'the queue giving up (no token) is not fenced');
+  },
+);
 
 test('a released claim is taken at once, under a new token; a release of an older token changes nothing', () => {
   const claim: StageEvent = { type: 'stage_started', stage: 'build', attempt: 1, leaseMs: 60_000 };
@@ -462,7 +746,10 @@ test('a released claim is taken at once, under a new token; a release of an olde
   assert.is(released.stages.build.released, true);
   const taken = transition(released, claim, at(4));
   assert.not.ok(taken.noop, 'released: claimed without waiting for the lease');
-  assert.equal([taken.state.stages.build.token, taken.state.stages.build.released, taken.state.stages.build.heartbeatAt], [2, undefined, iso(4)]);
+  assert.equal(
+    [taken.state.stages.build.token, taken.state.stages.build.released, taken.state.stages.build.heartbeatAt],
+    [2, undefined, iso(4)],
+  );
   const late = transition(taken.state, { type: 'stage_released', stage: 'build', attempt: 1, token: 1 }, at(5));
   assert.ok(late.noop, 'the old holder cannot release the new claim');
   assert.ok(transition(taken.state, claim, at(6)).noop, 'the new claim holds its lease');
@@ -471,7 +758,13 @@ test('a released claim is taken at once, under a new token; a release of an olde
 test('out-of-order events are rejected as invalid transitions', () => {
   const fresh = createOperation(at(0)).state;
   const err = rejects(() => transition(fresh, started('deploy'), at(1)), 'conflict');
-  assert.equal(err.details, { reason: 'invalid_transition', event: 'stage_started', stage: 'deploy', position: 'waiting', attempt: 1 });
+  assert.equal(err.details, {
+    reason: 'invalid_transition',
+    event: 'stage_started',
+    stage: 'deploy',
+    position: 'waiting',
+    attempt: 1,
+  });
   rejects(() => transition(fresh, succeeded('analyze'), at(1)), 'conflict');
   rejects(() => transition(fresh, beat('analyze'), at(1)), 'conflict');
 });
@@ -535,26 +828,35 @@ test('property: random event sequences keep every invariant and never lower prog
       const stage = rand() < 0.75 && s.current ? s.current : pick(STAGES);
       const attempt = rand() < 0.9 ? s.attempt : Math.max(1, s.attempt + pick([-1, 1]));
       const e: OperationEvent =
-        roll < 0.04 ? cancel
-        : roll < 0.12 ? retry
-        : pick<OperationEvent>([
-            { type: 'stage_started', stage, attempt },
-            { type: 'stage_progress', stage, attempt, fraction: rand() },
-            { type: 'heartbeat', stage, attempt },
-            { type: 'stage_succeeded', stage, attempt },
-            { type: 'stage_succeeded', stage, attempt },
-            { type: 'stage_failed', stage, attempt, error: { code: pick(['archive_bad', 'build_failed', 'stage_gave_up']), message: 'x' } },
-          ]);
+        roll < 0.04
+          ? cancel
+          : roll < 0.12
+            ? retry
+            : pick<OperationEvent>([
+                { type: 'stage_started', stage, attempt },
+                { type: 'stage_progress', stage, attempt, fraction: rand() },
+                { type: 'heartbeat', stage, attempt },
+                { type: 'stage_succeeded', stage, attempt },
+                { type: 'stage_succeeded', stage, attempt },
+                {
+                  type: 'stage_failed',
+                  stage,
+                  attempt,
+                  error: { code: pick(['archive_bad', 'build_failed', 'stage_gave_up']), message: 'x' },
+                },
+              ]);
       const where = `sequence ${seq}, event ${i} ${JSON.stringify(e)}`;
       try {
         const r = transition(s, e, at(i));
         assert.ok(r.state.progress >= s.progress, `${where}: progress went down`);
         checkInvariants(r.state, where);
-        if (r.state.status !== s.status && isTerminal(r.state)) outcomes[r.state.status as 'succeeded' | 'failed' | 'canceled']++;
+        if (r.state.status !== s.status && isTerminal(r.state))
+          outcomes[r.state.status as 'succeeded' | 'failed' | 'canceled']++;
         s = r.state;
         outcomes.applied++;
       } catch (err) {
-        if (!(err instanceof HoistError) || !['conflict', 'not_cancelable', 'not_retryable'].includes(err.code)) throw err;
+        if (!(err instanceof HoistError) || !['conflict', 'not_cancelable', 'not_retryable'].includes(err.code))
+          throw err;
         outcomes.rejected++;
       }
     }
@@ -565,16 +867,40 @@ test('property: random event sequences keep every invariant and never lower prog
 
 test('describeTransitions prints every status, event and rejection as Markdown tables', () => {
   const md = describeTransitions();
-  for (const word of ['running', 'succeeded', 'failed', 'canceled', 'queued', 'skipped', 'not_cancelable', 'not_retryable', 'invalid_transition', 'deployment_in_progress', 'maybe_stuck']) {
+  for (const word of [
+    'running',
+    'succeeded',
+    'failed',
+    'canceled',
+    'queued',
+    'skipped',
+    'not_cancelable',
+    'not_retryable',
+    'invalid_transition',
+    'deployment_in_progress',
+    'maybe_stuck',
+  ]) {
     assert.ok(md.includes(word), word);
   }
-  for (const type of ['stage_started', 'stage_progress', 'heartbeat', 'stage_released', 'stage_succeeded', 'stage_failed']) assert.ok(md.includes(`| ${type}`) || md.includes(` ${type} |`), type);
+  for (const type of [
+    'stage_started',
+    'stage_progress',
+    'heartbeat',
+    'stage_released',
+    'stage_succeeded',
+    'stage_failed',
+  ])
+    assert.ok(md.includes(`| ${type}`) || md.includes(` ${type} |`), type);
   assert.match(md, /\| running \| → canceled[^|]*\| rejected: `not_retryable` \|/);
   assert.match(md, /\| failed \| rejected: `not_cancelable` \| → running, attempt \+ 1/);
   assert.match(md, /analyze 5–15, build 15–70, deploy 70–100/);
   const rows = md.split('\n').filter((l) => l.startsWith('|'));
   assert.is(rows.length, 2 + 4 + 2 + 4, 'two tables: 4 parent statuses and 4 stage positions');
-  assert.equal(rows.map((r) => r.split('|').length - 2), [...Array(6).fill(3), ...Array(6).fill(7)], 'every row has its table\'s column count');
+  assert.equal(
+    rows.map((r) => r.split('|').length - 2),
+    [...Array(6).fill(3), ...Array(6).fill(7)],
+    "every row has its table's column count",
+  );
 });
 
 test.run();

@@ -26,7 +26,8 @@ test('accepts relative directories, bounded commands, semver ranges and known va
     runtime: 'node',
   };
   assert.equal(validateBuildSettings(ok), ok);
-  for (const v of ['20', '20.x', 'v18.17.1', '>=18 <23', '18 - 20', '~20.1', '22.*']) assert.equal(validateBuildSettings({ node_version: v }), { node_version: v });
+  for (const v of ['20', '20.x', 'v18.17.1', '>=18 <23', '18 - 20', '~20.1', '22.*'])
+    assert.equal(validateBuildSettings({ node_version: v }), { node_version: v });
   assert.equal(validateBuildSettings({ root_directory: '.' }), { root_directory: '.' });
   assert.equal(validateBuildSettings({ framework: null, runtime: null }), { framework: null, runtime: null });
 });
@@ -49,10 +50,16 @@ test('refuses each bad value naming its field', () => {
 });
 
 test('applying a patch: a string sets, null clears, absent keys stay', () => {
-  assert.equal(applyBuildSettings({ build_command: 'make', runtime: 'node' }, { build_command: null, framework: 'vite', runtime: undefined }), {
-    runtime: 'node',
-    framework: 'vite',
-  });
+  assert.equal(
+    applyBuildSettings(
+      { build_command: 'make', runtime: 'node' },
+      { build_command: null, framework: 'vite', runtime: undefined },
+    ),
+    {
+      runtime: 'node',
+      framework: 'vite',
+    },
+  );
 });
 
 test.run();

@@ -12,7 +12,14 @@ test('a cursor round-trips and is opaque base64url', () => {
 
 test('anything else is invalid_request on field cursor', () => {
   const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-  for (const c of ['', 'garbage', b64({}), b64(['2026-01-02T03:04:05.678Z']), b64(['nope', '0f8fad5b-d9cb-469f-a165-70867728950e']), b64(['2026-01-02T03:04:05.678Z', 'x'])]) {
+  for (const c of [
+    '',
+    'garbage',
+    b64({}),
+    b64(['2026-01-02T03:04:05.678Z']),
+    b64(['nope', '0f8fad5b-d9cb-469f-a165-70867728950e']),
+    b64(['2026-01-02T03:04:05.678Z', 'x']),
+  ]) {
     try {
       decodeCursor(c);
       assert.unreachable(c);

@@ -12,7 +12,10 @@ test('the edge port is shown unless it is the scheme default', () => {
 });
 
 test('appsPort wins over the edge port', () => {
-  assert.is(projectUrl({ ...base, appsDomain: 'apps.example.com', appsScheme: 'https', appsPort: 443 }, 'site'), 'https://site.apps.example.com/');
+  assert.is(
+    projectUrl({ ...base, appsDomain: 'apps.example.com', appsScheme: 'https', appsPort: 443 }, 'site'),
+    'https://site.apps.example.com/',
+  );
   assert.is(projectUrl({ ...base, appsPort: 9000 }, 'site'), 'http://site.localhost:9000/');
 });
 

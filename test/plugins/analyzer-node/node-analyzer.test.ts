@@ -4,10 +4,19 @@ import plugin from '../../../plugins/analyzer-node/index.js';
 import { StaticAnalyzer } from '../../../plugins/analyzer-static/index.js';
 import { detect, HOST_MAJOR, refused } from './tree.js';
 
-const REASON_KEYS = ['build_command', 'framework', 'install_command', 'node_version', 'output_dir', 'package_manager', 'runtime', 'start_command'];
+const REASON_KEYS = [
+  'build_command',
+  'framework',
+  'install_command',
+  'node_version',
+  'output_dir',
+  'package_manager',
+  'runtime',
+  'start_command',
+];
 
 test('the plugin is an analyzer that outranks analyzer-static', () => {
-  const analyzer = plugin.create();
+  const analyzer = plugin.create({});
   assert.is(plugin.id, 'analyzer-node');
   assert.is(analyzer.id, 'analyzer-node');
   assert.ok(analyzer.priority > new StaticAnalyzer().priority);
@@ -26,25 +35,28 @@ test('runtime=node without package.json is analyze_no_package_json', async () =>
   assert.match(err.message, /root_directory/);
 });
 
-test('package.json that is not JSON, not an object or has mistyped fields is analyze_invalid_package_json', async () => {
-  const cases: [string, RegExp][] = [
-    ['{ "name": "x", }', /not valid JSON/],
-    ['', /not valid JSON/],
-    ['[1, 2]', /JSON object, not an array/],
-    ['null', /JSON object, not null/],
-    ['"app"', /JSON object, not a string/],
-    ['{"scripts": ["build"]}', /"scripts" must be an object/],
-    ['{"scripts": {"start": 1}}', /"scripts\.start" must be a string/],
-    ['{"dependencies": "vite"}', /"dependencies" must be an object/],
-    ['{"engines": {"node": 20}}', /"engines\.node" must be a string/],
-    ['{"main": true}', /"main" must be a string/],
-  ];
-  for (const [text, problem] of cases) {
-    const err = await refused({ 'package.json': text, 'server.js': '' });
-    assert.is(err.code, 'analyze_invalid_package_json', text);
-    assert.match(err.message, problem, text);
-  }
-});
+test(
+  'package.json that is not JSON, not an object or has mistyped fields is ' + 'analyze_invalid_package_json',
+  async () => {
+    const cases: [string, RegExp][] = [
+      ['{ "name": "x", }', /not valid JSON/],
+      ['', /not valid JSON/],
+      ['[1, 2]', /JSON object, not an array/],
+      ['null', /JSON object, not null/],
+      ['"app"', /JSON object, not a string/],
+      ['{"scripts": ["build"]}', /"scripts" must be an object/],
+      ['{"scripts": {"start": 1}}', /"scripts\.start" must be a string/],
+      ['{"dependencies": "vite"}', /"dependencies" must be an object/],
+      ['{"engines": {"node": 20}}', /"engines\.node" must be a string/],
+      ['{"main": true}', /"main" must be a string/],
+    ];
+    for (const [text, problem] of cases) {
+      const err = await refused({ 'package.json': text, 'server.js': '' });
+      assert.is(err.code, 'analyze_invalid_package_json', text);
+      assert.match(err.message, problem, text);
+    }
+  },
+);
 
 test('package.json with a byte order mark is read', async () => {
   const d = await detect({ 'package.json': '\uFEFF{"scripts":{"start":"node app.js"}}' });
@@ -52,7 +64,11 @@ test('package.json with a byte order mark is read', async () => {
 });
 
 test('a server: every field is chosen and every choice has a reason', async () => {
-  const d = await detect({ 'package.json': { scripts: { start: 'node server.js' }, dependencies: { express: '^4' } }, 'package-lock.json': '{}', 'server.js': '' });
+  const d = await detect({
+    'package.json': { scripts: { start: 'node server.js' }, dependencies: { express: '^4' } },
+    'package-lock.json': '{}',
+    'server.js': '',
+  });
   assert.equal(d, {
     runtime: 'node',
     framework: 'express',
@@ -98,7 +114,10 @@ test('package.json that only holds tooling next to index.html is left to analyze
 });
 
 test('runtime=static with a package.json builds it and serves the output', async () => {
-  const d = await detect({ 'package.json': { scripts: { build: 'x', start: 'node server.js' } }, 'server.js': '' }, { runtime: 'static' });
+  const d = await detect(
+    { 'package.json': { scripts: { build: 'x', start: 'node server.js' } }, 'server.js': '' },
+    { runtime: 'static' },
+  );
   assert.is(d?.runtime, 'static');
   assert.is(d?.buildCommand, 'npm run build');
   assert.is(d?.startCommand, null);
@@ -114,7 +133,10 @@ test('runtime=static on a server framework warns that the build may not write st
 });
 
 test('runtime=node forces a server, even for a static framework', async () => {
-  const d = await detect({ 'package.json': { scripts: { build: 'vite build', start: 'vite preview' }, devDependencies: { vite: '5' } } }, { runtime: 'node' });
+  const d = await detect(
+    { 'package.json': { scripts: { build: 'vite build', start: 'vite preview' }, devDependencies: { vite: '5' } } },
+    { runtime: 'node' },
+  );
   assert.is(d?.runtime, 'node');
   assert.is(d?.framework, 'vite');
   assert.is(d?.startCommand, 'npm start');
@@ -131,7 +153,17 @@ test('project settings override every detected value, each reasoned "project set
     node_version: '>=18',
     framework: 'nestjs',
   };
-  const d = await detect({ 'package.json': { scripts: { build: 'tsc', start: 'node server.js' }, dependencies: { express: '4' }, engines: { node: '>=99' } }, 'yarn.lock': '' }, settings);
+  const d = await detect(
+    {
+      'package.json': {
+        scripts: { build: 'tsc', start: 'node server.js' },
+        dependencies: { express: '4' },
+        engines: { node: '>=99' },
+      },
+      'yarn.lock': '',
+    },
+    settings,
+  );
   assert.is(d?.installCommand, settings.install_command);
   assert.is(d?.buildCommand, settings.build_command);
   assert.is(d?.startCommand, settings.start_command);
@@ -151,7 +183,7 @@ test('project settings override every detected value, each reasoned "project set
   assert.match(d!.reasons.node_version, /^project setting node_version/);
 });
 
-test('the project setting framework picks that framework\'s defaults', async () => {
+test("the project setting framework picks that framework's defaults", async () => {
   const d = await detect({ 'package.json': { dependencies: { react: '18' } } }, { framework: 'create-react-app' });
   assert.is(d?.runtime, 'static');
   assert.is(d?.buildCommand, 'npx --no-install react-scripts build');
@@ -165,7 +197,10 @@ test('a start_command setting makes a package without any start file a server', 
 });
 
 test('the upload option skip_build drops the build but keeps the output directory', async () => {
-  const d = await detect({ 'package.json': { scripts: { build: 'vite build' }, devDependencies: { vite: '5' } }, 'dist/index.html': '' }, { skip_build: true });
+  const d = await detect(
+    { 'package.json': { scripts: { build: 'vite build' }, devDependencies: { vite: '5' } }, 'dist/index.html': '' },
+    { skip_build: true },
+  );
   assert.is(d?.runtime, 'static');
   assert.is(d?.buildCommand, null);
   assert.is(d?.reasons.build_command, 'upload option skip_build');

@@ -3,9 +3,12 @@ import * as assert from 'uvu/assert';
 import { detect, HOST_MAJOR, refused, type Files } from './tree.js';
 
 const HOST = process.versions.node;
-const app = (engines?: string): Files => ({ 'package.json': { scripts: { start: 'node server.js' }, ...(engines ? { engines: { node: engines } } : {}) }, 'server.js': '' });
+const app = (engines?: string): Files => ({
+  'package.json': { scripts: { start: 'node server.js' }, ...(engines ? { engines: { node: engines } } : {}) },
+  'server.js': '',
+});
 
-test('no engines.node, .nvmrc or .node-version: the host\'s major is the default', async () => {
+test("no engines.node, .nvmrc or .node-version: the host's major is the default", async () => {
   const d = await detect(app());
   assert.is(d?.nodeVersion, HOST_MAJOR);
   assert.match(d!.reasons.node_version, new RegExp(`host's Node ${HOST_MAJOR} is the default`));
@@ -35,7 +38,12 @@ test('the node_version setting overrides engines.node, and is checked the same w
   assert.match(d!.reasons.node_version, /^project setting node_version/);
   const err = await refused(app(HOST_MAJOR), { node_version: '>=99' });
   assert.is(err.code, 'analyze_node_version_unavailable');
-  assert.is(err.message, `This project asks for Node >=99 (from project setting node_version); this host runs Node ${HOST}. Change node_version in the project settings to a range that includes ${HOST_MAJOR}.`);
+  assert.is(
+    err.message,
+    `This project asks for Node >=99 (from project setting node_version); this host ` +
+      `runs Node ${HOST}. Change node_version in the project settings to a range that ` +
+      `includes ${HOST_MAJOR}.`,
+  );
 });
 
 test('a version the host cannot provide is analyze_node_version_unavailable, saying what to change', async () => {
@@ -43,7 +51,9 @@ test('a version the host cannot provide is analyze_node_version_unavailable, say
   assert.is(err.code, 'analyze_node_version_unavailable');
   assert.is(
     err.message,
-    `This project asks for Node >=99 (from engines.node); this host runs Node ${HOST}. Change engines.node to a range that includes ${HOST_MAJOR}, or set node_version in the project settings.`,
+    `This project asks for Node >=99 (from engines.node); this host runs Node ` +
+      `${HOST}. Change engines.node to a range that includes ${HOST_MAJOR}, or set ` +
+      `node_version in the project settings.`,
   );
   assert.equal(err.details, { asked: '>=99', source: 'engines.node', host: HOST });
   err = await refused({ ...app(), '.nvmrc': '16.20.2' });
@@ -52,18 +62,25 @@ test('a version the host cannot provide is analyze_node_version_unavailable, say
   assert.match(err.message, /\(from \.node-version\)/);
 });
 
-test('nvm aliases: lts/iron is 20, other LTS names must match the host, newest-release aliases use the host with a warning', async () => {
-  if (HOST_MAJOR === '20') assert.is((await detect({ ...app(), '.nvmrc': 'lts/iron' }))?.nodeVersion, '20');
-  else assert.is((await refused({ ...app(), '.nvmrc': 'lts/iron' })).code, 'analyze_node_version_unavailable');
-  const err = await refused({ ...app(), '.nvmrc': 'lts/hydrogen' });
-  assert.is(err.code, 'analyze_node_version_unavailable');
-  assert.match(err.message, /asks for Node lts\/hydrogen \(Node 18\) \(from \.nvmrc\)/);
-  for (const alias of ['lts/*', 'node', 'stable']) {
-    const d = await detect({ ...app(), '.nvmrc': alias });
-    assert.is(d?.nodeVersion, HOST_MAJOR, alias);
-    assert.match(d!.warnings.join('\n'), new RegExp(`asks for "${alias.replace('*', '\\*')}"; this host provides Node ${HOST}`));
-  }
-});
+test(
+  'nvm aliases: lts/iron is 20, other LTS names must match the host, newest-release ' +
+    'aliases use the host with a warning',
+  async () => {
+    if (HOST_MAJOR === '20') assert.is((await detect({ ...app(), '.nvmrc': 'lts/iron' }))?.nodeVersion, '20');
+    else assert.is((await refused({ ...app(), '.nvmrc': 'lts/iron' })).code, 'analyze_node_version_unavailable');
+    const err = await refused({ ...app(), '.nvmrc': 'lts/hydrogen' });
+    assert.is(err.code, 'analyze_node_version_unavailable');
+    assert.match(err.message, /asks for Node lts\/hydrogen \(Node 18\) \(from \.nvmrc\)/);
+    for (const alias of ['lts/*', 'node', 'stable']) {
+      const d = await detect({ ...app(), '.nvmrc': alias });
+      assert.is(d?.nodeVersion, HOST_MAJOR, alias);
+      assert.match(
+        d!.warnings.join('\n'),
+        new RegExp(`asks for "${alias.replace('*', '\\*')}"; this host provides Node ${HOST}`),
+      );
+    }
+  },
+);
 
 test('something that is not a version is analyze_invalid_node_version', async () => {
   for (const files of [app('banana'), { ...app(), '.nvmrc': 'lts/unknown' }]) {

@@ -7,7 +7,13 @@ const server = { scripts: { start: 'node server.js' } };
 /** Package manager, install command and their reasons for a server with `extra` files. */
 async function pmOf(extra: Record<string, string>, pkg: object = server) {
   const d = await detect({ 'package.json': pkg, 'server.js': '', ...extra });
-  return { pm: d!.packageManager, install: d!.installCommand, start: d!.startCommand, reasons: d!.reasons, warnings: d!.warnings };
+  return {
+    pm: d!.packageManager,
+    install: d!.installCommand,
+    start: d!.startCommand,
+    reasons: d!.reasons,
+    warnings: d!.warnings,
+  };
 }
 
 test('no packageManager field and no lockfile: npm install, with --no-audit --no-fund', async () => {
@@ -63,9 +69,15 @@ test('the packageManager field wins over the lockfiles', async () => {
 });
 
 test('yarn 2+ installs with --immutable', async () => {
-  assert.is((await pmOf({ 'yarn.lock': '' }, { ...server, packageManager: 'yarn@4.1.0' })).install, 'yarn install --immutable');
+  assert.is(
+    (await pmOf({ 'yarn.lock': '' }, { ...server, packageManager: 'yarn@4.1.0' })).install,
+    'yarn install --immutable',
+  );
   assert.is((await pmOf({ 'yarn.lock': '', '.yarnrc.yml': '' })).install, 'yarn install --immutable');
-  assert.is((await pmOf({ 'yarn.lock': '' }, { ...server, packageManager: 'yarn@1.22.19' })).install, 'yarn install --frozen-lockfile');
+  assert.is(
+    (await pmOf({ 'yarn.lock': '' }, { ...server, packageManager: 'yarn@1.22.19' })).install,
+    'yarn install --frozen-lockfile',
+  );
 });
 
 test('an unknown packageManager field is ignored with a warning', async () => {
@@ -95,7 +107,10 @@ test('committed node_modules is used as is: no install', async () => {
 });
 
 test('the install_command setting wins over committed node_modules and the lockfile', async () => {
-  const d = await detect({ 'package.json': server, 'server.js': '', 'node_modules/x/index.js': '', 'pnpm-lock.yaml': '' }, { install_command: 'pnpm install --offline' });
+  const d = await detect(
+    { 'package.json': server, 'server.js': '', 'node_modules/x/index.js': '', 'pnpm-lock.yaml': '' },
+    { install_command: 'pnpm install --offline' },
+  );
   assert.is(d?.installCommand, 'pnpm install --offline');
   assert.is(d?.reasons.install_command, 'project setting install_command');
 });

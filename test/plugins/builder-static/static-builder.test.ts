@@ -12,7 +12,13 @@ const dir = mkdtempSync(join(tmpdir(), 'hoist-static-builder-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 
-const config = { buildTimeoutSeconds: 60, buildMemoryMb: 256, buildProcesses: 64, buildDiskMb: 64, buildOutputBytes: 1_000_000 } as HoistConfig;
+const config = {
+  buildTimeoutSeconds: 60,
+  buildMemoryMb: 256,
+  buildProcesses: 64,
+  buildDiskMb: 64,
+  buildOutputBytes: 1_000_000,
+} as HoistConfig;
 const builder = new StaticBuilder(config, await testSandbox(dir));
 const detection = (outputDir: string, buildCommand: string | null = null): Detection => ({
   runtime: 'static',
@@ -36,7 +42,14 @@ async function built(files: string[], outputDir: string): Promise<string> {
     writeFileSync(join(workspace, f), 'x');
   }
   try {
-    const out = await builder.build({ workspace, detection: detection(outputDir), env: {}, signal: new AbortController().signal, log: () => {}, progress: () => {} });
+    const out = await builder.build({
+      workspace,
+      detection: detection(outputDir),
+      env: {},
+      signal: new AbortController().signal,
+      log: () => {},
+      progress: () => {},
+    });
     return out.outputDir === workspace ? '.' : out.outputDir.slice(workspace.length + 1);
   } catch (err) {
     return (err as { code: string }).code;
@@ -73,7 +86,10 @@ test('with nothing to run, the file list gives the answer the built tree gives',
 });
 
 test('a build command means there is something to run; the plain site says so in the log', () => {
-  assert.is(builder.outputWithoutBuild({ detection: detection('dist', 'npm run build'), files: ['index.html'], log: () => {} }), null);
+  assert.is(
+    builder.outputWithoutBuild({ detection: detection('dist', 'npm run build'), files: ['index.html'], log: () => {} }),
+    null,
+  );
   const lines: string[] = [];
   builder.outputWithoutBuild({ detection: detection('.'), files: ['index.html'], log: (l) => lines.push(l) });
   assert.equal(lines, ['Plain static site: nothing to build.']);

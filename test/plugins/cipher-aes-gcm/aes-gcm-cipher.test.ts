@@ -16,7 +16,10 @@ const dir = mkdtempSync(join(tmpdir(), 'hoist-cipher-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 
 const rejects = async (p: Promise<unknown>, what: RegExp) => {
-  const err = await p.then(() => null, (e: Error) => e);
+  const err = await p.then(
+    () => null,
+    (e: Error) => e,
+  );
   assert.ok(err instanceof DecryptError, `expected a DecryptError, got ${err}`);
   assert.match(err!.message, what);
   return err!;
@@ -41,7 +44,10 @@ test('a value opens only with its data key and its associated data', async () =>
   const flipped = sealed.slice(0, dot) + raw.toString('base64url');
   assert.is.not(flipped, sealed);
   await rejects(c.decrypt(a, flipped, 'hoist-env:v1:p1:API_KEY'), /./);
-  await rejects(c.decrypt({ keyId: 'k9', wrapped: a.wrapped }, sealed, 'hoist-env:v1:p1:API_KEY'), /master key "k9" is not configured/);
+  await rejects(
+    c.decrypt({ keyId: 'k9', wrapped: a.wrapped }, sealed, 'hoist-env:v1:p1:API_KEY'),
+    /master key "k9" is not configured/,
+  );
   assert.is.not(await c.encrypt(a, 'x', 'aad'), await c.encrypt(a, 'x', 'aad'), 'a fresh IV each time');
 });
 
@@ -75,7 +81,13 @@ test('the default key file is created once with mode 0600, and a rotation keeps 
   const other = new AesGcmCipher(new FileKeyRing(path, false, () => {}));
   const added = await other.addMasterKey();
   assert.is.not(added.id, first.id);
-  assert.equal((await c.masterKeys()).map((k) => [k.id, k.current]), [[first.id, false], [added.id, true]]);
+  assert.equal(
+    (await c.masterKeys()).map((k) => [k.id, k.current]),
+    [
+      [first.id, false],
+      [added.id, true],
+    ],
+  );
   const rewrapped = await c.rewrap(key);
   assert.is(rewrapped.keyId, added.id);
   assert.is(await c.decrypt(rewrapped, sealed, 'aad'), 'v');
@@ -89,7 +101,13 @@ test('configured keys: the first is current; bad entries and a missing configure
   const k1 = randomBytes(32).toString('base64');
   const k2 = randomBytes(32).toString('base64url');
   const c = new AesGcmCipher(keysFromConfig(`new:${k2},old:${k1}`));
-  assert.equal((await c.masterKeys()).map((k) => [k.id, k.current]), [['new', true], ['old', false]]);
+  assert.equal(
+    (await c.masterKeys()).map((k) => [k.id, k.current]),
+    [
+      ['new', true],
+      ['old', false],
+    ],
+  );
   assert.is((await c.addMasterKey()).id, 'new', 'configured keys are not added to');
   assert.throws(() => keysFromConfig('nokey'), /entry 1 must be id:base64/);
   assert.throws(() => keysFromConfig(`a:${randomBytes(16).toString('base64')}`), /must be 32 bytes/);
@@ -97,21 +115,30 @@ test('configured keys: the first is current; bad entries and a missing configure
   assert.throws(() => new FileKeyRing(join(dir, 'absent.json'), false, () => {}), /does not exist/);
 });
 
-test('the plugin creates <dataDir>/master-keys.json on first start and warns once; HOIST_MASTER_KEY takes precedence', async () => {
-  const lines: string[] = [];
-  const log = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }));
-  const dataDir = join(dir, 'data');
-  const ctx = (config: object) => ({ config: loadConfig({}, { dataDir, ...config }), get: <T>() => log as T });
-  await cipherPlugin.create(ctx({}));
-  await cipherPlugin.create(ctx({}));
-  assert.is(lines.length, 1);
-  assert.match(lines[0], /"level":40/);
-  assert.match(lines[0], /created a master key file/);
-  assert.ok(lines[0].includes(join(dataDir, 'master-keys.json')));
-  assert.is(statSync(join(dataDir, 'master-keys.json')).mode & 0o777, 0o600);
-  const configured = await cipherPlugin.create(ctx({ masterKey: `env1:${randomBytes(32).toString('base64')}` }));
-  assert.equal((await configured.masterKeys()).map((k) => k.id), ['env1']);
-  assert.throws(() => cipherPlugin.create(ctx({ masterKeyFile: join(dir, 'missing.json') })), /does not exist/);
-});
+test(
+  'the plugin creates <dataDir>/master-keys.json on first start and warns once; ' + 'HOIST_MASTER_KEY takes precedence',
+  async () => {
+    const lines: string[] = [];
+    const log = pino(
+      { level: 'info' },
+      new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }),
+    );
+    const dataDir = join(dir, 'data');
+    const ctx = (config: object) => ({ config: loadConfig({}, { dataDir, ...config }), log });
+    await cipherPlugin.create(ctx({}));
+    await cipherPlugin.create(ctx({}));
+    assert.is(lines.length, 1);
+    assert.match(lines[0], /"level":40/);
+    assert.match(lines[0], /created a master key file/);
+    assert.ok(lines[0].includes(join(dataDir, 'master-keys.json')));
+    assert.is(statSync(join(dataDir, 'master-keys.json')).mode & 0o777, 0o600);
+    const configured = await cipherPlugin.create(ctx({ masterKey: `env1:${randomBytes(32).toString('base64')}` }));
+    assert.equal(
+      (await configured.masterKeys()).map((k) => k.id),
+      ['env1'],
+    );
+    assert.throws(() => cipherPlugin.create(ctx({ masterKeyFile: join(dir, 'missing.json') })), /does not exist/);
+  },
+);
 
 test.run();

@@ -34,10 +34,14 @@ const idle = () => new Promise((r) => setTimeout(r, 100));
 test('a burst of jobs on idle slots is handled at once, each job delivered once', async () => {
   const t = topic();
   const seen: Job[] = [];
-  const stop = await queue.consume(t, async (job) => {
-    seen.push(job);
-    await new Promise((r) => setTimeout(r, 30));
-  }, { concurrency: 3 });
+  const stop = await queue.consume(
+    t,
+    async (job) => {
+      seen.push(job);
+      await new Promise((r) => setTimeout(r, 30));
+    },
+    { concurrency: 3 },
+  );
   await idle();
   for (let i = 0; i < 6; i++) await queue.enqueue(t, { i }, { key: `${t}-${i}` });
   await waitFor(() => seen.length === 6);
@@ -77,10 +81,14 @@ test('a job enqueued while every slot is busy is taken as soon as one is free', 
   const seen: unknown[] = [];
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
-  const stop = await queue.consume(t, async (job) => {
-    seen.push(job.payload);
-    if ((job.payload as { first?: boolean }).first) await gate;
-  }, { concurrency: 1 });
+  const stop = await queue.consume(
+    t,
+    async (job) => {
+      seen.push(job.payload);
+      if ((job.payload as { first?: boolean }).first) await gate;
+    },
+    { concurrency: 1 },
+  );
   await queue.enqueue(t, { first: true }, { key: `${t}-1` });
   await waitFor(() => seen.length === 1);
   await queue.enqueue(t, { second: true }, { key: `${t}-2` });
@@ -113,21 +121,71 @@ test('a consumer stopped while a slot is looking stops at once, not at the next 
   }
 });
 
-test('a consumer that stops mid-work hands the job back: the next consumer takes it at once, not after the visibility timeout', async () => {
+test(
+  'a consumer that stops mid-work hands the job back: the next consumer takes it at ' +
+    'once, not after the visibility timeout',
+  async () => {
+    const t = topic();
+    const got: number[] = [];
+    const stopA = await queue.consume(
+      t,
+      async (job, ctl) => {
+        got.push(job.deliveries);
+        await new Promise((r) => ctl.signal.addEventListener('abort', r, { once: true }));
+        throw new Error('stopped');
+      },
+      { concurrency: 1 },
+    );
+    await queue.enqueue(t, {}, { key: `${t}-x` });
+    await waitFor(() => got.length === 1);
+    await stopA();
+    const stopB = await queue.consume(t, async (job) => void got.push(job.deliveries), { concurrency: 1 });
+    await waitFor(() => got.length === 2);
+    await stopB();
+    assert.equal(got, [1, 2]);
+  },
+);
+
+test('an idle slot gets its job leased as written: no claim query, no other process claims it', async () => {
   const t = topic();
-  const got: number[] = [];
-  const stopA = await queue.consume(t, async (job, ctl) => {
-    got.push(job.deliveries);
-    await new Promise((r) => ctl.signal.addEventListener('abort', r, { once: true }));
-    throw new Error('stopped');
-  }, { concurrency: 1 });
-  await queue.enqueue(t, {}, { key: `${t}-x` });
-  await waitFor(() => got.length === 1);
-  await stopA();
-  const stopB = await queue.consume(t, async (job) => void got.push(job.deliveries), { concurrency: 1 });
-  await waitFor(() => got.length === 2);
-  await stopB();
-  assert.equal(got, [1, 2]);
+  const seen: Job[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const internals = queue as unknown as { claim(topic: string): Promise<unknown> };
+  const claim = internals.claim;
+  let claims = 0;
+  internals.claim = async function (this: unknown, at: string) {
+    if (at === t) claims++;
+    return claim.call(this, at);
+  };
+  try {
+    const stop = await queue.consume(
+      t,
+      async (job) => {
+        seen.push(job);
+        await gate;
+      },
+      { concurrency: 1 },
+    );
+    await idle();
+    const before = claims;
+    await queue.enqueue(t, { handed: true }, { key: `${t}-h` });
+    await waitFor(() => seen.length === 1);
+    assert.is(claims, before, 'handed over, not looked up');
+    assert.is(seen[0].deliveries, 1);
+    // Another process (its own queue on the same database) finds nothing to claim while the job runs.
+    const other = new LocalQueue(kernel.orm.em, opts) as unknown as { claim(topic: string): Promise<unknown> };
+    assert.is(await other.claim(t), null);
+    release();
+    await stop();
+  } finally {
+    internals.claim = claim;
+  }
+  const left = await kernel.orm.em
+    .fork()
+    .getConnection()
+    .execute('select count(*) as n from jobs where topic = ?', [t]);
+  assert.is(Number(left[0].n), 0, 'done and deleted');
 });
 
 test.run();

@@ -38,32 +38,35 @@ test('the kernel refuses to start when NATS is unreachable, naming the plugin', 
   }
 });
 
-test('in-progress acks keep a long job with its worker; without them it is redelivered after the ack wait', async () => {
-  const q = await make(1000);
-  const deliveries: number[] = [];
-  let release!: () => void;
-  const stop = await q.consume(
-    'beats',
-    async (job, ctl) => {
-      deliveries.push(job.deliveries);
-      if (job.deliveries > 1) return;
-      const timer = setInterval(() => void ctl.heartbeat(), 300);
-      await new Promise<void>((r) => (release = r));
-      clearInterval(timer);
-      // The second half goes silent for longer than the ack wait: the job comes back.
-      await new Promise((r) => setTimeout(r, 2500));
-    },
-    { concurrency: 2 },
-  );
-  await q.enqueue('beats', {}, { key: 'b1' });
-  await until(() => deliveries.length === 1);
-  await new Promise((r) => setTimeout(r, 2500));
-  assert.equal(deliveries, [1], 'heartbeats kept the job for 2.5 s with a 1 s ack wait');
-  release();
-  await until(() => deliveries.length === 2);
-  await stop();
-  assert.equal(deliveries, [1, 2]);
-});
+test(
+  'in-progress acks keep a long job with its worker; without them it is redelivered ' + 'after the ack wait',
+  async () => {
+    const q = await make(1000);
+    const deliveries: number[] = [];
+    let release!: () => void;
+    const stop = await q.consume(
+      'beats',
+      async (job, ctl) => {
+        deliveries.push(job.deliveries);
+        if (job.deliveries > 1) return;
+        const timer = setInterval(() => void ctl.heartbeat(), 300);
+        await new Promise<void>((r) => (release = r));
+        clearInterval(timer);
+        // The second half goes silent for longer than the ack wait: the job comes back.
+        await new Promise((r) => setTimeout(r, 2500));
+      },
+      { concurrency: 2 },
+    );
+    await q.enqueue('beats', {}, { key: 'b1' });
+    await until(() => deliveries.length === 1);
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.equal(deliveries, [1], 'heartbeats kept the job for 2.5 s with a 1 s ack wait');
+    release();
+    await until(() => deliveries.length === 2);
+    await stop();
+    assert.equal(deliveries, [1, 2]);
+  },
+);
 
 test('a job whose worker goes silent on its last delivery fails through onDead (max-deliveries advisory)', async () => {
   const q = await make(800, 2);
@@ -80,7 +83,10 @@ test('a job whose worker goes silent on its last delivery fails through onDead (
   await q.enqueue('silent', { n: 7 }, { key: 's1' });
   await until(() => dead.length === 1);
   assert.equal(seen, [1, 2]);
-  assert.equal([dead[0].job.payload, dead[0].job.deliveries, dead[0].reason], [{ n: 7 }, 2, 'its worker stopped answering']);
+  assert.equal(
+    [dead[0].job.payload, dead[0].job.deliveries, dead[0].reason],
+    [{ n: 7 }, 2, 'its worker stopped answering'],
+  );
   await until(async () => (await q.position('silent', 's1')).state === 'gone');
   await stop();
 });

@@ -8,7 +8,14 @@ import { DockerSandbox } from '../../../plugins/sandbox-docker/docker-sandbox.js
 import { testDocker } from '../../helpers/docker.js';
 
 const config = loadConfig(process.env, {});
-const sandbox = new DockerSandbox(testDocker(), { image: config.dockerBaseImage, dockerHost: config.dockerHost, runtime: config.dockerRuntime, denyCidrs: [], serveCpuMillis: 500, warn: () => {} });
+const sandbox = new DockerSandbox(testDocker(), {
+  image: config.dockerBaseImage,
+  dockerHost: config.dockerHost,
+  runtime: config.dockerRuntime,
+  denyCidrs: [],
+  serveCpuMillis: 500,
+  warn: () => {},
+});
 await sandbox.prepare();
 await sandbox.serve({
   command: 'node -e "setInterval(() => {}, 1000)"',

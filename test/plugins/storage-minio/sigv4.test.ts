@@ -7,6 +7,7 @@ import aws4 from 'aws4';
 import { Client } from 'minio';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { createLogger } from '../../../adapters/logger.js';
 import { loadConfig } from '../../../config/load.js';
 import type { HoistConfig } from '../../../config/schema.js';
 import { HoistError } from '../../../core/errors.js';
@@ -23,12 +24,20 @@ await s3.client.putObject(bucket, 'artifacts/page.html', Buffer.from('<h1>signed
 /** A storage-minio plugin instance on the bucket, with `overrides` to its configuration. */
 async function plugin(overrides: Partial<HoistConfig> = {}): Promise<Storage> {
   const config = loadConfig({}, { ...s3.config(bucket, false), ...overrides });
-  return (await storageMinio.create({ config, get: () => undefined as never })) as Storage;
+  return (await storageMinio.create({ config, log: createLogger('silent') })) as Storage;
 }
 
 /** A minio client of the server with another secret key or region. */
 const clientWith = (over: { secretKey?: string; region?: string }) =>
-  new Client({ endPoint: '127.0.0.1', port: Number(port), useSSL: false, accessKey: s3.accessKey, secretKey: s3.secretKey, region: 'us-east-1', ...over });
+  new Client({
+    endPoint: '127.0.0.1',
+    port: Number(port),
+    useSSL: false,
+    accessKey: s3.accessKey,
+    secretKey: s3.secretKey,
+    region: 'us-east-1',
+    ...over,
+  });
 
 /** The status of an S3 answer and the Code, Message (and other fields) of its XML error. */
 async function answer(res: Response) {
@@ -47,26 +56,52 @@ function withSignatureChanged(url: string, at = 10): string {
 
 /** Headers aws4 signed for a request, less those fetch sets itself (the same values). */
 function signedBy(request: aws4.Request, secretAccessKey: string): Record<string, string> {
-  const { headers } = aws4.sign({ host: `127.0.0.1:${port}`, service: 's3', region: 'us-east-1', ...request }, { accessKeyId: s3.accessKey, secretAccessKey });
-  return Object.fromEntries(Object.entries(headers as Record<string, string>).filter(([name]) => !/^(host|content-length)$/i.test(name)));
+  const { headers } = aws4.sign(
+    { host: `127.0.0.1:${port}`, service: 's3', region: 'us-east-1', ...request },
+    { accessKeyId: s3.accessKey, secretAccessKey },
+  );
+  return Object.fromEntries(
+    Object.entries(headers as Record<string, string>).filter(([name]) => !/^(host|content-length)$/i.test(name)),
+  );
 }
 
-const exists = (key: string) => s3.client.statObject(bucket, key).then(() => true, (e) => (e.code === 'NotFound' ? false : Promise.reject(e)));
+const exists = (key: string) =>
+  s3.client.statObject(bucket, key).then(
+    () => true,
+    (e) => (e.code === 'NotFound' ? false : Promise.reject(e)),
+  );
 
 test('a request signed with a wrong secret key is refused: 403 SignatureDoesNotMatch, nothing is written', async () => {
   const wrong = clientWith({ secretKey: 'wrong' });
-  const put = await wrong.putObject(bucket, 'artifacts/forged.txt', Buffer.from('forged')).then(() => null, (e) => e);
+  const put = await wrong.putObject(bucket, 'artifacts/forged.txt', Buffer.from('forged')).then(
+    () => null,
+    (e) => e,
+  );
   assert.is(put?.code, 'SignatureDoesNotMatch', String(put));
   assert.is(await exists('artifacts/forged.txt'), false);
   // A HEAD answer has no body: the status is all there is (the minio client reads 403 as AccessDenied).
-  const stat = await wrong.statObject(bucket, 'artifacts/page.html').then(() => null, (e) => e);
+  const stat = await wrong.statObject(bucket, 'artifacts/page.html').then(
+    () => null,
+    (e) => e,
+  );
   assert.is(stat?.code, 'AccessDenied', String(stat));
   // The S3 calls the test server adds to s3rver (ListMultipartUploads here) are verified too.
   const lister = wrong as unknown as { listIncompleteUploadsQuery(...a: string[]): Promise<unknown> };
-  assert.is((await lister.listIncompleteUploadsQuery(bucket, '', '', '', '').then(() => null, (e) => e))?.code, 'SignatureDoesNotMatch');
+  assert.is(
+    (
+      await lister.listIncompleteUploadsQuery(bucket, '', '', '', '').then(
+        () => null,
+        (e) => e,
+      )
+    )?.code,
+    'SignatureDoesNotMatch',
+  );
   // Through the plugin: the failure is the storage's 'unavailable', the S3 code its cause.
   const storage = await plugin({ s3SecretKey: 'wrong' });
-  const err = await storage.put('artifacts/forged.txt', Readable.from([Buffer.from('forged')])).then(() => null, (e) => e);
+  const err = await storage.put('artifacts/forged.txt', Readable.from([Buffer.from('forged')])).then(
+    () => null,
+    (e) => e,
+  );
   assert.instance(err, HoistError);
   assert.is(err.code, 'unavailable');
   assert.is((err.cause as { code?: string }).code, 'SignatureDoesNotMatch');
@@ -83,67 +118,94 @@ test('a request signed with a wrong secret key is refused: 403 SignatureDoesNotM
 
 test('the S3 error carries the canonical request the server computed, as S3 does', async () => {
   const path = `/${bucket}/artifacts/page.html`;
-  const res = await answer(await fetch(`${s3.endpoint}${path}`, { headers: signedBy({ path, method: 'GET' }, 'wrong') }));
+  const res = await answer(
+    await fetch(`${s3.endpoint}${path}`, { headers: signedBy({ path, method: 'GET' }, 'wrong') }),
+  );
   assert.is(res.status, 403);
   assert.is(res.code, 'SignatureDoesNotMatch');
-  assert.match(res.field('CanonicalRequest') ?? '', new RegExp(`^GET\n/${bucket}/artifacts/page.html\n\nhost:127.0.0.1:${port}\n`));
-  assert.match(res.field('StringToSign') ?? '', /^AWS4-HMAC-SHA256\n\d{8}T\d{6}Z\n\d{8}\/us-east-1\/s3\/aws4_request\n[0-9a-f]{64}$/);
+  assert.match(
+    res.field('CanonicalRequest') ?? '',
+    new RegExp(`^GET\n/${bucket}/artifacts/page.html\n\nhost:127.0.0.1:${port}\n`),
+  );
+  assert.match(
+    res.field('StringToSign') ?? '',
+    /^AWS4-HMAC-SHA256\n\d{8}T\d{6}Z\n\d{8}\/us-east-1\/s3\/aws4_request\n[0-9a-f]{64}$/,
+  );
   // The same request signed with the right key, by aws4 rather than the minio client, is answered.
   const ok = await fetch(`${s3.endpoint}${path}`, { headers: signedBy({ path, method: 'GET' }, s3.secretKey) });
   assert.is(ok.status, 200);
   assert.is(await ok.text(), '<h1>signed</h1>');
 });
 
-test('a presigned GET URL works as handed out; with one character of its signature changed, or for another key, it is refused 403', async () => {
-  const storage = await plugin();
-  const url = await storage.direct!.getUrl('artifacts/page.html', 60);
-  const res = await fetch(url);
-  assert.is(res.status, 200);
-  assert.is(await res.text(), '<h1>signed</h1>');
-  assert.is((await fetch(url, { headers: { range: 'bytes=4-9' } }).then((r) => r.text())), 'signed');
+test(
+  'a presigned GET URL works as handed out; with one character of its signature ' +
+    'changed, or for another key, it is refused 403',
+  async () => {
+    const storage = await plugin();
+    const url = await storage.direct!.getUrl('artifacts/page.html', 60);
+    const res = await fetch(url);
+    assert.is(res.status, 200);
+    assert.is(await res.text(), '<h1>signed</h1>');
+    assert.is(await fetch(url, { headers: { range: 'bytes=4-9' } }).then((r) => r.text()), 'signed');
 
-  for (const at of [0, 10, 63]) {
-    const bad = await answer(await fetch(withSignatureChanged(url, at)));
+    for (const at of [0, 10, 63]) {
+      const bad = await answer(await fetch(withSignatureChanged(url, at)));
+      assert.is(bad.status, 403);
+      assert.is(bad.code, 'SignatureDoesNotMatch');
+    }
+    const other = await answer(await fetch(url.replace('/artifacts/page.html?', '/artifacts/real.txt?')));
+    assert.is(other.status, 403);
+    assert.is(other.code, 'SignatureDoesNotMatch');
+    // A presigned GET is no PUT.
+    const put = await answer(await fetch(url, { method: 'PUT', body: 'overwritten' }));
+    assert.is(put.status, 403);
+    assert.is(put.code, 'SignatureDoesNotMatch');
+    assert.is(await fetch(url).then((r) => r.text()), '<h1>signed</h1>');
+  },
+);
+
+test(
+  'a presigned part URL takes its part; another part number, upload id or a changed ' + 'signature is refused',
+  async () => {
+    const d = (await plugin()).direct!;
+    const id = await d.createMultipart('uploads/direct.zip');
+    const url = await d.partUrl('uploads/direct.zip', id, 1, 60);
+    const bad = await answer(await fetch(withSignatureChanged(url), { method: 'PUT', body: 'part' }));
     assert.is(bad.status, 403);
     assert.is(bad.code, 'SignatureDoesNotMatch');
-  }
-  const other = await answer(await fetch(url.replace('/artifacts/page.html?', '/artifacts/real.txt?')));
-  assert.is(other.status, 403);
-  assert.is(other.code, 'SignatureDoesNotMatch');
-  // A presigned GET is no PUT.
-  const put = await answer(await fetch(url, { method: 'PUT', body: 'overwritten' }));
-  assert.is(put.status, 403);
-  assert.is(put.code, 'SignatureDoesNotMatch');
-  assert.is(await fetch(url).then((r) => r.text()), '<h1>signed</h1>');
-});
-
-test('a presigned part URL takes its part; another part number, upload id or a changed signature is refused', async () => {
-  const d = (await plugin()).direct!;
-  const id = await d.createMultipart('uploads/direct.zip');
-  const url = await d.partUrl('uploads/direct.zip', id, 1, 60);
-  const bad = await answer(await fetch(withSignatureChanged(url), { method: 'PUT', body: 'part' }));
-  assert.is(bad.status, 403);
-  assert.is(bad.code, 'SignatureDoesNotMatch');
-  const renumbered = await answer(await fetch(url.replace('partNumber=1', 'partNumber=2'), { method: 'PUT', body: 'part' }));
-  assert.is(renumbered.status, 403);
-  assert.is(renumbered.code, 'SignatureDoesNotMatch');
-  const otherId = await d.createMultipart('uploads/direct.zip');
-  const moved = await answer(await fetch(url.replace(`uploadId=${id}`, `uploadId=${otherId}`), { method: 'PUT', body: 'part' }));
-  assert.is(moved.status, 403);
-  assert.is(moved.code, 'SignatureDoesNotMatch');
-  assert.equal(await d.listParts('uploads/direct.zip', id), []);
-  assert.equal(await d.listParts('uploads/direct.zip', otherId), []);
-  await d.abortMultipart('uploads/direct.zip', otherId);
-  const ok = await fetch(url, { method: 'PUT', body: 'part' });
-  assert.is(ok.status, 200, await ok.text());
-  assert.equal((await d.listParts('uploads/direct.zip', id)).map((p) => [p.number, p.size]), [[1, 4]]);
-  await d.abortMultipart('uploads/direct.zip', id);
-});
+    const renumbered = await answer(
+      await fetch(url.replace('partNumber=1', 'partNumber=2'), { method: 'PUT', body: 'part' }),
+    );
+    assert.is(renumbered.status, 403);
+    assert.is(renumbered.code, 'SignatureDoesNotMatch');
+    const otherId = await d.createMultipart('uploads/direct.zip');
+    const moved = await answer(
+      await fetch(url.replace(`uploadId=${id}`, `uploadId=${otherId}`), { method: 'PUT', body: 'part' }),
+    );
+    assert.is(moved.status, 403);
+    assert.is(moved.code, 'SignatureDoesNotMatch');
+    assert.equal(await d.listParts('uploads/direct.zip', id), []);
+    assert.equal(await d.listParts('uploads/direct.zip', otherId), []);
+    await d.abortMultipart('uploads/direct.zip', otherId);
+    const ok = await fetch(url, { method: 'PUT', body: 'part' });
+    assert.is(ok.status, 200, await ok.text());
+    assert.equal(
+      (await d.listParts('uploads/direct.zip', id)).map((p) => [p.number, p.size]),
+      [[1, 4]],
+    );
+    await d.abortMultipart('uploads/direct.zip', id);
+  },
+);
 
 test('a presigned URL past its expiry is refused: 403 AccessDenied "Request has expired"', async () => {
   const storage = await plugin();
   const url = await storage.direct!.getUrl('artifacts/page.html', 1);
-  const part = await storage.direct!.partUrl('uploads/late.zip', await storage.direct!.createMultipart('uploads/late.zip'), 1, 1);
+  const part = await storage.direct!.partUrl(
+    'uploads/late.zip',
+    await storage.direct!.createMultipart('uploads/late.zip'),
+    1,
+    1,
+  );
   await sleep(2000);
   const res = await answer(await fetch(url));
   assert.is(res.status, 403);
@@ -165,7 +227,12 @@ test('a body that is not the one whose sha256 was signed is refused: 400 XAmzCon
   assert.is(await exists('artifacts/swapped.txt'), false);
   const ok = await fetch(`${s3.endpoint}${path}`, { method: 'PUT', headers, body: 'good' });
   assert.is(ok.status, 200, await ok.text());
-  assert.is(await s3.client.getObject(bucket, 'artifacts/swapped.txt').then(async (s) => Buffer.concat(await s.toArray()).toString()), 'good');
+  assert.is(
+    await s3.client
+      .getObject(bucket, 'artifacts/swapped.txt')
+      .then(async (s) => Buffer.concat(await s.toArray()).toString()),
+    'good',
+  );
 });
 
 test('unsigned requests, unsigned x-amz-* headers and a wrong region are refused', async () => {
@@ -177,7 +244,12 @@ test('unsigned requests, unsigned x-amz-* headers and a wrong region are refused
   assert.is(extra.status, 403);
   assert.is(extra.code, 'AccessDenied');
   assert.is(extra.field('HeadersNotSigned'), 'x-amz-meta-extra');
-  const region = await clientWith({ region: 'eu-west-1' }).putObject(bucket, 'artifacts/elsewhere.txt', Buffer.from('x')).then(() => null, (e) => e);
+  const region = await clientWith({ region: 'eu-west-1' })
+    .putObject(bucket, 'artifacts/elsewhere.txt', Buffer.from('x'))
+    .then(
+      () => null,
+      (e) => e,
+    );
   assert.is(region?.code, 'AuthorizationHeaderMalformed', String(region));
   assert.is(await exists('artifacts/elsewhere.txt'), false);
 });

@@ -24,7 +24,10 @@ test('uploads open for more than two days are aborted; younger ones are kept', a
   await s3.ageUpload(bucket, old, 2 * DAY + 60_000);
   await s3.ageUpload(bucket, young, 2 * DAY - 60 * 60 * 1000);
   assert.is(await first.abortStaleUploads(), 1);
-  assert.equal((await s3.pendingUploads(bucket)).sort(), [`uploads/recent.zip ${recent}`, `uploads/young.zip ${young}`]);
+  assert.equal((await s3.pendingUploads(bucket)).sort(), [
+    `uploads/recent.zip ${recent}`,
+    `uploads/young.zip ${young}`,
+  ]);
   await first.stop();
 
   // A process that starts (after a crash, say) sweeps at once.

@@ -57,8 +57,21 @@ test('.gitignore and .hoistignore (nested ones too) are honoured; .git and node_
   try {
     const packed = await packFolder(root);
     const got = await entries(packed.zip);
-    assert.equal(Object.keys(got).sort(), ['.gitignore', '.hoistignore', 'docs/local.js', 'index.html', 'keep.log', 'lib/.gitignore', 'lib/a.js']);
-    assert.equal(packed.files, Object.keys(got).sort((a, b) => (a < b ? -1 : 1)).sort());
+    assert.equal(Object.keys(got).sort(), [
+      '.gitignore',
+      '.hoistignore',
+      'docs/local.js',
+      'index.html',
+      'keep.log',
+      'lib/.gitignore',
+      'lib/a.js',
+    ]);
+    assert.equal(
+      packed.files,
+      Object.keys(got)
+        .sort((a, b) => (a < b ? -1 : 1))
+        .sort(),
+    );
     assert.is(got['index.html'], 'home');
     assert.equal(packed.warnings, []);
     const withModules = await entries((await packFolder(root, { includeNodeModules: true })).zip);
@@ -69,23 +82,31 @@ test('.gitignore and .hoistignore (nested ones too) are honoured; .git and node_
   }
 });
 
-test('symlinks: one pointing out of the folder is skipped with a warning; one inside goes in as the file it points to', async () => {
-  const { parent, root } = folder({ 'index.html': 'home', 'real/data.txt': 'inside' });
-  writeFileSync(join(parent, 'outside.txt'), 'outside');
-  symlinkSync(join(parent, 'outside.txt'), join(root, 'out.txt'));
-  symlinkSync(parent, join(root, 'up'));
-  symlinkSync(join(root, 'real', 'data.txt'), join(root, 'in.txt'));
-  symlinkSync(join(root, 'nowhere'), join(root, 'dangling'));
-  try {
-    const packed = await packFolder(root);
-    const got = await entries(packed.zip);
-    assert.equal(Object.keys(got).sort(), ['in.txt', 'index.html', 'real/data.txt']);
-    assert.is(got['in.txt'], 'inside');
-    assert.not.ok(Object.values(got).includes('outside'));
-    assert.equal(packed.warnings.sort(), ['dangling: skipped, a symlink to outside the folder', 'out.txt: skipped, a symlink to outside the folder', 'up: skipped, a symlink to outside the folder']);
-  } finally {
-    rmSync(parent, { recursive: true, force: true });
-  }
-});
+test(
+  'symlinks: one pointing out of the folder is skipped with a warning; one inside ' +
+    'goes in as the file it points to',
+  async () => {
+    const { parent, root } = folder({ 'index.html': 'home', 'real/data.txt': 'inside' });
+    writeFileSync(join(parent, 'outside.txt'), 'outside');
+    symlinkSync(join(parent, 'outside.txt'), join(root, 'out.txt'));
+    symlinkSync(parent, join(root, 'up'));
+    symlinkSync(join(root, 'real', 'data.txt'), join(root, 'in.txt'));
+    symlinkSync(join(root, 'nowhere'), join(root, 'dangling'));
+    try {
+      const packed = await packFolder(root);
+      const got = await entries(packed.zip);
+      assert.equal(Object.keys(got).sort(), ['in.txt', 'index.html', 'real/data.txt']);
+      assert.is(got['in.txt'], 'inside');
+      assert.not.ok(Object.values(got).includes('outside'));
+      assert.equal(packed.warnings.sort(), [
+        'dangling: skipped, a symlink to outside the folder',
+        'out.txt: skipped, a symlink to outside the folder',
+        'up: skipped, a symlink to outside the folder',
+      ]);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  },
+);
 
 test.run();

@@ -1,0 +1,24 @@
+import { DEPLOYER, type Deployer } from '../../core/ports/deployer.js';
+import type { Kernel } from '../kernel.js';
+import { runPeriodically } from './periodic.js';
+
+/** How often the worker asks the deployer to collect garbage (deployer-local: unreferenced blobs). */
+export const GARBAGE_COLLECTION_MS = 10 * 60_000;
+
+/**
+ * Starts the worker's periodic garbage collection (Deployer.collectGarbage, when the deployer has one): once
+ * at start, then every 10 minutes. Any number of workers may run it; what one removes, another skips.
+ * Returns a function that stops it and waits for a round in progress.
+ */
+export function startGarbageCollection(kernel: Kernel, everyMs = GARBAGE_COLLECTION_MS): () => Promise<void> {
+  const deployer = kernel.get<Deployer>(DEPLOYER);
+  if (!deployer.collectGarbage) return async () => {};
+  return runPeriodically(
+    async () => {
+      const removed = await deployer.collectGarbage!();
+      if (removed) kernel.log.info({ removed }, 'removed unreferenced release files');
+    },
+    everyMs,
+    (err) => kernel.log.error({ err }, 'garbage collection failed'),
+  );
+}

@@ -1,0 +1,76 @@
+// Deploy-time work of a static release on deployer-local: hashing each file into the content-addressed store
+// (plugins/shared/release/blob-store.ts), its file index and its brotli/gzip variants, for a 1 MB, 50-file site
+// (30 text files of 20 KB cut from fastify's
+// JavaScript, 20 incompressible ones), at several brotli qualities: cold (a new store: every
+// file and variant written) and warm (a redeploy: every blob there, nothing compressed again).
+// Run: node --import tsx bench/release-store.ts [rounds]   Prints figures; never fails on the clock.
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BlobStore } from '../plugins/shared/release/blob-store.js';
+import { BROTLI_QUALITY, storeReleaseFiles } from '../plugins/shared/release/release-files.js';
+
+const ROUNDS = Number(process.argv[2] ?? 5);
+const root = mkdtempSync(join(tmpdir(), 'hoist-bench-store-'));
+const site = join(root, 'site');
+// Real source text (the JavaScript of installed packages), 20 KB a file, each file different.
+const corpus = readdirSync('node_modules/fastify/lib')
+  .filter((f) => f.endsWith('.js'))
+  .map((f) => readFileSync(join('node_modules/fastify/lib', f), 'utf8'))
+  .join('\n');
+mkdirSync(join(site, 'assets'), { recursive: true });
+for (let i = 0; i < 30; i++) {
+  const ext = ['js', 'css', 'html'][i % 3];
+  const at = (i * 7919) % Math.max(1, corpus.length - 20_000);
+  writeFileSync(join(site, 'assets', `file-${i}.${ext}`), `/* ${i} */\n${corpus.slice(at, at + 20_000)}`);
+}
+for (let i = 0; i < 20; i++) writeFileSync(join(site, 'assets', `image-${i}.png`), randomBytes(20_000));
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+let n = 0;
+/** Wall and CPU time (the process's, zlib's pool threads included) of one release's files. */
+async function once(store: BlobStore, quality: number, precompress = true): Promise<[number, number]> {
+  const release = join(root, `release-${++n}`);
+  cpSync(site, release, { recursive: true });
+  const start = performance.now();
+  const cpu = process.cpuUsage();
+  await storeReleaseFiles(store, release, { precompress, brotliQuality: quality });
+  const used = process.cpuUsage(cpu);
+  return [performance.now() - start, (used.user + used.system) / 1000];
+}
+
+console.log(
+  `release store, 1 MB in 50 files (30 compressible), median of ${ROUNDS}; default quality ${BROTLI_QUALITY}`,
+);
+console.log(`load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} CPUs (wall time suffers from load)`);
+console.log('brotli quality | cold wall ms | cold CPU ms | warm wall ms | warm CPU ms');
+const cell = (xs: number[], width: number) => median(xs).toFixed(1).padStart(width);
+await once(new BlobStore(join(root, 'warm-up')), BROTLI_QUALITY);
+// Quality 0 here: no variants at all (what hashing and linking cost alone, as for a Node.js release).
+for (const quality of [0, 4, 5, 6, 7, 9, 11]) {
+  const runs: [number, number][][] = [[], []];
+  for (let r = 0; r < ROUNDS; r++) {
+    const store = new BlobStore(join(root, `blobs-${quality}-${r}`));
+    runs[0]!.push(await once(store, quality, quality > 0));
+    runs[1]!.push(await once(store, quality, quality > 0));
+  }
+  const [cold, warm] = runs as [[number, number][], [number, number][]];
+  console.log(
+    `${String(quality).padStart(14)} | ${cell(
+      cold.map((x) => x[0]),
+      12,
+    )} | ${cell(
+      cold.map((x) => x[1]),
+      11,
+    )} | ` +
+      `${cell(
+        warm.map((x) => x[0]),
+        12,
+      )} | ${cell(
+        warm.map((x) => x[1]),
+        11,
+      )}`,
+  );
+}
+rmSync(root, { recursive: true, force: true });

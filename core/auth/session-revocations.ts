@@ -1,0 +1,33 @@
+import type { HoistConfig } from '../../config/schema.js';
+import type { ChangeFeed } from '../ports/change-feed.js';
+import { token } from '../tokens.js';
+import { SESSIONS_CHANNEL, SessionCache } from './session-cache.js';
+
+export const SESSION_REVOCATIONS = token<SessionRevocations>('hoist.SessionRevocations');
+
+/**
+ * This process's cache of verified REST tokens, kept true to revocations: what this process revokes is
+ * dropped before the revoking request answers, and what another process revokes arrives on the change
+ * feed (channel `sessions`).
+ */
+export class SessionRevocations {
+  readonly cache: SessionCache;
+
+  constructor(
+    private readonly feed: ChangeFeed,
+    config: Pick<HoistConfig, 'authCacheSize' | 'authCacheSeconds'>,
+  ) {
+    this.cache = new SessionCache(config.authCacheSize, config.authCacheSeconds * 1000);
+    feed.subscribe(SESSIONS_CHANNEL, (key) => this.cache.drop(key));
+  }
+
+  /**
+   * Tells every process that what `key` names (`sessionKey(id)`, `userKey(id)`) was revoked: dropped here at
+   * once, then announced. Call it after the revocation committed. When the announcement fails, other
+   * processes stop trusting the token within `authCacheSeconds`.
+   */
+  async revoked(key: string): Promise<void> {
+    this.cache.drop(key);
+    await this.feed.publish(SESSIONS_CHANNEL, key).catch(() => undefined);
+  }
+}

@@ -1,0 +1,72 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, isAbsolute, join } from 'node:path';
+import { fileIndexPath, type FileIndex } from '../ports/file-index.js';
+
+export type { FileIndex, FileVariant, IndexedFile } from '../ports/file-index.js';
+export { fileIndexPath, variantsDir } from '../ports/file-index.js';
+
+const MAX_CACHED = 2_000;
+/** An absent index (a release deployed before indexes existed) is looked for again after this long. */
+const ABSENT_TTL_MS = 5_000;
+
+const cache = new Map<string, FileIndex>();
+const absent = new Map<string, number>();
+
+/**
+ * The file index of the static release at `root`, read once and kept in memory (the least recently
+ * used are dropped past 2,000 releases), or null when the release has none (deployed before indexes
+ * existed: serve it from the disk). Variant paths are absolute.
+ */
+export async function fileIndexOf(root: string): Promise<FileIndex | null> {
+  const hit = cache.get(root);
+  if (hit) {
+    cache.delete(root);
+    cache.set(root, hit);
+    return hit;
+  }
+  const missedAt = absent.get(root);
+  if (missedAt !== undefined && Date.now() - missedAt < ABSENT_TTL_MS) return null;
+  const index = await loadFileIndex(root);
+  if (!index) {
+    absent.set(root, Date.now());
+    if (absent.size > MAX_CACHED) absent.delete(absent.keys().next().value!);
+    return null;
+  }
+  absent.delete(root);
+  cache.set(root, index);
+  if (cache.size > MAX_CACHED) cache.delete(cache.keys().next().value!);
+  return index;
+}
+
+/**
+ * The index of the release at `root` when this process holds it already (no disk, no promise: the
+ * edge's hot path), null when it is known to be absent, undefined when it was not read yet.
+ */
+export function heldFileIndex(root: string): FileIndex | null | undefined {
+  const hit = cache.get(root);
+  if (hit) return hit;
+  const missedAt = absent.get(root);
+  return missedAt !== undefined && Date.now() - missedAt < ABSENT_TTL_MS ? null : undefined;
+}
+
+/** Drops what this process holds of the release at `root` (after it is removed). */
+export function forgetFileIndex(root: string): void {
+  cache.delete(root);
+  absent.delete(root);
+}
+
+async function loadFileIndex(root: string): Promise<FileIndex | null> {
+  let text: string;
+  try {
+    text = await readFile(fileIndexPath(root), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  const index = JSON.parse(text) as FileIndex;
+  const base = dirname(root);
+  for (const file of Object.values(index.files))
+    for (const variant of [file.br, file.gzip])
+      if (variant && !isAbsolute(variant.path)) variant.path = join(base, variant.path);
+  return index;
+}

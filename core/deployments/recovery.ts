@@ -1,0 +1,59 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { CHAIN_KINDS, Operation } from '../entities/operation.js';
+import type { EnvironmentService } from '../environment/environment-service.js';
+import type { OperationState } from '../operations/state-machine.js';
+import type { Deployer, ReleaseReports } from '../ports/deployer.js';
+import { token } from '../tokens.js';
+import type { OperationStore } from './operation-store.js';
+import { liveReleaseSpecs } from './release-specs.js';
+import { sweepWorkspaces } from './workspace.js';
+
+/** What a worker found and did as it started. */
+export interface RecoveryReport {
+  /** Workspaces a process that stopped without cleaning up left behind, now removed. */
+  workspaces: number;
+  /** Live releases not brought back, and why (never a value of their environment). */
+  unrestored: { deploymentId: string; reason: string }[];
+  /** Unfinished deployments whose current stage was enqueued again. */
+  resumed: number;
+}
+
+/**
+ * What a worker does before it takes work: removes the workspaces a crashed process left behind,
+ * brings live releases back (Deployer.restore) and enqueues again the current stage of every
+ * unfinished deployment (the queue de-duplicates), so a chain interrupted between a stage's commit
+ * and the next enqueue resumes.
+ */
+export class Recovery {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly store: OperationStore,
+    private readonly deployer: Deployer,
+    /** Where the deployer reports the releases it brought back, or could not. */
+    private readonly reports: ReleaseReports,
+    private readonly environment: EnvironmentService,
+    private readonly dataDir: string,
+  ) {}
+
+  /** Recovers what the last process left; see the class. */
+  async resume(): Promise<RecoveryReport> {
+    const em = this.em.fork();
+    const workspaces = await sweepWorkspaces(this.dataDir);
+    const unrestored: RecoveryReport['unrestored'] = [];
+    const specs = await liveReleaseSpecs(em, this.environment, (deploymentId, err) =>
+      unrestored.push({ deploymentId, reason: err.message }),
+    );
+    await this.deployer.restore(specs, this.reports);
+    let resumed = 0;
+    for (const op of await em.find(Operation, { kind: { $in: CHAIN_KINDS }, status: 'running' })) {
+      const state = op.state as unknown as OperationState;
+      if (state?.current && state.stages[state.current].status !== 'skipped') {
+        await this.store.carryOut(op, [{ type: 'enqueue_stage', stage: state.current, attempt: state.attempt }]);
+        resumed++;
+      }
+    }
+    return { workspaces, unrestored, resumed };
+  }
+}
+
+export const RECOVERY = token<Recovery>('hoist.Recovery');

@@ -1,0 +1,77 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { Build } from '../../entities/build.js';
+import { OrmRepository } from './orm-repository.js';
+
+/** A build about to run (or, `skipped`, packed without running anything). */
+export type NewBuild = Pick<Build, 'accountId' | 'projectId' | 'versionId' | 'operationId' | 'logKey'> & {
+  status: 'running' | 'skipped';
+};
+
+/** What a build's record takes as it goes; `finished` stamps its end. */
+export type BuildUpdate = Partial<
+  Pick<Build, 'status' | 'artifactKey' | 'artifactRoot' | 'artifactSha256' | 'artifactSize' | 'log' | 'error'>
+> & { finished?: boolean };
+
+/** A build Deploy can ship: one with an artifact. */
+export type ShippableBuild = Pick<Build, 'id' | 'artifactRoot'> & { artifactKey: string };
+
+/** The build records the stages write. */
+export interface BuildRepository {
+  /** Records a new build; returns its id. */
+  create(build: NewBuild): Promise<string>;
+  /** Writes a build's fields. */
+  update(id: string, fields: BuildUpdate): Promise<void>;
+  /** Ends the operation's running builds as canceled (an unfinished run's, or an earlier delivery's). */
+  cancelRunning(operationId: string): Promise<void>;
+  /** The operation's newest succeeded or skipped build with an artifact, or null. */
+  shippable(operationId: string): Promise<ShippableBuild | null>;
+  /** The project's build `id` when it still has an artifact (the one a redeploy ships), or null. */
+  reusable(id: string, projectId: string): Promise<ShippableBuild | null>;
+  /** The same repository writing in `tx` (a stage's success transaction). */
+  within(tx: EntityManager): BuildRepository;
+}
+
+/** BuildRepository on the ORM. */
+export class OrmBuildRepository extends OrmRepository implements BuildRepository {
+  async create(fields: NewBuild): Promise<string> {
+    const build = Object.assign(new Build(), { ...fields, createdAt: this.clock.now() });
+    await this.db.persist(build).flush();
+    return build.id;
+  }
+
+  async update(id: string, { finished, ...fields }: BuildUpdate): Promise<void> {
+    await this.db.nativeUpdate(Build, { id }, { ...fields, ...(finished ? { finishedAt: this.clock.now() } : {}) });
+  }
+
+  async cancelRunning(operationId: string): Promise<void> {
+    await this.db.nativeUpdate(
+      Build,
+      { operationId, status: 'running' },
+      { status: 'canceled', finishedAt: this.clock.now() },
+    );
+  }
+
+  async shippable(operationId: string): Promise<ShippableBuild | null> {
+    return this.shippableOf(
+      await this.db.findOne(
+        Build,
+        { operationId, status: { $in: ['succeeded', 'skipped'] }, artifactKey: { $ne: null } },
+        { orderBy: { createdAt: 'desc' } },
+      ),
+    );
+  }
+
+  async reusable(id: string, projectId: string): Promise<ShippableBuild | null> {
+    return this.shippableOf(await this.db.findOne(Build, { id, projectId, artifactKey: { $ne: null } }));
+  }
+
+  within(tx: EntityManager): BuildRepository {
+    return new OrmBuildRepository(this.em, this.clock, tx);
+  }
+
+  private shippableOf(build: Build | null): ShippableBuild | null {
+    return build?.artifactKey
+      ? { id: build.id, artifactKey: build.artifactKey, artifactRoot: build.artifactRoot ?? null }
+      : null;
+  }
+}

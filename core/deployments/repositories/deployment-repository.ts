@@ -1,0 +1,97 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { Deployment, type ReleaseTarget } from '../../entities/deployment.js';
+import { Project } from '../../entities/project.js';
+import { OrmRepository } from './orm-repository.js';
+
+/** A release about to be prepared. */
+export type NewDeployment = Pick<Deployment, 'accountId' | 'projectId' | 'versionId' | 'buildId' | 'operationId'>;
+
+/** The deployment records the Deploy stage writes, and the project's route to its live one. */
+export interface DeploymentRepository {
+  /** Records a new deployment, `running` until it goes live; returns its id. */
+  create(deployment: NewDeployment): Promise<string>;
+  /** The ids of the operation's deployments still `running` (prepared, never live). */
+  running(operationId: string): Promise<string[]>;
+  /** Ends a deployment that never went live as canceled. */
+  cancel(id: string): Promise<void>;
+  /**
+   * Makes deployment `id` the live release of its project at `target`, with the URL `urlOf` gives
+   * for the project's slug, and supersedes the one live before. Returns the one live before, or null.
+   */
+  goLive(id: string, projectId: string, target: ReleaseTarget, urlOf: (slug: string) => string): Promise<string | null>;
+  /** The deployment `id`, or null. */
+  find(id: string): Promise<Deployment | null>;
+  /**
+   * Marks the project's superseded releases beyond the newest `keep` (by the time they went live) as pruned,
+   * and returns their ids; the caller removes what the deployer kept of them.
+   */
+  prune(projectId: string, keep: number): Promise<string[]>;
+  /** Where the repository reads (for the release spec of a deployment). */
+  manager(): EntityManager;
+  /** The same repository writing in `tx` (a stage's success transaction). */
+  within(tx: EntityManager): DeploymentRepository;
+}
+
+/** DeploymentRepository on the ORM. */
+export class OrmDeploymentRepository extends OrmRepository implements DeploymentRepository {
+  async create(fields: NewDeployment): Promise<string> {
+    const deployment = Object.assign(new Deployment(), { ...fields, createdAt: this.clock.now() });
+    await this.db.persist(deployment).flush();
+    return deployment.id;
+  }
+
+  async running(operationId: string): Promise<string[]> {
+    const found = await this.db.find(Deployment, { operationId, status: 'running' }, { fields: ['id'] });
+    return found.map((d) => d.id);
+  }
+
+  async cancel(id: string): Promise<void> {
+    await this.db.nativeUpdate(Deployment, { id }, { status: 'canceled', endedAt: this.clock.now() });
+  }
+
+  async goLive(
+    id: string,
+    projectId: string,
+    target: ReleaseTarget,
+    urlOf: (slug: string) => string,
+  ): Promise<string | null> {
+    const db = this.db;
+    const now = this.clock.now();
+    const project = await db.findOneOrFail(Project, { id: projectId });
+    const previous = project.liveDeploymentId;
+    // A promoted release goes live again: its end is cleared.
+    await db.nativeUpdate(
+      Deployment,
+      { id },
+      { status: 'live', target, url: urlOf(project.slug), liveAt: now, endedAt: null },
+    );
+    if (previous) await db.nativeUpdate(Deployment, { id: previous }, { status: 'superseded', endedAt: now });
+    await db.nativeUpdate(Project, { id: projectId }, { liveDeploymentId: id });
+    return previous;
+  }
+
+  async find(id: string): Promise<Deployment | null> {
+    return this.db.findOne(Deployment, { id });
+  }
+
+  async prune(projectId: string, keep: number): Promise<string[]> {
+    const db = this.db;
+    const kept = await db.find(
+      Deployment,
+      { projectId, status: 'superseded', prunedAt: null },
+      { orderBy: { liveAt: 'desc', id: 'desc' }, offset: Math.max(0, keep), fields: ['id'] },
+    );
+    const ids = kept.map((d) => d.id);
+    if (ids.length)
+      await db.nativeUpdate(Deployment, { id: { $in: ids }, prunedAt: null }, { prunedAt: this.clock.now() });
+    return ids;
+  }
+
+  manager(): EntityManager {
+    return this.db;
+  }
+
+  within(tx: EntityManager): DeploymentRepository {
+    return new OrmDeploymentRepository(this.em, this.clock, tx);
+  }
+}

@@ -1,0 +1,22 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { Version } from '../../entities/version.js';
+import { OrmRepository } from './orm-repository.js';
+
+/** The version records the Analyze stage writes. */
+export interface VersionRepository {
+  /** Stores what Analyze found in the version's archive. */
+  recordAnalysis(versionId: string, analysis: object): Promise<void>;
+  /** The same repository writing in `tx` (a stage's success transaction). */
+  within(tx: EntityManager): VersionRepository;
+}
+
+/** VersionRepository on the ORM. */
+export class OrmVersionRepository extends OrmRepository implements VersionRepository {
+  async recordAnalysis(versionId: string, analysis: object): Promise<void> {
+    await this.db.nativeUpdate(Version, { id: versionId }, { analysis: analysis as Record<string, unknown> });
+  }
+
+  within(tx: EntityManager): VersionRepository {
+    return new OrmVersionRepository(this.em, this.clock, tx);
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * The file index of a static release: what a deployer that serves files from a directory (deployer-local) writes
+ * beside the release's root (`ReleaseTarget` of kind `static`) at deploy time, and what the edge reads instead of
+ * the disk (core/deployments/file-index.ts reads and caches it). A data format shared by a plugin and the edge,
+ * not a service: no token.
+ */
+
+/** A precompressed variant of a release file: its path (absolute once read; see FileIndex) and its size in bytes. */
+export interface FileVariant {
+  path: string;
+  size: number;
+}
+
+/** What the edge needs to answer for one file of a static release, without touching the disk first. */
+export interface IndexedFile {
+  size: number;
+  /** The Content-Type header (`; charset=utf-8` for text). */
+  type: string;
+  /** A strong ETag, quoted: the file's SHA-256 in hex. */
+  etag: string;
+  /** The file's modification time (its blob's: when its content was first stored). */
+  mtimeMs: number;
+  /** Brotli variant, only when smaller than the file. */
+  br?: FileVariant;
+  /** Gzip variant, only when smaller than the file. */
+  gzip?: FileVariant;
+}
+
+/**
+ * Every file of a static release, by its path relative to the release root ('/'-separated, no leading '/'). On
+ * disk, variant paths are relative to the folder holding the root (`<id>.variants/<sha256>.br`).
+ */
+export interface FileIndex {
+  files: Record<string, IndexedFile>;
+}
+
+/** Where a release's index is kept: beside its root, so the release directory holds only the site's files. */
+export function fileIndexPath(root: string): string {
+  return `${root}.index.json`;
+}
+
+/** Where a release's precompressed variants are linked: beside its root. */
+export function variantsDir(root: string): string {
+  return `${root}.variants`;
+}

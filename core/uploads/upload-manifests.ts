@@ -1,0 +1,311 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { link, mkdir, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { UploadedArchive } from '../deployments/deployment-service.js';
+import { HoistError, invalid, StageError } from '../errors.js';
+import type { Archive } from '../ports/archive.js';
+import type { Clock } from '../ports/clock.js';
+import { contentAddressedKey, type Storage } from '../ports/storage.js';
+import type { Workspaces } from '../ports/workspaces.js';
+import { token } from '../tokens.js';
+
+/** One file of a manifest: where it goes in the site, and its bytes' SHA-256 (hex) and size. */
+export interface ManifestFile {
+  path: string;
+  sha256: string;
+  size: number;
+}
+
+/** A manifest as answered: its id, when it stops being usable, and the hashes the client must send. */
+export interface CreatedManifest {
+  id: string;
+  expiresAt: Date;
+  missing: string[];
+  fileCount: number;
+  totalSize: number;
+}
+
+interface StoredManifest {
+  files: ManifestFile[];
+  expiresAt: string;
+}
+
+const SHA256 = /^[0-9a-f]{64}$/;
+const ID = /^[0-9a-f-]{36}$/;
+/** How long a manifest can be used for an upload. */
+const TTL_MS = 60 * 60 * 1000;
+/** Storage lookups (and downloads) at once while checking or assembling a manifest. */
+const PARALLEL = 16;
+/** How many missing hashes an error lists. */
+const LISTED = 100;
+
+/**
+ * Uploads that send only what is new. A client first sends a manifest (path → SHA-256 and size);
+ * Hoist answers with the hashes it lacks among the files this account sent before. The client then
+ * uploads a small ZIP of those files only, with the manifest's id, through the Local-to-Live routes;
+ * Hoist checks every byte against the manifest, keeps each file by hash (per account, so no account
+ * learns what another one stores), assembles the whole site as a ZIP and deploys it like any upload,
+ * every archive check included.
+ */
+export class UploadManifests {
+  constructor(
+    private readonly storage: Storage,
+    private readonly archive: Archive,
+    private readonly workspaces: Workspaces,
+    private readonly clock: Clock,
+    /** The largest upload: the assembled ZIP is held to it like any other. */
+    private readonly maxArchiveBytes: number,
+  ) {}
+
+  /**
+   * Checks `files` (a site's whole tree), keeps the manifest for an hour and answers which hashes
+   * the account has not sent before. Throws invalid_request naming the first bad entry, or
+   * payload_too_large when the site is larger than an upload may be.
+   */
+  async create(accountId: string, files: unknown): Promise<CreatedManifest> {
+    const checked = checkFiles(files);
+    const totalSize = checked.reduce((sum, f) => sum + f.size, 0);
+    if (totalSize > MANIFEST_MAX_BYTES)
+      throw new HoistError('payload_too_large', `The site holds ${totalSize} bytes; at most ${MANIFEST_MAX_BYTES}`, {
+        limit: MANIFEST_MAX_BYTES,
+      });
+    const id = randomUUID();
+    const expiresAt = new Date(this.clock.now().getTime() + TTL_MS);
+    const hashes = [...new Set(checked.map((f) => f.sha256))];
+    const known = await mapLimit(hashes, (h) => this.storage.stat(this.blobKey(accountId, h)));
+    const stored: StoredManifest = { files: checked, expiresAt: expiresAt.toISOString() };
+    await this.storage.put(this.manifestKey(accountId, id), bufferStream(JSON.stringify(stored)));
+    return {
+      id,
+      expiresAt,
+      missing: hashes.filter((_, i) => !known[i]),
+      fileCount: checked.length,
+      totalSize,
+    };
+  }
+
+  /**
+   * The whole site of manifest `id` as an upload in Storage: the files of `partial` (the ZIP of new
+   * files the client sent, or null when nothing was new) checked against the manifest and kept, the
+   * others taken from what the account sent before. The assembled ZIP passes every archive check
+   * before this answers. Deletes `partial`. Throws not_found (no such manifest for the account),
+   * gone (expired) or invalid_request (a file that does not match, a hash still missing, a path the
+   * archive checks refuse).
+   */
+  async assemble(accountId: string, id: string, partial: UploadedArchive | null): Promise<UploadedArchive> {
+    try {
+      const manifest = await this.load(accountId, id);
+      return await this.workspaces.run('manifest', async (dir) => {
+        const site = join(dir, 'site');
+        const sent = partial ? await this.takeSent(accountId, manifest, partial.key, dir, site) : new Set<string>();
+        // The other files, each content fetched once and linked to every path that holds it.
+        const paths = new Map<string, string[]>();
+        for (const f of manifest.files)
+          if (!sent.has(f.path)) paths.set(f.sha256, [...(paths.get(f.sha256) ?? []), join(site, f.path)]);
+        const hashes = [...paths.keys()];
+        const found = await mapLimit(hashes, (sha256) => this.fetchBlob(accountId, sha256, paths.get(sha256)!));
+        const missing = hashes.filter((_, i) => !found[i]);
+        if (missing.length)
+          throw invalid(`${missing.length} file(s) of the manifest were neither sent nor sent before; send them`, {
+            field: 'file',
+            missing: missing.slice(0, LISTED),
+          });
+        const zip = join(dir, 'site.zip');
+        await this.archive.pack(site, zip);
+        await this.archive.inspect(zip, {}).catch((err) => {
+          throw asInvalid(err);
+        });
+        const { size } = await stat(zip);
+        if (size > this.maxArchiveBytes)
+          throw new HoistError('payload_too_large', `The assembled ZIP is larger than ${this.maxArchiveBytes} bytes`, {
+            limit: this.maxArchiveBytes,
+          });
+        const stored = await this.storage.put(`uploads/${randomUUID()}.zip`, createReadStream(zip));
+        return { ...stored, filename: null };
+      });
+    } finally {
+      if (partial) await this.storage.delete(partial.key).catch(() => undefined); // swept with stale uploads
+    }
+  }
+
+  /** The manifest `id` of the account, unexpired. */
+  private async load(accountId: string, id: string): Promise<StoredManifest> {
+    if (!ID.test(id))
+      throw invalid('manifest_id must be the id POST /api/v1/upload-manifests answered', { field: 'manifest_id' });
+    // The key names the account: another account's manifest is not found.
+    const body = await this.storage.get(this.manifestKey(accountId, id)).catch((err) => {
+      throw err instanceof HoistError && err.code === 'not_found'
+        ? new HoistError('not_found', 'Upload manifest not found')
+        : err;
+    });
+    const chunks: Buffer[] = [];
+    for await (const c of body) chunks.push(c as Buffer);
+    const m = JSON.parse(Buffer.concat(chunks).toString()) as StoredManifest;
+    if (new Date(m.expiresAt) <= this.clock.now())
+      throw new HoistError('gone', 'This upload manifest has expired; send the manifest again');
+    return m;
+  }
+
+  /**
+   * Checks the ZIP the client sent (every archive rule) and each of its files against the manifest:
+   * a path it lists, with the bytes its hash names. Keeps each file by hash and lays it out under
+   * `site`. Returns the paths it provided.
+   */
+  private async takeSent(
+    accountId: string,
+    manifest: StoredManifest,
+    key: string,
+    dir: string,
+    site: string,
+  ): Promise<Set<string>> {
+    const zip = join(dir, 'sent.zip');
+    await pipeline(await this.storage.get(key), createWriteStream(zip));
+    const inspected = await this.archive.inspect(zip, {}).catch((err) => {
+      throw asInvalid(err);
+    });
+    const sent = join(dir, 'sent');
+    await this.archive.extract(zip, inspected, sent).catch((err) => {
+      throw asInvalid(err);
+    });
+    const byPath = new Map(manifest.files.map((f) => [f.path, f]));
+    const paths = new Set<string>();
+    for (const file of inspected.files) {
+      const path = inspected.prefix + file.path;
+      const want = byPath.get(path);
+      if (!want) throw invalid(`The ZIP holds ${JSON.stringify(path)}, which the manifest does not list`, { path });
+      const sha256 = await sha256Of(join(sent, file.path));
+      if (sha256 !== want.sha256 || file.size !== want.size)
+        throw invalid(`The bytes of ${JSON.stringify(path)} do not match the manifest's SHA-256 and size`, {
+          path,
+          sha256,
+          size: file.size,
+        });
+      paths.add(path);
+    }
+    // Kept only once every file matched: a refused upload leaves nothing behind.
+    for (const file of inspected.files) {
+      const from = join(sent, file.path);
+      await this.storage.putContentAddressed(`files/${accountId}`, createReadStream(from));
+      await place(from, join(site, inspected.prefix + file.path));
+    }
+    return paths;
+  }
+
+  /** Writes the account's kept file with hash `sha256` at every path of `dests`; false when there is none. */
+  private async fetchBlob(accountId: string, sha256: string, dests: string[]): Promise<boolean> {
+    const body = await this.storage.get(this.blobKey(accountId, sha256)).catch((err) => {
+      if (err instanceof HoistError && err.code === 'not_found') return null;
+      throw err;
+    });
+    if (!body) return false;
+    const [first, ...others] = dests;
+    await mkdir(dirname(first), { recursive: true });
+    await pipeline(body, createWriteStream(first, { flags: 'wx' }));
+    for (const dest of others) await place(first, dest);
+    return true;
+  }
+
+  private blobKey(accountId: string, sha256: string): string {
+    return contentAddressedKey(`files/${accountId}`, sha256);
+  }
+
+  private manifestKey(accountId: string, id: string): string {
+    return `upload-manifests/${accountId}/${id}.json`;
+  }
+}
+
+export const UPLOAD_MANIFESTS = token<UploadManifests>('hoist.UploadManifests');
+
+/** Most files a manifest may list, and most bytes they may add up to: the archive checks' own bounds. */
+export const MANIFEST_MAX_FILES = 20_000;
+export const MANIFEST_MAX_BYTES = 1_000_000_000;
+const MAX_NAME_BYTES = 255;
+const MAX_PATH_BYTES = 1024;
+
+/**
+ * The manifest's files, checked: 1 to MANIFEST_MAX_FILES entries of a relative path (no `..`, no
+ * absolute or drive path, no backslash, no control character, no empty segment), a SHA-256 in hex
+ * and a size; no path twice.
+ */
+function checkFiles(files: unknown): ManifestFile[] {
+  if (!Array.isArray(files) || files.length === 0 || files.length > MANIFEST_MAX_FILES)
+    throw invalid(`files must be a list of 1 to ${MANIFEST_MAX_FILES} entries`, { field: 'files' });
+  const seen = new Set<string>();
+  const checked = files.map((f: Partial<ManifestFile>, i) => {
+    const field = `files[${i}]`;
+    if (typeof f?.path !== 'string' || typeof f.sha256 !== 'string' || !Number.isSafeInteger(f.size))
+      throw invalid(`${field} must be {"path": string, "sha256": hex, "size": integer}`, { field });
+    const path = f.path;
+    const segments = path.split('/');
+    if (
+      path.startsWith('/') ||
+      /^[a-zA-Z]:/.test(path) ||
+      path.includes('\\') ||
+      /[\u0000-\u001f\u007f-\u009f]/.test(path) ||
+      segments.some((s) => s === '' || s === '.' || s === '..')
+    )
+      throw invalid(`${field}.path ${JSON.stringify(path)} must be a relative path inside the site`, {
+        field: `${field}.path`,
+        code: 'archive_path_traversal',
+      });
+    // The archive checks' own bounds, before any name reaches the disk (past them, the file system refuses).
+    if (Buffer.byteLength(path) > MAX_PATH_BYTES || segments.some((s) => Buffer.byteLength(s) > MAX_NAME_BYTES))
+      throw invalid(
+        `${field}.path is too long: at most ${MAX_NAME_BYTES} bytes a name and ${MAX_PATH_BYTES} bytes in all`,
+        { field: `${field}.path`, code: 'archive_path_too_long' },
+      );
+    if (!SHA256.test(f.sha256)) throw invalid(`${field}.sha256 must be 64 lowercase hex digits`, { field });
+    if (f.size! < 0) throw invalid(`${field}.size must be 0 or more`, { field });
+    const folded = path.normalize('NFC').toLowerCase();
+    if (seen.has(folded)) throw invalid(`${field}.path ${JSON.stringify(path)} is listed twice`, { field });
+    seen.add(folded);
+    return { path, sha256: f.sha256, size: f.size! };
+  });
+  // A file named like another file's folder could not be laid out.
+  for (const f of checked) {
+    const segments = f.path.normalize('NFC').toLowerCase().split('/');
+    for (let n = 1; n < segments.length; n++)
+      if (seen.has(segments.slice(0, n).join('/')))
+        throw invalid(`${JSON.stringify(f.path)} is inside ${JSON.stringify(segments.slice(0, n).join('/'))}, a file`, {
+          field: 'files',
+        });
+  }
+  return checked;
+}
+
+/** An archive check's failure as the 400 of the request that brought the archive. */
+function asInvalid(err: unknown): unknown {
+  if (!(err instanceof StageError)) return err;
+  return invalid(err.message, { field: 'file', code: err.code });
+}
+
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(path), hash);
+  return hash.digest('hex');
+}
+
+/** Moves (links) an extracted file to its place in the site. */
+async function place(from: string, to: string): Promise<void> {
+  await mkdir(dirname(to), { recursive: true });
+  await link(from, to);
+}
+
+const bufferStream = (data: string | Buffer) => Readable.from([Buffer.from(data)]);
+
+/** `fn` over `items`, PARALLEL at a time, answers in order. */
+async function mapLimit<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL, items.length) }, worker));
+  return out;
+}

@@ -1,0 +1,112 @@
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { StageError } from '../../../core/errors.js';
+import type { Archive } from '../../../core/ports/archive.js';
+import type { ReleaseSpec } from '../../../core/ports/deployer.js';
+import type { Storage } from '../../../core/ports/storage.js';
+import { answers } from '../release/answers.js';
+import { unpackArtifact } from '../release/unpack-artifact.js';
+import { TENANT_USER, tenantTmpfs } from './hardening.js';
+
+/** The port a release container answers on (all interfaces of its own network namespace). */
+export const RELEASE_PORT = 8080;
+/** The non-root user releases run as (the base image's `hoist`; numeric so any base image works). */
+export const RELEASE_USER = TENANT_USER;
+/** Restarts Docker gives a crashed release before leaving it stopped. */
+export const MAX_RESTARTS = 5;
+
+/** The writable scratch space of a release (its root filesystem is read-only), also its HOME: `diskMb` MiB. */
+export const releaseTmpfs = (diskMb: number) => ({ '/tmp': tenantTmpfs(diskMb, '1777') });
+
+const RUNTIME_DIR = fileURLToPath(new URL('./runtime/', import.meta.url));
+
+/** Labels on everything a Docker deployer creates; cleanup only ever touches objects carrying them. */
+export function releaseLabels(spec: Pick<ReleaseSpec, 'deploymentId' | 'projectId'>): Record<string, string> {
+  return { 'hoist.managed': 'true', 'hoist.deployment': spec.deploymentId, 'hoist.project': spec.projectId };
+}
+
+/** The image tag and container name of a release. */
+export const releaseImageTag = (deploymentId: string) => `hoist-release:${deploymentId}`;
+export const releaseContainerName = (deploymentId: string) => `hoist-${deploymentId}`;
+
+/** The container's environment: the release's variables, then what Hoist fixes (heap cap, HOME on the tmpfs). */
+export function releaseEnv(spec: ReleaseSpec, memoryMb: number): string[] {
+  // The heap cap leaves a quarter of the container's memory to the rest of the process.
+  const heap = Math.max(16, Math.floor(memoryMb * 0.75));
+  const env: Record<string, string> = {
+    ...spec.env,
+    NODE_ENV: 'production',
+    HOME: '/tmp',
+    npm_config_update_notifier: 'false',
+    NODE_OPTIONS: `${spec.env.NODE_OPTIONS ?? ''} --max-old-space-size=${heap}`.trim(),
+  };
+  return Object.entries(env).map(([k, v]) => `${k}=${v}`);
+}
+
+/** The Dockerfile of a release: the artifact in /app and the runtime scripts in /hoist, on the base image. */
+export function releaseDockerfile(spec: ReleaseSpec, baseImage: string): string {
+  const labels = Object.entries(releaseLabels(spec)).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+  const cmd =
+    spec.runtime === 'static'
+      ? ['node', '/hoist/entry.cjs', 'static']
+      : ['node', '/hoist/entry.cjs', 'node', spec.startCommand ?? ''];
+  return [
+    `FROM ${baseImage}`,
+    `LABEL ${labels.join(' ')}`,
+    'COPY --chown=0:0 hoist /hoist',
+    'COPY --chown=0:0 app /app',
+    'WORKDIR /app',
+    `USER ${RELEASE_USER}`,
+    `ENV HOIST_RELEASE=${spec.deploymentId}`,
+    `EXPOSE ${RELEASE_PORT}`,
+    `CMD ${JSON.stringify(cmd)}`,
+    '',
+  ].join('\n');
+}
+
+/**
+ * Lays out the Docker build context of a release in `dir`: `Dockerfile`, `app/` (the artifact from
+ * Storage, unpacked) and `hoist/` (the static server and the app runner). Returns the entries.
+ */
+export async function stageBuildContext(
+  dir: string,
+  spec: ReleaseSpec,
+  baseImage: string,
+  deps: { storage: Storage; archive: Archive },
+  signal: AbortSignal,
+): Promise<string[]> {
+  await unpackArtifact(deps, spec.artifactKey, dir, join(dir, 'app'), signal, spec.artifactRoot);
+  await mkdir(join(dir, 'hoist'));
+  for (const f of ['entry.cjs', 'static-server.cjs']) await copyFile(join(RUNTIME_DIR, f), join(dir, 'hoist', f));
+  await writeFile(join(dir, 'Dockerfile'), releaseDockerfile(spec, baseImage));
+  return ['Dockerfile', 'app', 'hoist'];
+}
+
+/**
+ * Polls `url` with HTTP GET until it answers. Rejects with the reason when `down()` names one (the
+ * container exited or restarted), when `signal` aborts (message `canceled`), or after `timeoutMs`.
+ */
+export async function waitUntilAnswering(
+  url: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+  down: () => Promise<string | null>,
+): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (signal.aborted) throw new Error('canceled');
+    if (await answers(url)) return;
+    const reason = await down();
+    if (reason) throw new Error(reason);
+    if (Date.now() > end)
+      throw new Error(`did not answer HTTP on port ${RELEASE_PORT} within ${Math.round(timeoutMs / 1000)} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The `deploy_unhealthy` failure of a release that did not answer: why, and the last lines it printed. */
+export function unhealthy(reason: string, lines: string[]): StageError {
+  const tail = lines.length ? `Last lines:\n${lines.join('\n')}` : 'It printed nothing.';
+  return new StageError('deploy_unhealthy', `The release ${reason}. ${tail}`, { last_lines: lines });
+}

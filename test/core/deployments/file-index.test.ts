@@ -1,0 +1,41 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { fileIndexOf, fileIndexPath, forgetFileIndex } from '../../../core/deployments/file-index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'hoist-file-index-'));
+const root = join(dir, 'release-1');
+const file = { size: 2000, type: 'text/html; charset=utf-8', etag: `"${'a'.repeat(64)}"`, mtimeMs: 1 };
+const stored = {
+  files: { 'index.html': { ...file, br: { path: `release-1.variants/${'a'.repeat(64)}.br`, size: 500 } } },
+};
+
+test('a release without an index reads null', async () => {
+  assert.is(await fileIndexOf(join(dir, 'never-indexed')), null);
+});
+
+test('the index is read with absolute variant paths, then served from memory', async () => {
+  writeFileSync(fileIndexPath(root), JSON.stringify(stored));
+  const index = await fileIndexOf(root);
+  assert.is(index!.files['index.html']!.br!.path, join(dir, 'release-1.variants', `${'a'.repeat(64)}.br`));
+  assert.is(index!.files['index.html']!.size, 2000);
+  // Read once: a change on disk is not seen until the process forgets it.
+  writeFileSync(fileIndexPath(root), JSON.stringify({ files: {} }));
+  assert.is(await fileIndexOf(root), index);
+  forgetFileIndex(root);
+  assert.equal((await fileIndexOf(root))!.files, {});
+});
+
+test('an index that is not JSON rejects rather than serving nothing', async () => {
+  const broken = join(dir, 'broken');
+  writeFileSync(fileIndexPath(broken), '{"files": ');
+  await fileIndexOf(broken).then(
+    () => assert.unreachable('resolved'),
+    (err: Error) => assert.instance(err, SyntaxError),
+  );
+});
+
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+test.run();

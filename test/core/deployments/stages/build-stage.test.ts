@@ -1,0 +1,165 @@
+// BuildStage alone, on fakes of its ports and repository: the build record it keeps, the artifact it
+// stores, and the upload it packs itself when skip_build left the stage out.
+import { mkdtempSync } from 'node:fs';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Redactor } from '../../../../core/deployments/redaction.js';
+import { BuildStage } from '../../../../core/deployments/stages/build.js';
+import { StageError } from '../../../../core/errors.js';
+import { systemClock } from '../../../../core/ports/clock.js';
+import type { Archive, ArchiveManifest } from '../../../../core/ports/archive.js';
+import type { Builder } from '../../../../core/ports/builder.js';
+import { FakeBuilds, fakeLog, fakeStorage, stageContext } from './fakes.js';
+
+const FILES = ['index.html', 'src/main.js'];
+
+/** An archive of FILES whatever the ZIP holds; packs a folder as the list of its entries. */
+const archive: Archive = {
+  inspect: async () => ({
+    files: FILES.map((path) => ({ path, size: 1 })),
+    prefix: '',
+    fileCount: FILES.length,
+    totalSize: FILES.length,
+    warnings: [],
+  }),
+  extract: async (_zip, manifest: ArchiveManifest, dest) => {
+    for (const f of manifest.files) {
+      await mkdir(dirname(join(dest, f.path)), { recursive: true });
+      await writeFile(join(dest, f.path), f.path);
+    }
+  },
+  read: async () => ({ readFile: async () => null, close: () => {} }),
+  pack: async (src, dest) => writeFile(dest, `packed ${(await readdir(src)).sort().join(',')}`),
+};
+
+/** A builder that writes `dist/` (or fails with build_failed when `fail` is set). */
+function builder(fail = false): Builder {
+  return {
+    id: 'fake',
+    supports: () => true,
+    build: async ({ workspace, log }) => {
+      log('building');
+      if (fail) throw new StageError('build_failed', 'The build command failed');
+      await mkdir(join(workspace, 'dist'));
+      await writeFile(join(workspace, 'dist', 'app.js'), 'built');
+      return { outputDir: join(workspace, 'dist') };
+    },
+  };
+}
+
+function setup(builders: Builder[] = [builder()]) {
+  const builds = new FakeBuilds();
+  const storage = fakeStorage(new Map([['uploads/site.zip', Buffer.from('zip')]]));
+  const log = fakeLog();
+  const stage = new BuildStage(
+    builds,
+    storage,
+    archive,
+    builders,
+    { forBuild: async () => ({}) },
+    mkdtempSync(join(tmpdir(), 'hoist-build-stage-')),
+    { forOperation: async () => new Redactor(null) },
+    systemClock,
+    log,
+  );
+  return { builds, storage, stage, log };
+}
+
+const artifactOf = (storage: ReturnType<typeof fakeStorage>, key: string | null | undefined) =>
+  storage.objects.get(key!)?.toString();
+
+test('a build runs the builder, stores its output and log; it succeeds only in the success transaction', async () => {
+  const { builds, storage, stage } = setup();
+  const ctx = stageContext();
+  const result = await stage.run(ctx);
+  assert.is(builds.rows.length, 1);
+  const [build] = builds.rows;
+  assert.is(build.status, 'running');
+  assert.is(artifactOf(storage, build.artifactKey), 'packed app.js');
+  assert.match(artifactOf(storage, build.logKey)!, /Building with fake[\s\S]*building[\s\S]*Artifact artifacts\//);
+  await result.also!(null as never);
+  assert.is(build.status, 'succeeded');
+  assert.ok(build.finished);
+});
+
+test('a failed build is recorded failed with its error and log, and the stage throws it', async () => {
+  const { builds, stage } = setup([builder(true)]);
+  const err = await stage.run(stageContext()).catch((e: unknown) => e);
+  assert.instance(err, StageError);
+  const [build] = builds.rows;
+  assert.is(build.status, 'failed');
+  assert.equal(build.error, { code: 'build_failed', message: 'The build command failed' });
+  assert.ok(build.log?.lastLines.some((l) => l.startsWith('Build failed: ')));
+});
+
+test('a build log storage refuses is logged as a warning; the build goes on with its summary', async () => {
+  const { builds, storage, stage, log } = setup();
+  storage.put = async () => Promise.reject(new Error('disk full'));
+  const result = await stage.run(stageContext());
+  await result.also!(null as never);
+  assert.is(builds.rows[0].status, 'succeeded');
+  assert.ok(builds.rows[0].log?.lastLines.some((l) => l.startsWith('Artifact ')));
+  assert.equal(log.warnings, ['the build log was not stored; its summary stays on the build']);
+});
+
+test('a builder that needs nothing run ships the upload as the artifact, with the folder to serve', async () => {
+  const { builds, storage, stage } = setup([{ ...builder(), outputWithoutBuild: () => 'public' }]);
+  const before = [...storage.objects.keys()];
+  await stage.run(stageContext());
+  const [build] = builds.rows;
+  assert.equal(
+    [build.artifactKey, build.artifactRoot, build.artifactSha256, build.artifactSize],
+    ['uploads/site.zip', 'public', 'x', 1],
+  );
+  assert.equal(
+    [...storage.objects.keys()].filter((k) => !k.startsWith('logs/')),
+    before,
+    'nothing packed, nothing stored',
+  );
+  assert.ok(build.log?.lastLines.includes('Artifact: the upload uploads/site.zip, folder public (1 bytes), as it is'));
+});
+
+test('the folder of an upload shipped as is lies under its root directory; the whole upload has none', async () => {
+  const { builds, stage } = setup([{ ...builder(), outputWithoutBuild: () => 'public/' }]);
+  await stage.run(stageContext({ upload: { root_directory: './site/' } }));
+  assert.is(builds.rows[0].artifactRoot, 'site/public');
+  const whole = setup([{ ...builder(), outputWithoutBuild: () => '.' }]);
+  await whole.stage.run(stageContext());
+  assert.equal([whole.builds.rows[0].artifactKey, whole.builds.rows[0].artifactRoot], ['uploads/site.zip', null]);
+});
+
+test('skip_build: when Deploy starts, Build packs the upload as is, once; a redeploy ships its own build', async () => {
+  const { builds, storage, stage } = setup();
+  const ctx = stageContext({ upload: { skip_build: true } });
+  await stage.skipped(ctx);
+  assert.is(builds.rows.length, 1);
+  const [build] = builds.rows;
+  assert.is(build.status, 'skipped');
+  assert.ok(build.finished);
+  assert.is(artifactOf(storage, build.artifactKey), 'packed index.html,src', 'the source tree, nothing built');
+  assert.equal(await builds.shippable(ctx.operation.id), {
+    id: build.id,
+    artifactKey: build.artifactKey!,
+    artifactRoot: null,
+  });
+
+  await stage.skipped(ctx);
+  assert.is(builds.rows.length, 1, 'a redelivery packs nothing more');
+  await stage.skipped(stageContext({ upload: { skip_build: true }, buildId: build.id }));
+  assert.is(builds.rows.length, 1, 'a redeploy packs nothing');
+});
+
+test('abandon cancels the running build; a version without an Analyze result is refused', async () => {
+  const { builds, stage } = setup();
+  const ctx = stageContext();
+  await builds.started(ctx);
+  await stage.abandon(ctx);
+  assert.is(builds.rows[0].status, 'canceled');
+  const err = await stage.run(stageContext({ analysis: null })).catch((e: unknown) => e);
+  assert.is((err as StageError).code, 'build_no_analysis');
+});
+
+test.run();

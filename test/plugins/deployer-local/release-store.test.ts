@@ -1,0 +1,196 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { StageError } from '../../../core/errors.js';
+import { fileIndexOf, fileIndexPath, variantsDir } from '../../../core/deployments/file-index.js';
+import { DEPLOYER, type Deployer, type ReleaseSpec } from '../../../core/ports/deployer.js';
+import { STORAGE, type Storage } from '../../../core/ports/storage.js';
+import { BlobStore } from '../../../plugins/shared/release/blob-store.js';
+import type { Kernel } from '../../../adapters/kernel.js';
+import { testKernel } from '../../helpers/kernel.js';
+import { zipOf } from '../../helpers/live.js';
+import { rawZip, unixAttrs } from '../../helpers/raw-zip.js';
+import { RecordedReports } from '../../contract/deployer.js';
+
+let kernel: Kernel;
+let deployer: Deployer;
+let storage: Storage;
+let blobs: BlobStore;
+const control = () => ({ signal: new AbortController().signal, log: () => {}, report: new RecordedReports() });
+const sha = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
+
+test.before(async () => {
+  kernel = await testKernel({ deployer: 'local' });
+  deployer = kernel.get(DEPLOYER);
+  storage = kernel.get(STORAGE);
+  blobs = new BlobStore(join(kernel.config.dataDir, 'blobs'));
+});
+test.after(() => kernel.stop());
+
+async function spec(zip: Buffer, runtime: 'static' | 'node' = 'static'): Promise<ReleaseSpec> {
+  const deploymentId = randomUUID();
+  const artifactKey = `artifacts/${deploymentId}.zip`;
+  await storage.put(artifactKey, Readable.from([zip]));
+  const startCommand = runtime === 'node' ? 'node server.js' : null;
+  return { deploymentId, projectId: randomUUID(), slug: 's', runtime, artifactKey, startCommand, env: {} };
+}
+
+async function deploy(files: Record<string, string | Buffer>): Promise<{ id: string; root: string }> {
+  const s = await spec(await zipOf(files));
+  const target = await deployer.prepare(s, control());
+  assert.is(target.kind, 'static');
+  return { id: s.deploymentId, root: (target as { root: string }).root };
+}
+
+/** Every blob in the store, by name. */
+function storeContents(): string[] {
+  if (!existsSync(blobs.dir)) return [];
+  return readdirSync(blobs.dir)
+    .flatMap((shard) => readdirSync(join(blobs.dir, shard)))
+    .sort();
+}
+
+const js = 'export const answer = 42;\n'.repeat(200);
+const css = 'body{margin:0}';
+const png = randomBytes(4096);
+
+test('a file shared by two releases is stored once and survives the removal of one of them', async () => {
+  const a = await deploy({ 'index.html': '<h1>a</h1>', 'app.js': js });
+  const b = await deploy({ 'index.html': '<h1>b</h1>', 'app.js': js });
+  const blob = statSync(blobs.pathOf(sha(js)));
+  assert.is(statSync(join(a.root, 'app.js')).ino, blob.ino);
+  assert.is(statSync(join(b.root, 'app.js')).ino, blob.ino);
+  assert.is(blob.mode & 0o777, 0o444, 'blobs are read-only');
+  await deployer.remove(a.id);
+  assert.not.ok(existsSync(a.root));
+  assert.not.ok(existsSync(fileIndexPath(a.root)));
+  assert.not.ok(existsSync(variantsDir(a.root)));
+  // a's own page is gone from the store; what b uses is still there, whole.
+  assert.not.ok(existsSync(blobs.pathOf(sha('<h1>a</h1>'))));
+  assert.ok(existsSync(blobs.pathOf(sha(js))));
+  assert.is(readFileSync(join(b.root, 'app.js'), 'utf8'), js);
+  assert.ok(existsSync(join(b.root, 'index.html')));
+  // Garbage collection never takes a blob a live release uses.
+  assert.is(await blobs.collect(0), 0);
+  assert.is(readFileSync(join(b.root, 'app.js'), 'utf8'), js);
+  await deployer.remove(b.id);
+  assert.equal(storeContents(), [], 'the last release gone, the store is empty');
+});
+
+test('garbage collection removes blobs no release links to', async () => {
+  const a = await deploy({ 'index.html': 'kept page' });
+  const b = await deploy({ 'index.html': 'orphaned page', 'app.js': js });
+  // As if b's directory went without its blobs being released (a crash during remove, an older version).
+  const { rm } = await import('node:fs/promises');
+  await rm(b.root, { recursive: true });
+  await rm(variantsDir(b.root), { recursive: true });
+  assert.ok(existsSync(blobs.pathOf(sha('orphaned page'))));
+  // The deployer's own collection keeps what is still in its grace period.
+  assert.is(await deployer.collectGarbage!(), 0);
+  assert.is(await blobs.collect(0), 4, 'page, script and its two variants');
+  assert.equal(storeContents(), [sha('kept page')]);
+  assert.is(readFileSync(join(a.root, 'index.html'), 'utf8'), 'kept page');
+  await deployer.remove(a.id);
+  await deployer.remove(b.id);
+});
+
+test('the index has sizes, types, strong ETags, and variants only for compressible files of 1 KB or more', async () => {
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg">${'<g/>'.repeat(400)}</svg>`;
+  const r = await deploy({
+    'index.html': '<h1>small</h1>',
+    'app.js': js,
+    'style.css': css,
+    'logo.png': png,
+    'docs/logo.svg': svg,
+    'data.json': JSON.stringify({ list: Array.from({ length: 300 }, (_, i) => i) }),
+    'copy.js': js,
+  });
+  const index = (await fileIndexOf(r.root))!;
+  assert.ok(index);
+  assert.equal(Object.keys(index.files).sort(), [
+    'app.js',
+    'copy.js',
+    'data.json',
+    'docs/logo.svg',
+    'index.html',
+    'logo.png',
+    'style.css',
+  ]);
+  const html = index.files['index.html']!;
+  assert.is(html.size, 14);
+  assert.is(html.type, 'text/html; charset=utf-8');
+  assert.is(html.etag, `"${sha('<h1>small</h1>')}"`);
+  assert.is(html.mtimeMs, statSync(join(r.root, 'index.html')).mtimeMs);
+  assert.is(html.br, undefined, 'under 1 KB: not compressed');
+  assert.is(index.files['style.css']!.type, 'text/css; charset=utf-8');
+  assert.is(index.files['style.css']!.gzip, undefined);
+  assert.is(index.files['logo.png']!.type, 'image/png');
+  assert.is(index.files['logo.png']!.br, undefined, 'not compressible');
+  assert.is(index.files['docs/logo.svg']!.type, 'image/svg+xml');
+  assert.is(index.files['data.json']!.type, 'application/json; charset=utf-8');
+  for (const path of ['app.js', 'copy.js', 'docs/logo.svg', 'data.json']) {
+    const file = index.files[path]!;
+    const original = readFileSync(join(r.root, path));
+    assert.is(file.size, original.length, path);
+    assert.ok(file.br && file.gzip, `${path} has both variants`);
+    assert.ok(file.br.path.startsWith(`${variantsDir(r.root)}/`), file.br.path);
+    assert.ok(file.br.size < file.size && file.gzip.size < file.size, path);
+    assert.is(statSync(file.br.path).size, file.br.size);
+    assert.equal(brotliDecompressSync(readFileSync(file.br.path)), original, `${path} brotli`);
+    assert.equal(gunzipSync(readFileSync(file.gzip.path)), original, `${path} gzip`);
+  }
+  assert.is(index.files['app.js']!.type, 'application/javascript; charset=utf-8');
+  assert.is(index.files['copy.js']!.br!.path, index.files['app.js']!.br!.path, 'same content, same variant');
+  assert.ok(existsSync(blobs.pathOf(`${sha(js)}.br`)));
+  await deployer.remove(r.id);
+  assert.not.ok(existsSync(blobs.pathOf(`${sha(js)}.br`)));
+  assert.not.ok(existsSync(fileIndexPath(r.root)));
+});
+
+test('a Node.js release is links to the store too, with no variants', async () => {
+  const s = await spec(
+    await zipOf({
+      'server.js': 'require("http").createServer((q, s) => s.end("ok")).listen(process.env.PORT)',
+      'big.js': js,
+    }),
+    'node',
+  );
+  await deployer.prepare(s, control());
+  const root = join(kernel.config.dataDir, 'releases', s.deploymentId);
+  assert.is(statSync(join(root, 'big.js')).ino, statSync(blobs.pathOf(sha(js))).ino);
+  assert.not.ok(existsSync(variantsDir(root)));
+  await deployer.remove(s.deploymentId);
+  assert.not.ok(existsSync(blobs.pathOf(sha(js))));
+});
+
+const page = { name: 'index.html', data: '<h1>hostile</h1>' };
+const hostile: [string, () => Buffer, string][] = [
+  ['path traversal', () => rawZip([page, { name: '../evil.html', data: 'x' }]), 'archive_path_traversal'],
+  [
+    'symbolic link',
+    () => rawZip([page, { name: 'p', data: '/etc/passwd', attrs: unixAttrs(0o120777) }]),
+    'archive_symlink',
+  ],
+  ['duplicate names', () => rawZip([page, { name: 'index.html', data: 'other' }]), 'archive_duplicate_entry'],
+  ['a later entry whose bytes lie', () => rawZip([page, { name: 'b.js', data: js, crc: 1 }]), 'archive_'],
+];
+for (const [name, zip, code] of hostile)
+  test(`a hostile archive (${name}) fails cleanly with nothing in the store or the releases`, async () => {
+    const before = storeContents();
+    const releases = readdirSync(join(kernel.config.dataDir, 'releases'));
+    const s = await spec(zip());
+    const err = await deployer.prepare(s, control()).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    assert.instance(err, StageError, String(err));
+    assert.ok((err as StageError).code.startsWith(code), (err as StageError).code);
+    assert.equal(storeContents(), before);
+    assert.equal(readdirSync(join(kernel.config.dataDir, 'releases')), releases);
+  });
+
+test.run();
