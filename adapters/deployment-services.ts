@@ -10,6 +10,7 @@ import { RECORDS_SERVICE, RecordsService } from '../core/deployments/records-ser
 import { Redaction, REDACTION } from '../core/deployments/redaction.js';
 import { HOST_ROUTES } from '../core/deployments/host-routes.js';
 import { RoutingTable } from '../core/deployments/routing-table.js';
+import { PREVIEWS, Previews } from '../core/deployments/previews.js';
 import { RECOVERY, Recovery } from '../core/deployments/recovery.js';
 import { DeploymentReports, RELEASE_REPORTS } from '../core/deployments/release-reports.js';
 import { OrmBuildRepository } from '../core/deployments/repositories/build-repository.js';
@@ -105,6 +106,7 @@ export const deploymentServices: ServiceDefinition[] = [
       deployments: DEPLOYMENT_SERVICE,
       idempotency: IDEMPOTENCY_SERVICE,
       sessions: UPLOAD_SESSION_SERVICE,
+      previews: PREVIEWS,
       storage: STORAGE,
       cipher: CIPHER,
       log: LOGGER,
@@ -189,7 +191,7 @@ export const deploymentServices: ServiceDefinition[] = [
             d.changes,
             d.routes instanceof RoutingTable ? d.routes : undefined,
             // A fork of its own: the worker runs outside any request context.
-            async (accountId) => (await new EntitlementService(em.fork()).planOf(accountId)).limits.release_retention,
+            async (accountId) => (await new EntitlementService(em.fork()).planOf(accountId)).limits,
           ),
         },
         // Heartbeats keep both the queue's lease (visibility timeout / ack wait) and the stage's claim alive.
@@ -202,6 +204,11 @@ export const deploymentServices: ServiceDefinition[] = [
         d.redaction,
       );
     },
+  }),
+  defineService({
+    provides: PREVIEWS,
+    deps: { em: ENTITY_MANAGER, deployer: DEPLOYER, clock: CLOCK, log: LOGGER, changes: CHANGE_FEED },
+    create: (d) => new Previews(d.em, d.deployer, d.clock, d.log, d.changes),
   }),
   defineService({
     provides: RECOVERY,

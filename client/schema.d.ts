@@ -579,7 +579,7 @@ export interface paths {
                                 private_projects: boolean;
                                 visibilities: string[];
                             };
-                            /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted). */
+                            /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires). */
                             limits: {
                                 access_grants_per_project: number | null;
                                 archive_bytes: number | null;
@@ -588,6 +588,7 @@ export interface paths {
                                 deployments_per_day: number | null;
                                 environment_value_bytes: number | null;
                                 environment_variables_per_project: number | null;
+                                preview_ttl_hours: number | null;
                                 private_projects: number | null;
                                 projects: number | null;
                                 release_retention: number | null;
@@ -654,7 +655,7 @@ export interface paths {
                                 /** @description Features the plan allows: instant_rollback (promote an earlier release). */
                                 capabilities: string[];
                                 id: string;
-                                /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted). */
+                                /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires). */
                                 limits: {
                                     access_grants_per_project: number | null;
                                     archive_bytes: number | null;
@@ -663,6 +664,7 @@ export interface paths {
                                     deployments_per_day: number | null;
                                     environment_value_bytes: number | null;
                                     environment_variables_per_project: number | null;
+                                    preview_ttl_hours: number | null;
                                     private_projects: number | null;
                                     projects: number | null;
                                     release_retention: number | null;
@@ -763,7 +765,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a ZIP and deploy it (creates or selects the project by name)
-         * @description Account-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework`, `manifest_id` (the id POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be left out when none were) and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
+         * @description Account-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework`, `manifest_id` (the id POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be left out when none were), `target` (production, the default, or preview: the release goes to its own host `<slug>--<short id>.<apps domain>` and the live release is not touched; private behind the project's gate unless the project's preview_visibility is public; it expires after the plan's preview_ttl_hours; the same ZIP uploaded again as a preview of the project answers 202 with the preview already up) and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
          *
          *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. A promote (kind `promote`) is the same with Deploy making an earlier release live again from what the deployer kept, with no Analyze or Build. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
@@ -811,6 +813,10 @@ export interface paths {
                                 id: string;
                                 progress: number;
                                 status: string;
+                            };
+                            /** @description Only for an upload with target=preview: where the preview serves once the operation succeeded (project.url keeps serving the live release). */
+                            preview?: {
+                                url: string;
                             };
                             project: {
                                 /** Format: uuid */
@@ -1938,6 +1944,11 @@ export interface paths {
                                 /** Format: uuid */
                                 id: string;
                                 name: string;
+                                /**
+                                 * @description Who sees the previews (uploads with target=preview, at <slug>--<short id>.<apps domain>): private (the default: behind the project's gate, its access password or granted addresses) or public (anyone with the URL; never indexed).
+                                 * @enum {string}
+                                 */
+                                preview_visibility: "private" | "public";
                                 /** @description Build settings; null means Analyze decides. */
                                 settings: {
                                     build_command: string | null;
@@ -2070,6 +2081,11 @@ export interface paths {
                             /** Format: uuid */
                             id: string;
                             name: string;
+                            /**
+                             * @description Who sees the previews (uploads with target=preview, at <slug>--<short id>.<apps domain>): private (the default: behind the project's gate, its access password or granted addresses) or public (anyone with the URL; never indexed).
+                             * @enum {string}
+                             */
+                            preview_visibility: "private" | "public";
                             /** @description Build settings; null means Analyze decides. */
                             settings: {
                                 build_command: string | null;
@@ -2164,6 +2180,11 @@ export interface paths {
                             /** Format: uuid */
                             id: string;
                             name: string;
+                            /**
+                             * @description Who sees the previews (uploads with target=preview, at <slug>--<short id>.<apps domain>): private (the default: behind the project's gate, its access password or granted addresses) or public (anyone with the URL; never indexed).
+                             * @enum {string}
+                             */
+                            preview_visibility: "private" | "public";
                             /** @description Build settings; null means Analyze decides. */
                             settings: {
                                 build_command: string | null;
@@ -2266,7 +2287,7 @@ export interface paths {
         head?: never;
         /**
          * Update a project
-         * @description Changes the name, the visibility, build settings and the access password; absent fields stay, null clears a build setting or the password. The slug and URL never change. Making a private project draft or public keeps its access grants and password, unused, until it is private again.
+         * @description Changes the name, the visibility, build settings, the access password and preview_visibility; absent fields stay, null clears a build setting or the password. The slug and URL never change. Making a private project draft or public keeps its access grants and password, unused, until it is private again.
          */
         patch: {
             parameters: {
@@ -2298,6 +2319,11 @@ export interface paths {
                         node_version?: string | null;
                         /** @description Directory (relative to root_directory) holding the built static files: relative, no .. segments. */
                         output_directory?: string | null;
+                        /**
+                         * @description Who sees the previews (uploads with target=preview, at <slug>--<short id>.<apps domain>): private (the default: behind the project's gate, its access password or granted addresses) or public (anyone with the URL; never indexed).
+                         * @enum {string}
+                         */
+                        preview_visibility?: "private" | "public";
                         /** @description Directory inside the archive to build from: relative, no .. segments ("." is the archive root). */
                         root_directory?: string | null;
                         /**
@@ -2355,6 +2381,11 @@ export interface paths {
                             /** Format: uuid */
                             id: string;
                             name: string;
+                            /**
+                             * @description Who sees the previews (uploads with target=preview, at <slug>--<short id>.<apps domain>): private (the default: behind the project's gate, its access password or granted addresses) or public (anyone with the URL; never indexed).
+                             * @enum {string}
+                             */
+                            preview_visibility: "private" | "public";
                             /** @description Build settings; null means Analyze decides. */
                             settings: {
                                 build_command: string | null;
@@ -3108,6 +3139,8 @@ export interface paths {
                                     code?: string;
                                     message?: string;
                                 } | null;
+                                /** @description When a preview stops serving (the plan's preview_ttl_hours after it went up); null otherwise. */
+                                expires_at?: string | null;
                                 /** Format: uuid */
                                 id: string;
                                 /** @description True while the project serves this deployment. */
@@ -3117,8 +3150,11 @@ export interface paths {
                                 operation_id: string;
                                 /** Format: uuid */
                                 project_id: string;
-                                /** @enum {string} */
-                                status: "running" | "live" | "superseded" | "failed" | "canceled";
+                                /**
+                                 * @description preview: a preview serving on its own host (url); expired: a preview whose time is up.
+                                 * @enum {string}
+                                 */
+                                status: "running" | "live" | "superseded" | "failed" | "canceled" | "preview" | "expired";
                                 url: string | null;
                                 /** Format: uuid */
                                 version_id: string;
@@ -3209,6 +3245,8 @@ export interface paths {
                                 code?: string;
                                 message?: string;
                             } | null;
+                            /** @description When a preview stops serving (the plan's preview_ttl_hours after it went up); null otherwise. */
+                            expires_at?: string | null;
                             /** Format: uuid */
                             id: string;
                             /** @description True while the project serves this deployment. */
@@ -3218,8 +3256,11 @@ export interface paths {
                             operation_id: string;
                             /** Format: uuid */
                             project_id: string;
-                            /** @enum {string} */
-                            status: "running" | "live" | "superseded" | "failed" | "canceled";
+                            /**
+                             * @description preview: a preview serving on its own host (url); expired: a preview whose time is up.
+                             * @enum {string}
+                             */
+                            status: "running" | "live" | "superseded" | "failed" | "canceled" | "preview" | "expired";
                             url: string | null;
                             /** Format: uuid */
                             version_id: string;
@@ -4059,7 +4100,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a ZIP and deploy it to an existing project
-         * @description Project-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework`, `manifest_id` (the id POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be left out when none were) and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
+         * @description Project-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework`, `manifest_id` (the id POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be left out when none were), `target` (production, the default, or preview: the release goes to its own host `<slug>--<short id>.<apps domain>` and the live release is not touched; private behind the project's gate unless the project's preview_visibility is public; it expires after the plan's preview_ttl_hours; the same ZIP uploaded again as a preview of the project answers 202 with the preview already up) and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
          *
          *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. A promote (kind `promote`) is the same with Deploy making an earlier release live again from what the deployer kept, with no Analyze or Build. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
@@ -4109,6 +4150,10 @@ export interface paths {
                                 id: string;
                                 progress: number;
                                 status: string;
+                            };
+                            /** @description Only for an upload with target=preview: where the preview serves once the operation succeeded (project.url keeps serving the live release). */
+                            preview?: {
+                                url: string;
                             };
                             project: {
                                 /** Format: uuid */
@@ -4215,7 +4260,7 @@ export interface paths {
         };
         /**
          * List the release history of a project
-         * @description Deployments that went live (the current one has live: true; earlier ones are superseded), newest first, cursor-paginated: pass next_cursor back unchanged as cursor until it is null. Each release carries its provenance (source, started_by, archive_sha256), its target and whether it is promotable; `target` filters by target (preview: empty until previews exist). A project of another account answers 404 like a missing one.
+         * @description Deployments that went live (the current one has live: true; earlier ones are superseded), newest first, cursor-paginated: pass next_cursor back unchanged as cursor until it is null. Each release carries its provenance (source, started_by, archive_sha256), its target and whether it is promotable; `target` filters by target (production, or preview: previews, which went up on their own hosts). A project of another account answers 404 like a missing one.
          */
         get: {
             parameters: {
@@ -4224,7 +4269,7 @@ export interface paths {
                     cursor?: string;
                     /** @description Page size, 1 to 100. */
                     limit?: number;
-                    /** @description Only releases deployed to this target; preview answers an empty list until previews exist. */
+                    /** @description Only releases deployed to this target: production, or preview (previews, expired ones included). */
                     target?: "production" | "preview";
                 };
                 header?: never;
@@ -4260,6 +4305,8 @@ export interface paths {
                                     code?: string;
                                     message?: string;
                                 } | null;
+                                /** @description When a preview stops serving (the plan's preview_ttl_hours after it went up); null otherwise. */
+                                expires_at?: string | null;
                                 /** Format: uuid */
                                 id: string;
                                 /** @description True while the project serves this deployment. */
@@ -4269,7 +4316,7 @@ export interface paths {
                                 operation_id: string;
                                 /** Format: uuid */
                                 project_id: string;
-                                /** @description True for a superseded release the deployer still keeps (within the plan's release_retention): POST .../releases/{releaseID}/promote makes it live again without a build. False for the live one, a pruned one, and one that failed. */
+                                /** @description True for a superseded release the deployer still keeps (within the plan's release_retention) and for a preview that has not expired: POST .../releases/{releaseID}/promote makes it live without a build. False for the live one, a pruned one, an expired preview, and one that failed. */
                                 promotable: boolean;
                                 /**
                                  * @description What started the operation that made it live: an authenticated upload, an upload session, a promote or a retry of a record; null for releases older than the field.
@@ -4281,10 +4328,13 @@ export interface paths {
                                     email: string;
                                     user_id: string;
                                 } | null;
-                                /** @enum {string} */
-                                status: "running" | "live" | "superseded" | "failed" | "canceled";
                                 /**
-                                 * @description Where it was deployed: production.
+                                 * @description preview: a preview serving on its own host (url); expired: a preview whose time is up.
+                                 * @enum {string}
+                                 */
+                                status: "running" | "live" | "superseded" | "failed" | "canceled" | "preview" | "expired";
+                                /**
+                                 * @description Where it was deployed: production, or preview (its own host, url; a promoted preview is production since).
                                  * @enum {string}
                                  */
                                 target: "production" | "preview";
@@ -4397,8 +4447,11 @@ export interface paths {
                                 live: boolean;
                                 /** Format: date-time */
                                 live_at: string;
-                                /** @enum {string} */
-                                status: "running" | "live" | "superseded" | "failed" | "canceled";
+                                /**
+                                 * @description preview: a preview serving on its own host (url); expired: a preview whose time is up.
+                                 * @enum {string}
+                                 */
+                                status: "running" | "live" | "superseded" | "failed" | "canceled" | "preview" | "expired";
                                 url: string | null;
                             };
                             /**
@@ -4410,7 +4463,7 @@ export interface paths {
                             operation_id: string;
                             /** Format: uuid */
                             project_id: string;
-                            /** @description True for a superseded release the deployer still keeps (within the plan's release_retention): POST .../releases/{releaseID}/promote makes it live again without a build. False for the live one, a pruned one, and one that failed. */
+                            /** @description True for a superseded release the deployer still keeps (within the plan's release_retention) and for a preview that has not expired: POST .../releases/{releaseID}/promote makes it live without a build. False for the live one, a pruned one, an expired preview, and one that failed. */
                             promotable: boolean;
                             /**
                              * @description What started the operation that made it live: an authenticated upload, an upload session, a promote or a retry of a record; null for releases older than the field.
@@ -4423,7 +4476,7 @@ export interface paths {
                                 user_id: string;
                             } | null;
                             /**
-                             * @description Where it was deployed: production.
+                             * @description Where it was deployed: production, or preview (its own host, url; a promoted preview is production since).
                              * @enum {string}
                              */
                             target: "production" | "preview";
@@ -4506,7 +4559,7 @@ export interface paths {
         put?: never;
         /**
          * Promote a release: make it live again (instant rollback)
-         * @description Makes an earlier release live again by switching the route back to it: no Analyze, no Build; the release runs with its own environment snapshot, from what the deployer kept (a static release: its files, at once; a Node.js release: started again from its kept directory or image). Answers 202 with a parent operation of kind promote (Analyze and Build skipped); poll it until it is terminal. Promoting the live release starts nothing: 202 with the operation that made it live. Refused with 403 plan_restricted (feature instant_rollback) when the plan lacks the capability, 409 not_promotable (details.reason never_live, not_kept or unsupported) for a release that never went live, was pruned beyond the plan's release_retention or failed, and 409 deployment_in_progress (details.operation_id) while another deployment of the project runs. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer; the same key with a different request → 422 idempotency_key_reused. Another account's project or release and a malformed id answer 404 like a missing one.
+         * @description Makes an earlier release live again by switching the route back to it: no Analyze, no Build; the release runs with its own environment snapshot, from what the deployer kept (a static release: its files, at once; a Node.js release: started again from its kept directory or image). Answers 202 with a parent operation of kind promote (Analyze and Build skipped); poll it until it is terminal. Promoting the live release starts nothing: 202 with the operation that made it live. A preview that has not expired (status preview) is promoted as it runs, on every plan: the live route switches to it and its preview host stops serving. Any other release is refused with 403 plan_restricted (feature instant_rollback) when the plan lacks the capability, 409 not_promotable (details.reason never_live, not_kept or unsupported) for a release that never went live, was pruned beyond the plan's release_retention or failed, and 409 deployment_in_progress (details.operation_id) while another deployment of the project runs. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer; the same key with a different request → 422 idempotency_key_reused. Another account's project or release and a malformed id answer 404 like a missing one.
          */
         post: {
             parameters: {
@@ -4972,6 +5025,11 @@ export interface paths {
                         /** @description Skip the Build stage (the archive is served as built). */
                         skip_build?: boolean;
                         /**
+                         * @description production (default), or preview: the upload deploys to its own host <slug>--<short id>.<apps domain>, leaving the live release as it is (see POST /api/v1/local-to-live).
+                         * @enum {string}
+                         */
+                        target?: "production" | "preview";
+                        /**
                          * @description proxied_multipart (default): one multipart POST of at most 95,000,000 bytes of ZIP. direct_storage_resumable: at most 100,000,000 bytes, resumable; on S3 storage the parts go straight to storage through presigned URLs (the answer lists them in parts), on local storage through the API with tus 1.0.0 core.
                          * @default proxied_multipart
                          * @enum {string}
@@ -5149,6 +5207,10 @@ export interface paths {
                                 progress: number;
                                 status: string;
                             };
+                            /** @description Only for an upload with target=preview: where the preview serves once the operation succeeded (project.url keeps serving the live release). */
+                            preview?: {
+                                url: string;
+                            };
                             project: {
                                 /** Format: uuid */
                                 id?: string;
@@ -5320,6 +5382,10 @@ export interface paths {
                                 id: string;
                                 progress: number;
                                 status: string;
+                            };
+                            /** @description Only for an upload with target=preview: where the preview serves once the operation succeeded (project.url keeps serving the live release). */
+                            preview?: {
+                                url: string;
                             };
                             project: {
                                 /** Format: uuid */

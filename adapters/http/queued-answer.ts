@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { HoistConfig } from '../../config/schema.js';
 import type { StartedDeployment } from '../../core/deployments/started-deployment.js';
-import { projectUrl } from '../../core/projects/project-url.js';
+import { previewUrl, projectUrl } from '../../core/projects/project-url.js';
 import { Uuid } from './schemas.js';
 
 /** The 202 schema of a write that started a deployment chain as `action`; an upload's answer names its version. */
@@ -22,6 +22,14 @@ export const queuedSchema = (action: string, upload = false) => ({
     },
     ...(upload && {
       version: { type: 'object', properties: { id: Uuid, size: { type: 'integer' }, sha256: { type: 'string' } } },
+      preview: {
+        type: 'object',
+        description:
+          'Only for an upload with target=preview: where the preview serves once the operation succeeded ' +
+          '(project.url keeps serving the live release).',
+        required: ['url'],
+        properties: { url: { type: 'string' } },
+      },
     }),
     next_step: { type: 'string' },
   },
@@ -40,15 +48,16 @@ export function sendQueued(
   action: string,
   { started, replayed }: { started: StartedDeployment; replayed: boolean },
 ): FastifyReply {
-  const { project, operation, version } = started;
+  const { project, operation, version, preview } = started;
   if (replayed) reply.header('idempotent-replayed', 'true');
   return reply.status(202).send({
     action,
     project: { ...project, url: projectUrl(config, project.slug) },
     operation,
     ...(version && { version }),
+    ...(preview && { preview: { url: previewUrl(config, project.slug, operation.id) } }),
     next_step:
       `Poll GET /api/v1/operations/${operation.id} every 2-10 s (with backoff) until its status is succeeded, ` +
-      'failed or canceled; then open project.url.',
+      `failed or canceled; then open ${preview ? 'preview.url' : 'project.url'}.`,
   });
 }

@@ -159,7 +159,11 @@ export const BuildRecord = {
   },
 } as const;
 
-const deploymentStatus = { type: 'string', enum: ['running', 'live', 'superseded', 'failed', 'canceled'] };
+const deploymentStatus = {
+  type: 'string',
+  enum: ['running', 'live', 'superseded', 'failed', 'canceled', 'preview', 'expired'],
+  description: 'preview: a preview serving on its own host (url); expired: a preview whose time is up.',
+};
 
 /** A deployment record. */
 export const DeploymentRecord = {
@@ -191,6 +195,10 @@ export const DeploymentRecord = {
     created_at: Timestamp,
     live_at: nullable(Timestamp),
     ended_at: nullable(Timestamp),
+    expires_at: {
+      ...nullable(Timestamp),
+      description: "When a preview stops serving (the plan's preview_ttl_hours after it went up); null otherwise.",
+    },
   },
 } as const;
 

@@ -2,7 +2,12 @@ import { DeploymentRecord, PageQuery, ReleaseDetail } from './record-schemas.js'
 
 /** A release's notes: where it went, where it came from, and whether promote can make it live again. */
 const notes = {
-  target: { type: 'string', enum: ['production', 'preview'], description: 'Where it was deployed: production.' },
+  target: {
+    type: 'string',
+    enum: ['production', 'preview'],
+    description:
+      'Where it was deployed: production, or preview (its own host, url; a promoted preview is production since).',
+  },
   source: {
     type: ['string', 'null'],
     enum: ['upload', 'upload_session', 'promote', 'retry', null],
@@ -25,9 +30,9 @@ const notes = {
   promotable: {
     type: 'boolean',
     description:
-      "True for a superseded release the deployer still keeps (within the plan's release_retention): " +
-      'POST .../releases/{releaseID}/promote makes it live again without a build. False for the live one, ' +
-      'a pruned one, and one that failed.',
+      "True for a superseded release the deployer still keeps (within the plan's release_retention) and for a " +
+      'preview that has not expired: POST .../releases/{releaseID}/promote makes it live without a build. False ' +
+      'for the live one, a pruned one, an expired preview, and one that failed.',
   },
 } as const;
 const noteKeys = Object.keys(notes);
@@ -54,7 +59,7 @@ export const ReleaseQuery = {
     target: {
       type: 'string',
       enum: ['production', 'preview'],
-      description: 'Only releases deployed to this target; preview answers an empty list until previews exist.',
+      description: 'Only releases deployed to this target: production, or preview (previews, expired ones included).',
     },
   },
 };

@@ -8,11 +8,12 @@ import { SANDBOX, type Sandbox } from '../../core/ports/sandbox.js';
 import type { Kernel } from '../kernel.js';
 import { startDomainChecks } from './domain-scheduler.js';
 import { startGarbageCollection } from './garbage-collection.js';
+import { startPreviewExpiry } from './preview-expiry.js';
 
 /**
  * Starts the worker role: takes stage jobs from the queue, once its sandbox runs and core's Recovery
- * has resumed what the last process left. It also checks customer domains on their schedule and collects
- * garbage (unreferenced release files).
+ * has resumed what the last process left. It also checks customer domains on their schedule, takes expired
+ * previews down and collects garbage (unreferenced release files).
  * Returns a function that stops taking jobs and waits for running ones to hand back.
  */
 export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> {
@@ -45,8 +46,10 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
   });
   const stopDomainChecks = startDomainChecks(kernel);
   const stopGarbageCollection = startGarbageCollection(kernel);
+  const stopPreviewExpiry = startPreviewExpiry(kernel);
   return async () => {
     await stopDomainChecks();
+    await stopPreviewExpiry();
     await stopGarbageCollection();
     await stopConsuming();
   };

@@ -11,6 +11,8 @@ export interface PlanLimits {
   concurrent_builds: number;
   /** Releases kept per project, the live one included; older ones are pruned after each deploy or promote. */
   release_retention: number;
+  /** Hours a preview serves after it went up; then it expires and its release is removed. */
+  preview_ttl_hours: number;
 }
 
 export interface Plan {
@@ -47,6 +49,7 @@ export const plans: Record<string, Plan> = {
       customer_subdomains: 0,
       concurrent_builds: 1,
       release_retention: 1,
+      preview_ttl_hours: 24,
     },
   },
   pro: {
@@ -66,6 +69,7 @@ export const plans: Record<string, Plan> = {
       customer_subdomains: 5,
       concurrent_builds: 2,
       release_retention: 5,
+      preview_ttl_hours: 168,
     },
   },
   team: {
@@ -85,6 +89,7 @@ export const plans: Record<string, Plan> = {
       customer_subdomains: 50,
       concurrent_builds: 5,
       release_retention: 20,
+      preview_ttl_hours: 720,
     },
   },
 };

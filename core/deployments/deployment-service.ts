@@ -139,9 +139,10 @@ export class DeploymentService {
     canResume: boolean,
     startedBy?: StartedBy,
   ): Promise<Operation> {
-    await this.entitlements.assertCapability(accountId, 'instant_rollback');
+    // Promoting a preview is no rollback: every plan may (an expired one is refused below as not kept).
+    if (!release.preview) await this.entitlements.assertCapability(accountId, 'instant_rollback');
     if (liveId === release.id) return this.em.findOneOrFail(Operation, { id: release.operationId });
-    const why = unpromotable(release, canResume);
+    const why = unpromotable(release, canResume, this.clock.now());
     if (why) throw new HoistError('not_promotable', why.message, { release_id: release.id, reason: why.reason });
     await this.assertNoChainRunning(release.projectId);
     await this.assertConcurrentRoom(accountId);
@@ -269,8 +270,17 @@ export class DeploymentService {
   }
 }
 
-/** Why a release cannot be promoted, or null when it can (a superseded release the deployer still keeps). */
-export function unpromotable(release: Deployment, canResume: boolean): { reason: string; message: string } | null {
+/**
+ * Why a release cannot be promoted, or null when it can: a superseded release the deployer still keeps, or a
+ * preview that has not expired.
+ */
+export function unpromotable(
+  release: Deployment,
+  canResume: boolean,
+  now = new Date(),
+): { reason: string; message: string } | null {
+  // A preview that still serves goes live as it runs, with nothing to resume.
+  if (release.status === 'preview' && release.expiresAt && release.expiresAt > now) return null;
   if (!canResume)
     return { reason: 'unsupported', message: "This server's deployer cannot start an earlier release again" };
   if (!release.liveAt || release.status === 'running')

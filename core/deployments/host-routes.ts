@@ -13,6 +13,8 @@ export interface LiveRelease {
    * each grant's); empty for other projects.
    */
   accessProofs: ReadonlySet<string>;
+  /** A preview's expiry (ms since the epoch): from then on it is not served. Absent for a live release. */
+  expiresAt?: number;
 }
 
 /**
@@ -23,7 +25,8 @@ export interface LiveRelease {
 export interface HostRoutes {
   /**
    * The live release of the active project a Host header names: `<slug>.<appsDomain>`, or an
-   * `active` customer domain of the project. Null for any other host, or when nothing is live yet.
+   * `active` customer domain of the project; or the preview a preview host names, until it expires.
+   * Null for any other host, or when nothing is live yet.
    */
   lookup(host: string | undefined): LiveRelease | null;
   /** The same as `lookup`, for callers that await. */

@@ -185,14 +185,15 @@ const OPERATION_QUERY =
 /**
  * What a deployment's view shows besides the operation, in one row (parameters: version id, build id or operation
  * id, operation id, project id): the version's analysis, the build (the one shipped, or the operation's newest),
- * and the operation's newest deployment that went live, with the project's live deployment to say if it still is.
+ * and the operation's newest deployment that went live (or up, as a preview), with the project's live deployment to
+ * say if it still is.
  */
 const recordsQuery = (build: string) =>
   'select v.analysis, b.id as build_id, b.log as build_log, d.id as deployment_id, d.url, p.live_deployment_id ' +
   'from (select 1 as one) x left join versions v on v.id = ? ' +
   `left join builds b on b.id = (select id from builds where ${build} order by created_at desc limit 1) ` +
   'left join deployments d on d.id = (select id from deployments where operation_id = ? ' +
-  "and status in ('live', 'superseded') order by created_at desc limit 1) " +
+  "and status in ('live', 'superseded', 'preview', 'expired') order by created_at desc limit 1) " +
   'left join projects p on p.id = ?';
 const SHIPPED_BUILD_RECORDS = recordsQuery('id = ?');
 const OWN_BUILD_RECORDS = recordsQuery('operation_id = ?');

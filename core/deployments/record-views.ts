@@ -58,6 +58,7 @@ export function deploymentView(d: Deployment, project: Project) {
     created_at: iso(d.createdAt)!,
     live_at: iso(d.liveAt),
     ended_at: iso(d.endedAt),
+    expires_at: iso(d.expiresAt),
   };
 }
 

@@ -126,8 +126,8 @@ export class RecordsService {
   }
 
   /**
-   * A page of the project's releases: its deployments that went live, newest first, with their notes.
-   * `target` `preview` answers an empty page until previews exist.
+   * A page of the project's releases: its deployments that went live (or up, as a preview), newest first, with
+   * their notes; `target` keeps the production ones or the previews.
    */
   async releases(
     accountId: string,
@@ -135,8 +135,13 @@ export class RecordsService {
     opts: PageOptions & { target?: string },
   ): Promise<RecordPage<ReleaseItem>> {
     const project = await this.projects.get(accountId, projectId);
-    if (opts.target === 'preview') return { items: [], nextCursor: null };
-    const rows = await this.page(Deployment, { projectId: project.id, liveAt: { $ne: null } }, opts, (d) => d);
+    const target = opts.target === undefined ? {} : { preview: opts.target === 'preview' };
+    const rows = await this.page(
+      Deployment,
+      { projectId: project.id, liveAt: { $ne: null }, ...target },
+      opts,
+      (d) => d,
+    );
     const notes = await releaseNotes(this.em, rows.items, this.canResume);
     const views = await this.redacted({ ...rows, items: rows.items.map((d) => deploymentView(d, project)) });
     return { ...views, items: views.items.map((v) => ({ ...v, ...notes.get(v.id)! })) };

@@ -6,7 +6,7 @@ import { unpromotable } from './deployment-service.js';
 
 /** Where a release came from, and whether it can be made live again. */
 export interface ReleaseNotes {
-  /** Always `production` today; previews will be `preview`. */
+  /** `preview` for a release deployed as a preview (and not promoted since), else `production`. */
   target: 'production' | 'preview';
   /** What started the operation that made it: `upload`, `upload_session`, `promote` or `retry`; null if unrecorded. */
   source: string | null;
@@ -14,7 +14,10 @@ export interface ReleaseNotes {
   started_by: StartedBy | null;
   /** SHA-256 of the uploaded archive it was built from. */
   archive_sha256: string;
-  /** True while it is superseded and kept (within the plan's release_retention): promote makes it live again. */
+  /**
+   * True while it is superseded and kept (within the plan's release_retention), or a preview that serves: promote
+   * makes it live.
+   */
   promotable: boolean;
 }
 
@@ -34,7 +37,7 @@ export async function releaseNotes(
     releases.map((d) => [
       d.id,
       {
-        target: 'production',
+        target: d.preview ? 'preview' : 'production',
         source: opOf.get(d.operationId)?.source ?? null,
         started_by: opOf.get(d.operationId)?.startedBy ?? null,
         archive_sha256: shaOf.get(d.versionId) ?? '',

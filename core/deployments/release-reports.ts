@@ -55,7 +55,7 @@ export class DeploymentReports implements ReleaseReports {
       const masked = (await this.redaction.forOperation(d.operationId, d.projectId)).text(message);
       await em.nativeUpdate(
         Deployment,
-        { id: deploymentId, status: 'live' },
+        { id: deploymentId, status: { $in: ['live', 'preview'] } },
         { status: 'failed', error: { code, message: masked }, endedAt: this.clock.now() },
       );
     });

@@ -36,7 +36,7 @@ export async function releaseSpec(
 }
 
 /**
- * The specs of every live deployment, for Deployer.restore after a restart. A deployment whose
+ * The specs of every live deployment and serving preview, for Deployer.restore after a restart. A deployment whose
  * environment does not decrypt is left out, and `skipped` is told why (never a value).
  */
 export async function liveReleaseSpecs(
@@ -45,7 +45,7 @@ export async function liveReleaseSpecs(
   skipped: (deploymentId: string, err: Error) => void = () => {},
 ): Promise<ReleaseSpec[]> {
   const specs: ReleaseSpec[] = [];
-  for (const d of await em.find(Deployment, { status: 'live' })) {
+  for (const d of await em.find(Deployment, { status: { $in: ['live', 'preview'] } })) {
     const spec = await releaseSpec(em, d, environment).catch((err: Error) => (skipped(d.id, err), null));
     if (spec) specs.push(spec);
   }

@@ -6,6 +6,7 @@ import { Domain } from '../entities/domain.js';
 import { Project } from '../entities/project.js';
 import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Logger } from '../tokens.js';
+import { previewLabel } from '../projects/project-url.js';
 import { hostnameOf, ROUTES_CHANNEL, type HostRoutes, type LiveRelease } from './host-routes.js';
 
 /** Where the routing table reads and how often it reloads whole. */
@@ -18,7 +19,8 @@ export interface RoutingTableOptions {
 
 /**
  * HostRoutes from memory: host → live release of every active project with a live release, on its
- * own host and its active customer domains, with what the private gate needs. Loaded whole at
+ * own host and its active customer domains, and each preview that has not expired on its preview host
+ * (`<slug>--<short id>`), with what the private gate needs. Loaded whole at
  * start and every `revalidateMs`, and one project again at each change announced on the `routes`
  * channel (a null: everything). Entries are immutable and replaced whole, so a request that took an
  * entry once is answered from one release even while a switch lands.
@@ -55,7 +57,10 @@ export class RoutingTable implements HostRoutes {
 
   lookup(host: string | undefined): LiveRelease | null {
     const name = hostnameOf(host);
-    return name ? (this.byHost.get(name) ?? null) : null;
+    const release = name ? this.byHost.get(name) : undefined;
+    // A preview stops at its expiry, whenever the worker's sweep takes it down.
+    if (!release || (release.expiresAt !== undefined && release.expiresAt <= Date.now())) return null;
+    return release;
   }
 
   async liveReleaseOf(host: string | undefined): Promise<LiveRelease | null> {
@@ -93,19 +98,26 @@ export class RoutingTable implements HostRoutes {
 
   private async load(projectId: string | null, em: EntityManager): Promise<void> {
     const only = projectId ? { id: projectId } : {};
+    const previews = await em.find(
+      Deployment,
+      { ...(projectId ? { projectId } : {}), status: 'preview', expiresAt: { $gt: new Date() } },
+      { fields: ['id', 'projectId', 'operationId', 'target', 'expiresAt'], disableIdentityMap: true },
+    );
+    const previewed = [...new Set(previews.map((d) => d.projectId))];
     const projects = await em.find(
       Project,
-      { ...only, status: 'active', liveDeploymentId: { $ne: null } },
-      { fields: ['id', 'slug', 'visibility', 'liveDeploymentId', 'accessPasswordHash'], disableIdentityMap: true },
+      { ...only, status: 'active', $or: [{ liveDeploymentId: { $ne: null } }, { id: { $in: previewed } }] },
+      {
+        fields: ['id', 'slug', 'visibility', 'previewVisibility', 'liveDeploymentId', 'accessPasswordHash'],
+        disableIdentityMap: true,
+      },
     );
     const ids = projects.map((p) => p.id);
+    const gated = projects.filter((p) => p.visibility === 'private' || previewed.includes(p.id)).map((p) => p.id);
+    const live = projects.filter((p) => p.liveDeploymentId).map((p) => p.liveDeploymentId!);
     const [deployments, domains, grants] = ids.length
       ? await Promise.all([
-          em.find(
-            Deployment,
-            { id: { $in: projects.map((p) => p.liveDeploymentId!) } },
-            { fields: ['id', 'target'], disableIdentityMap: true },
-          ),
+          em.find(Deployment, { id: { $in: live } }, { fields: ['id', 'target'], disableIdentityMap: true }),
           em.find(
             Domain,
             { projectId: { $in: ids }, status: 'active' },
@@ -113,47 +125,77 @@ export class RoutingTable implements HostRoutes {
           ),
           em.find(
             AccessGrant,
-            { projectId: { $in: projects.filter((p) => p.visibility === 'private').map((p) => p.id) } },
+            { projectId: { $in: gated } },
             { fields: ['id', 'projectId'], disableIdentityMap: true },
           ),
         ])
       : [[], [], []];
     const targets = new Map(deployments.map((d) => [d.id, d.target]));
-    const entries = new Map<string, { release: LiveRelease; hosts: string[] }>();
+    const apps = this.options.appsDomain.toLowerCase();
+    const entries = new Map<string, [string, LiveRelease][]>();
     for (const p of projects) {
-      const target = targets.get(p.liveDeploymentId!);
-      if (!target) continue;
-      const granted = grants.filter((g) => g.projectId === p.id).map((g) => g.id);
-      const release: LiveRelease = {
-        projectId: p.id,
-        deploymentId: p.liveDeploymentId!,
-        visibility: p.visibility,
-        target,
-        accessProofs: p.visibility === 'private' ? accessProofs(p.accessPasswordHash, granted) : new Set(),
-      };
-      entries.set(p.id, { release, hosts: [`${p.slug}.${this.options.appsDomain.toLowerCase()}`] });
+      const proofs = () =>
+        accessProofs(
+          p.accessPasswordHash,
+          grants.filter((g) => g.projectId === p.id).map((g) => g.id),
+        );
+      const routes: [string, LiveRelease][] = [];
+      const target = p.liveDeploymentId ? targets.get(p.liveDeploymentId) : null;
+      if (target) {
+        const release: LiveRelease = {
+          projectId: p.id,
+          deploymentId: p.liveDeploymentId!,
+          visibility: p.visibility,
+          target,
+          accessProofs: p.visibility === 'private' ? proofs() : new Set(),
+        };
+        routes.push([`${p.slug}.${apps}`, release]);
+        for (const d of domains) if (d.projectId === p.id) routes.push([d.hostname.toLowerCase(), release]);
+      }
+      // A public preview is served like a draft (never indexed); a private one behind the project's gate.
+      const previewVisibility = p.previewVisibility === 'public' ? 'draft' : 'private';
+      for (const d of previews) {
+        if (d.projectId !== p.id || !d.target) continue;
+        routes.push([
+          `${previewLabel(p.slug, d.operationId)}.${apps}`,
+          {
+            projectId: p.id,
+            deploymentId: d.id,
+            visibility: previewVisibility,
+            target: d.target,
+            accessProofs: previewVisibility === 'private' ? proofs() : new Set(),
+            expiresAt: d.expiresAt!.getTime(),
+          },
+        ]);
+      }
+      if (routes.length) entries.set(p.id, routes);
     }
-    for (const d of domains) entries.get(d.projectId)?.hosts.push(d.hostname.toLowerCase());
 
     if (projectId) {
       for (const host of this.hostsOf.get(projectId) ?? []) this.byHost.delete(host);
       this.hostsOf.delete(projectId);
-      const entry = entries.get(projectId);
-      if (entry) this.put(projectId, entry.release, entry.hosts);
+      const routes = entries.get(projectId);
+      if (routes) this.put(projectId, routes);
       return;
     }
     const byHost = new Map<string, LiveRelease>();
     const hostsOf = new Map<string, string[]>();
-    for (const [id, { release, hosts }] of entries) {
-      hostsOf.set(id, hosts);
-      for (const host of hosts) byHost.set(host, release);
+    for (const [id, routes] of entries) {
+      hostsOf.set(
+        id,
+        routes.map(([host]) => host),
+      );
+      for (const [host, release] of routes) if (!byHost.has(host)) byHost.set(host, release);
     }
     this.byHost = byHost;
     this.hostsOf = hostsOf;
   }
 
-  private put(projectId: string, release: LiveRelease, hosts: string[]): void {
-    this.hostsOf.set(projectId, hosts);
-    for (const host of hosts) this.byHost.set(host, release);
+  private put(projectId: string, routes: [string, LiveRelease][]): void {
+    this.hostsOf.set(
+      projectId,
+      routes.map(([host]) => host),
+    );
+    for (const [host, release] of routes) if (!this.byHost.has(host)) this.byHost.set(host, release);
   }
 }

@@ -11,6 +11,8 @@ export interface StartedDeployment {
   operation: { id: string; status: string; progress: number };
   /** The uploaded archive, when the write was an upload. */
   version?: { id: string; size: number; sha256: string };
+  /** Present when the upload deploys a preview (its URL derives from the project's slug and the operation). */
+  preview?: true;
 }
 
 /** The started deployment of `operation` on `project` (from the upload `version`, if any). */
@@ -19,5 +21,6 @@ export function startedDeployment(project: Project, operation: Operation, versio
     project: { id: project.id, name: project.name, slug: project.slug },
     operation: { id: operation.id, status: operation.status, progress: operation.progress },
     ...(version && { version: { id: version.id, size: version.archiveSize, sha256: version.archiveSha256 } }),
+    ...(version?.options.target === 'preview' && { preview: true as const }),
   };
 }

@@ -11,6 +11,7 @@ import type { ProjectService } from '../projects/project-service.js';
 import { token, type Logger } from '../tokens.js';
 import type { UploadSessionService } from '../uploads/upload-session-service.js';
 import type { DeploymentService, UploadedArchive } from './deployment-service.js';
+import type { Previews } from './previews.js';
 import { runSteps, type Step } from './run-steps.js';
 import { startedDeployment, type StartedDeployment } from './started-deployment.js';
 import { uploadOptions, type UploadFields } from './upload-options.js';
@@ -59,6 +60,7 @@ export interface UploadDeploymentsDeps {
   deployments: DeploymentService;
   idempotency: IdempotencyService;
   sessions: UploadSessionService;
+  previews: Pick<Previews, 'serving'>;
   storage: Storage;
   cipher: Cipher;
   log: Logger;
@@ -164,8 +166,20 @@ export class UploadDeployments {
       },
     },
     {
+      // The same ZIP as a preview that still serves: that preview is the answer, and the new copy goes.
+      name: 'find the same preview',
+      run: async (s) => {
+        if (s.options!.target !== 'preview' || s.created) return;
+        const same = await this.deps.previews.serving(s.project!.id, s.input.upload.sha256);
+        if (!same) return;
+        await this.deps.storage.delete(s.input.upload.key);
+        s.started = startedDeployment(s.project!, same.operation, same.version);
+      },
+    },
+    {
       name: 'start the deployment',
       run: async (s) => {
+        if (s.started) return;
         const { accountId, upload, session, startedBy } = s.input;
         const provenance = { source: session ? 'upload_session' : 'upload', startedBy: startedBy ?? null };
         const { operation, version } = await this.deps.deployments.start(

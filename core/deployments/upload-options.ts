@@ -8,6 +8,7 @@ export interface UploadFields {
   runtime?: string;
   framework?: string;
   visibility?: string;
+  target?: string;
 }
 
 /** Validates the upload options among an upload's fields (and its visibility, which is not an option). */
@@ -37,6 +38,11 @@ export function uploadOptions(fields: UploadFields): UploadOptions {
     if (!/^[a-z0-9-]{1,40}$/.test(fields.framework))
       throw invalid('framework must be a lower-case name such as vite or astro', { field: 'framework' });
     o.framework = fields.framework;
+  }
+  if (fields.target !== undefined) {
+    if (!['production', 'preview'].includes(fields.target))
+      throw invalid('target must be production or preview', { field: 'target' });
+    if (fields.target === 'preview') o.target = 'preview';
   }
   if (fields.visibility !== undefined && !['draft', 'public', 'private'].includes(fields.visibility)) {
     throw invalid('visibility must be draft, public or private', { field: 'visibility' });

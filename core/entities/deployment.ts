@@ -12,8 +12,15 @@ export class Deployment {
   versionId!: string;
   buildId!: string;
   operationId!: string;
-  /** `running`, `live`, `superseded`, `failed` or `canceled`. */
+  /**
+   * `running`, `live`, `superseded`, `failed` or `canceled`; a preview: `preview` while it serves on its own
+   * host, `expired` once its time is up.
+   */
   status: string = 'running';
+  /** Deployed as a preview (its own host, the live release untouched); false once promoted. */
+  preview: boolean = false;
+  /** When a preview stops serving (the plan's preview_ttl_hours after it went up); null otherwise. */
+  expiresAt: Date | null = null;
   target: ReleaseTarget | null = null;
   url: string | null = null;
   error: { code: string; message: string } | null = null;
@@ -43,5 +50,7 @@ export const DeploymentSchema = new EntitySchema<Deployment>({
     liveAt: { type: 'datetime', nullable: true },
     endedAt: { type: 'datetime', nullable: true },
     prunedAt: { type: 'datetime', nullable: true },
+    preview: { type: 'boolean', default: false },
+    expiresAt: { type: 'datetime', nullable: true },
   },
 });

@@ -27,6 +27,11 @@ export class Project {
   accessPasswordHash: string | null = null;
   /** `active` or `deleting`; a deleting project is gone from the API. */
   status: string = 'active';
+  /**
+   * Who sees the project's previews: `private` (behind the project's gate: its access password or grants) or
+   * `public` (anyone with the URL; never indexed).
+   */
+  previewVisibility: string = 'private';
   /** The deployment the edge serves; switched in one write, so a release goes live atomically. */
   liveDeploymentId: string | null = null;
   /** The deployment chain now running; set by compare-and-set, so only one chain runs per project. */
@@ -48,6 +53,7 @@ export const ProjectSchema = new EntitySchema<Project>({
     settings: { type: 'json' },
     accessPasswordHash: { type: 'string', length: 255, nullable: true },
     status: { type: 'string', length: 16 },
+    previewVisibility: { type: 'string', length: 16, default: 'private' },
     liveDeploymentId: { type: 'uuid', nullable: true },
     activeOperationId: { type: 'uuid', nullable: true },
     createdAt: { type: 'datetime' },

@@ -7,6 +7,8 @@ export interface UploadOptions {
   skip_build?: boolean;
   runtime?: string;
   framework?: string;
+  /** `preview`: deployed to its own host, the live release untouched (absent: production). */
+  target?: 'preview';
 }
 
 /** An uploaded archive of a project and, once analyzed, what was detected in it. */

@@ -40,7 +40,10 @@ export class ProjectDeleter {
     const projectId = op.projectId;
     if (projectId) {
       // Releases stop first; uploads and logs go; artifacts stay, being content-addressed and possibly shared.
-      for (const d of await em.find(Deployment, { projectId, status: { $in: ['running', 'live', 'superseded'] } }))
+      for (const d of await em.find(Deployment, {
+        projectId,
+        status: { $in: ['running', 'live', 'superseded', 'preview'] },
+      }))
         await this.deployer.remove(d.id);
       for (const v of await em.find(Version, { projectId })) await this.storage.delete(v.archiveKey);
       for (const b of await em.find(Build, { projectId, logKey: { $ne: null } })) await this.storage.delete(b.logKey!);

@@ -42,6 +42,8 @@ export interface ProjectChange {
   settings?: Record<string, unknown>;
   /** A new access password, or null to remove it. */
   accessPassword?: string | null;
+  /** Who sees the project's previews: `private` (behind its gate) or `public` (noindex). */
+  previewVisibility?: string;
 }
 
 /** One page of an account's projects, newest first. */
@@ -149,15 +151,21 @@ export class ProjectService {
     });
   }
 
-  /** Changes name, visibility, build settings and the access password; the slug (and so the URL) stays. */
+  /**
+   * Changes name, visibility, build settings, the access password and the previews' visibility; the slug (and so
+   * the URL) stays.
+   */
   async update(accountId: string, id: string, change: ProjectChange): Promise<Project> {
     const name = change.name === undefined ? undefined : checkName(change.name);
     const visibility = change.visibility === undefined ? undefined : checkVisibility(change.visibility);
     const settings = change.settings === undefined ? undefined : validateBuildSettings(change.settings);
     const accessPasswordHash = await this.accessPasswordHash(change.accessPassword);
+    const { previewVisibility } = change;
+    if (previewVisibility !== undefined && !['private', 'public'].includes(previewVisibility))
+      throw invalid('preview_visibility must be private or public', { field: 'preview_visibility' });
     const project = await this.get(accountId, id);
-    if (name === undefined && visibility === undefined && settings === undefined && accessPasswordHash === undefined)
-      return project;
+    const changes = [name, visibility, settings, accessPasswordHash, previewVisibility];
+    if (changes.every((c) => c === undefined)) return project;
     if (visibility !== undefined && visibility !== project.visibility) {
       await this.entitlements.assertVisibility(accountId, visibility);
       if (visibility === 'private') {
@@ -171,9 +179,11 @@ export class ProjectService {
     if (visibility !== undefined) project.visibility = visibility;
     if (settings !== undefined) project.settings = applyBuildSettings(project.settings ?? {}, settings);
     if (accessPasswordHash !== undefined) project.accessPasswordHash = accessPasswordHash;
+    if (previewVisibility !== undefined) project.previewVisibility = previewVisibility;
     project.updatedAt = this.clock.now();
     await this.em.flush();
-    if (visibility !== undefined || accessPasswordHash !== undefined) await this.routesChanged(project.id);
+    if (visibility !== undefined || accessPasswordHash !== undefined || previewVisibility !== undefined)
+      await this.routesChanged(project.id);
     return project;
   }
 

@@ -13,6 +13,8 @@ export interface ProjectView {
   /** Whether the project has an access password (the password itself is never shown). */
   access_password_set: boolean;
   settings: { [K in keyof BuildSettings]-?: string | null };
+  /** Who sees the project's previews: private (behind its gate) or public (noindex). */
+  preview_visibility: string;
   created_at: string;
   updated_at: string;
 }
@@ -30,6 +32,7 @@ export function projectView(config: HoistConfig, project: Project): ProjectView 
     visibility: project.visibility,
     access_password_set: project.accessPasswordHash != null,
     settings,
+    preview_visibility: project.previewVisibility,
     created_at: project.createdAt.toISOString(),
     updated_at: project.updatedAt.toISOString(),
   };

@@ -200,6 +200,17 @@ test('hoist rollback makes the earlier release live again, with no build; the ta
   assert.match(gone.stderr, /not found/i);
 });
 
+test('hoist deploy --preview prints the preview URL; the live site stays', async () => {
+  const dir = site({ 'index.html': '<h1>preview</h1>' });
+  const r = await cli.run(['deploy', dir, '--project', 'my-site', '--preview']);
+  assert.is(r.code, 0, r.stderr);
+  const preview = r.stdout.trim().split('\n').pop()!;
+  assert.match(preview, /^http:\/\/my-site--[0-9a-f]{8}\.localhost:\d+\/$/);
+  assert.is((await h.site(hostOf(url))).body, '<h1>second</h1>');
+  const { releases } = JSON.parse((await cli.run(['releases', '--project', 'my-site', '--json'])).stdout);
+  assert.equal([releases[0].target, releases[0].status, releases[0].url], ['preview', 'preview', preview]);
+});
+
 test('a redeploy of an unchanged 1,000-file folder sends its manifest only (under 100 KB)', async () => {
   const files = Object.fromEntries(
     Array.from({ length: 1000 }, (_, i) => [`pages/section-${i % 20}/page-${i}.html`, `<p>page ${i}</p>`]),

@@ -26,6 +26,7 @@ interface DeployOptions extends RemoteOptions {
   visibility?: string;
   includeNodeModules?: boolean;
   resumable?: boolean;
+  preview?: boolean;
 }
 
 /** `hoist deploy [dir]`: zip a folder, upload it, follow Analyze, Build and Deploy, print the URL. */
@@ -57,6 +58,11 @@ export default function deploy(program: Command): void {
       '--include-node-modules',
       'also upload node_modules folders (left out by default: Hoist installs dependencies)',
     )
+    .option(
+      '--preview',
+      'deploy a preview to its own URL (<slug>--<short id>), leaving the live site as it is; it expires after ' +
+        "the plan's preview_ttl_hours, and `hoist promote <releaseID>` makes it live",
+    )
     .option('--resumable', `upload through a resumable upload session even under ${formatBytes(RESUMABLE_FROM_BYTES)}`)
     .option('--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to)')
     .option(
@@ -82,7 +88,10 @@ async function run({ client }: Connection, o: DeployOptions, dir: string): Promi
 
   const project = o.project ? await findProject(client, o.project) : null;
   const name = project ? project.name : (o.name ?? defaultProjectName(dir));
-  const fields: Record<string, string> = project ? {} : { name, ...(o.visibility ? { visibility: o.visibility } : {}) };
+  const fields: Record<string, string> = {
+    ...(project ? {} : { name, ...(o.visibility ? { visibility: o.visibility } : {}) }),
+    ...(o.preview ? { target: 'preview' } : {}),
+  };
   const filename = `${basename(resolve(dir)) || 'site'}.zip`;
   const onProgress = (sent: number, total: number) => view.uploadProgress(sent, total);
   const upload = { filename, projectId: project?.id, onProgress };
@@ -99,6 +108,7 @@ async function run({ client }: Connection, o: DeployOptions, dir: string): Promi
       const session = await client.createUploadSession({
         ...(project ? { project_id: project.id } : { name }),
         ...(o.visibility && !project ? { visibility: o.visibility as 'draft' } : {}),
+        ...(o.preview ? { target: 'preview' as const } : {}),
         transport: 'direct_storage_resumable',
         size,
         filename,
@@ -130,7 +140,8 @@ async function run({ client }: Connection, o: DeployOptions, dir: string): Promi
   };
   if (o.json) console.log(JSON.stringify(outcome));
   if (op.status === 'succeeded') {
-    if (!o.json) console.log(process.stdout.isTTY ? `${green('✔')} Live at ${bold(url)}` : url);
+    const where = o.preview ? 'Preview at' : 'Live at';
+    if (!o.json) console.log(process.stdout.isTTY ? `${green('✔')} ${where} ${bold(url)}` : url);
     return;
   }
   process.exitCode = 1;

@@ -21,10 +21,11 @@ export default function releases(program: Command): void {
         if (o.json) console.log(JSON.stringify({ project: { id: project.id, name: project.name }, releases: list }));
         else
           printTable(
-            ['', 'id', 'status', 'live since', 'promotable', 'source', 'started by'],
+            ['', 'id', 'target', 'status', 'live since', 'promotable', 'source', 'started by'],
             list.map((r) => [
               r.live ? '*' : '',
               r.id,
+              r.target,
               r.status,
               r.live_at ?? '-',
               r.promotable ? 'yes' : 'no',
@@ -39,10 +40,10 @@ export default function releases(program: Command): void {
   program
     .command('rollback')
     .alias('promote')
-    .argument('<releaseID>', 'the release to make live again (see hoist releases: promotable yes)')
+    .argument('<releaseID>', 'the release to make live (see hoist releases: promotable yes)')
     .description(
       'make an earlier release live again without a build (instant rollback; plans with instant_rollback), ' +
-        'and wait until it serves',
+        'or a preview live as it runs (every plan), and wait until it serves',
     )
     .option('--project <project>', 'project id, name or slug (default: the project of this folder)')
     .option('--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to)')

@@ -19,7 +19,8 @@ const Limits = {
     'environment_variables_per_project per project, environment_value_bytes per ' +
     'value, ' +
     'customer_subdomains per account, concurrent_builds per account, release_retention per project ' +
-    '(releases kept, the live one included; older ones are pruned and can no longer be promoted).',
+    '(releases kept, the live one included; older ones are pruned and can no longer be promoted), ' +
+    'preview_ttl_hours per preview (hours a preview serves on its own host before it expires).',
   properties: Object.fromEntries(limitKeys.map((k) => [k, count])),
 } as const;
 

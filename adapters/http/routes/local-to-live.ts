@@ -17,7 +17,10 @@ const description = (scope: string) =>
   'when the call creates the project), ' +
   '`root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework`, `manifest_id` (the id ' +
   'POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be ' +
-  "left out when none were) and `transport`, the spec's " +
+  'left out when none were), `target` (production, the default, or preview: the release goes to its own host ' +
+  "`<slug>--<short id>.<apps domain>` and the live release is not touched; private behind the project's gate unless " +
+  "the project's preview_visibility is public; it expires after the plan's preview_ttl_hours; the same ZIP uploaded " +
+  "again as a preview of the project answers 202 with the preview already up) and `transport`, the spec's " +
   'transport choice: ' +
   '`proxied_multipart` (this request, also the default when the part is absent) is accepted; ' +
   '`direct_storage_resumable` → 400 (details.field transport) ' +
@@ -57,8 +60,9 @@ const ALLOWED = {
     'environment',
     'access_password',
     'manifest_id',
+    'target',
   ],
-  project: ['root_directory', 'skip_build', 'runtime', 'framework', 'transport', 'manifest_id'],
+  project: ['root_directory', 'skip_build', 'runtime', 'framework', 'transport', 'manifest_id', 'target'],
 };
 
 /** The Idempotency-Key of a request, if it has one. */

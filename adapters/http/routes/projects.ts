@@ -70,7 +70,18 @@ const SettingsInput = {
 
 const Project = {
   type: 'object',
-  required: ['id', 'name', 'slug', 'url', 'visibility', 'access_password_set', 'settings', 'created_at', 'updated_at'],
+  required: [
+    'id',
+    'name',
+    'slug',
+    'url',
+    'visibility',
+    'access_password_set',
+    'settings',
+    'preview_visibility',
+    'created_at',
+    'updated_at',
+  ],
   properties: {
     id: Uuid,
     name: { type: 'string' },
@@ -87,10 +98,20 @@ const Project = {
       properties: Object.fromEntries(BUILD_SETTING_KEYS.map((k) => [k, { type: ['string', 'null'] }])),
       description: 'Build settings; null means Analyze decides.',
     },
+    preview_visibility: {
+      type: 'string',
+      enum: ['private', 'public'],
+      description:
+        'Who sees the previews (uploads with target=preview, at <slug>--<short id>.<apps domain>): private ' +
+        "(the default: behind the project's gate, its access password or granted addresses) or public " +
+        '(anyone with the URL; never indexed).',
+    },
     created_at: Timestamp,
     updated_at: Timestamp,
   },
 } as const;
+
+const previewVisibility = Project.properties.preview_visibility;
 
 const ProjectParams = {
   type: 'object',
@@ -239,7 +260,12 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
 
   app.patch<{
     Params: { projectID: string };
-    Body: SettingsBody & { name?: string; visibility?: string; access_password?: string | null };
+    Body: SettingsBody & {
+      name?: string;
+      visibility?: string;
+      access_password?: string | null;
+      preview_visibility?: string;
+    };
   }>(
     '/projects/:projectID/',
     {
@@ -247,7 +273,8 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         tags: ['Projects'],
         summary: 'Update a project',
         description:
-          'Changes the name, the visibility, build settings and the access password; absent ' +
+          'Changes the name, the visibility, build settings, the access password and ' +
+          'preview_visibility; absent ' +
           'fields stay, null clears a build setting or the password. ' +
           'The slug and URL never change. Making a private project draft or public keeps ' +
           'its access grants and password, unused, until it is private again.',
@@ -256,17 +283,25 @@ const projects: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         body: {
           type: 'object',
           additionalProperties: false,
-          properties: { name, visibility, access_password: accessPassword, settings: SettingsInput, ...settingFields },
+          properties: {
+            name,
+            visibility,
+            access_password: accessPassword,
+            preview_visibility: previewVisibility,
+            settings: SettingsInput,
+            ...settingFields,
+          },
         },
         response: { 200: Project, ...errorResponses(400, 401, 403, 404) },
       },
     },
     async (req) => {
-      const { name, visibility, access_password: accessPassword } = req.body;
+      const { name, visibility, access_password: accessPassword, preview_visibility: previewVisibility } = req.body;
       const project = await service.update(principalOf(req).accountId, req.params.projectID, {
         name,
         visibility,
         accessPassword,
+        previewVisibility,
         settings: settingsOf(req.body),
       });
       return view(project);

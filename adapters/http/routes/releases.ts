@@ -26,7 +26,8 @@ const releases: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
           'superseded), newest first, cursor-paginated: ' +
           'pass next_cursor back unchanged as cursor until it is null. Each release carries its ' +
           'provenance (source, started_by, archive_sha256), its target and whether it is promotable; ' +
-          '`target` filters by target (preview: empty until previews exist). A project of another ' +
+          '`target` filters by target (production, or preview: previews, which went up on their own hosts). ' +
+          'A project of another ' +
           'account answers 404 like a missing one.',
         security: bearer,
         params: recordParams(),
@@ -72,7 +73,9 @@ const releases: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       'files, at once; a Node.js release: started again from its kept directory or image). ' +
       'Answers 202 with a parent operation of kind promote (Analyze and Build skipped); poll it until it is ' +
       'terminal. Promoting the live release starts nothing: 202 with the operation that made it live. ' +
-      'Refused with 403 plan_restricted (feature instant_rollback) when the plan lacks the capability, ' +
+      'A preview that has not expired (status preview) is promoted as it runs, on every plan: the live route ' +
+      'switches to it and its preview host stops serving. Any other release is ' +
+      'refused with 403 plan_restricted (feature instant_rollback) when the plan lacks the capability, ' +
       '409 not_promotable (details.reason never_live, not_kept or unsupported) for a release that never ' +
       "went live, was pruned beyond the plan's release_retention or failed, and 409 deployment_in_progress " +
       '(details.operation_id) while another deployment of the project runs. An `Idempotency-Key` header ' +

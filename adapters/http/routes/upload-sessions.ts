@@ -45,6 +45,13 @@ const Body = {
       description: 'A framework name such as static, vite or astro; overrides what Analyze detects.',
     },
     skip_build: { type: 'boolean', description: 'Skip the Build stage (the archive is served as built).' },
+    target: {
+      type: 'string',
+      enum: ['production', 'preview'],
+      description:
+        'production (default), or preview: the upload deploys to its own host <slug>--<short id>.<apps domain>, ' +
+        'leaving the live release as it is (see POST /api/v1/local-to-live).',
+    },
     root_directory: {
       type: 'string',
       maxLength: 255,
@@ -167,6 +174,7 @@ interface CreateBody {
   framework?: string;
   skip_build?: boolean;
   root_directory?: string;
+  target?: string;
   transport?: UploadTransport;
   size?: number;
   environment?: unknown;
@@ -235,6 +243,7 @@ const uploadSessions: FastifyPluginAsync<RouteOptions> = async (app, { kernel })
         skip_build: b.skip_build,
         runtime: b.runtime,
         framework: b.framework,
+        target: b.target,
       });
       const { session, token, project, maxBytes, parts } = await sessions.create(accountId, {
         name: b.name,

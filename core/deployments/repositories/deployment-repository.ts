@@ -4,7 +4,8 @@ import { Project } from '../../entities/project.js';
 import { OrmRepository } from './orm-repository.js';
 
 /** A release about to be prepared. */
-export type NewDeployment = Pick<Deployment, 'accountId' | 'projectId' | 'versionId' | 'buildId' | 'operationId'>;
+export type NewDeployment = Pick<Deployment, 'accountId' | 'projectId' | 'versionId' | 'buildId' | 'operationId'> &
+  Partial<Pick<Deployment, 'preview'>>;
 
 /** The deployment records the Deploy stage writes, and the project's route to its live one. */
 export interface DeploymentRepository {
@@ -19,6 +20,8 @@ export interface DeploymentRepository {
    * for the project's slug, and supersedes the one live before. Returns the one live before, or null.
    */
   goLive(id: string, projectId: string, target: ReleaseTarget, urlOf: (slug: string) => string): Promise<string | null>;
+  /** Puts preview `id` up at `target` on its own `url` (status `preview`) until `ttlMs` from now; live stays. */
+  goPreview(id: string, target: ReleaseTarget, url: string, ttlMs: number): Promise<void>;
   /** The deployment `id`, or null. */
   find(id: string): Promise<Deployment | null>;
   /**
@@ -59,15 +62,24 @@ export class OrmDeploymentRepository extends OrmRepository implements Deployment
     const now = this.clock.now();
     const project = await db.findOneOrFail(Project, { id: projectId });
     const previous = project.liveDeploymentId;
-    // A promoted release goes live again: its end is cleared.
+    // A promoted release goes live again: its end is cleared; a promoted preview is a production release now.
     await db.nativeUpdate(
       Deployment,
       { id },
-      { status: 'live', target, url: urlOf(project.slug), liveAt: now, endedAt: null },
+      { status: 'live', target, url: urlOf(project.slug), liveAt: now, endedAt: null, preview: false, expiresAt: null },
     );
     if (previous) await db.nativeUpdate(Deployment, { id: previous }, { status: 'superseded', endedAt: now });
     await db.nativeUpdate(Project, { id: projectId }, { liveDeploymentId: id });
     return previous;
+  }
+
+  async goPreview(id: string, target: ReleaseTarget, url: string, ttlMs: number): Promise<void> {
+    const now = this.clock.now();
+    await this.db.nativeUpdate(
+      Deployment,
+      { id },
+      { status: 'preview', target, url, liveAt: now, expiresAt: new Date(now.getTime() + ttlMs) },
+    );
   }
 
   async find(id: string): Promise<Deployment | null> {

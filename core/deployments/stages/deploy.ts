@@ -5,7 +5,8 @@ import type { ChangeFeed } from '../../ports/change-feed.js';
 import type { Deployer, ReleaseReports, ReleaseTarget } from '../../ports/deployer.js';
 import type { EnvironmentService } from '../../environment/environment-service.js';
 import type { Logger } from '../../tokens.js';
-import { projectUrl } from '../../projects/project-url.js';
+import { previewUrl, projectUrl } from '../../projects/project-url.js';
+import type { PlanLimits } from '../../billing/plans.js';
 import { routesChanged } from '../host-routes.js';
 import { releaseSpec } from '../release-specs.js';
 import type { RoutingTable } from '../routing-table.js';
@@ -27,6 +28,9 @@ const DRAIN_MS = 30_000;
  *
  * After each switch the plan's release_retention decides what stays: the replaced release is suspended
  * (kept for a promote) or removed, and older superseded releases beyond the count are pruned.
+ *
+ * A preview (its version's `target`) switches nothing: the release goes up on its own host until the plan's
+ * preview_ttl_hours have passed. Promoting a preview that still serves makes it live as it runs.
  */
 export class DeployStage implements StageImpl {
   constructor(
@@ -42,8 +46,13 @@ export class DeployStage implements StageImpl {
     private readonly changes?: ChangeFeed,
     /** This process's routing table, shown the switch inside its transaction. */
     private readonly routes?: Pick<RoutingTable, 'preview'>,
-    /** Releases an account keeps per project, the live one included (the plan's release_retention); 1 without. */
-    private readonly retention: (accountId: string) => Promise<number> = async () => 1,
+    /** The account's plan limits: release_retention (1 without) and preview_ttl_hours (24 without). */
+    private readonly limits: (
+      accountId: string,
+    ) => Promise<Pick<PlanLimits, 'release_retention' | 'preview_ttl_hours'>> = async () => ({
+      release_retention: 1,
+      preview_ttl_hours: 24,
+    }),
   ) {}
 
   async run(ctx: StageContext) {
@@ -63,12 +72,14 @@ export class DeployStage implements StageImpl {
     const env = await this.environment.forRuntime(ctx.operation.id, ctx.project.id);
     await this.abandon(ctx);
     const analysis = ctx.version.analysis as unknown as Analysis;
+    const preview = ctx.version.options.target === 'preview';
     const deploymentId = await this.deployments.create({
       accountId: ctx.operation.accountId,
       projectId: ctx.project.id,
       versionId: ctx.version.id,
       buildId: build.id,
       operationId: ctx.operation.id,
+      preview,
     });
     const target = await this.deployer.prepare(
       {
@@ -84,14 +95,39 @@ export class DeployStage implements StageImpl {
       { signal: ctx.signal, log: () => {}, report: this.reports },
     );
     ctx.progress(0.9);
-    return this.switchTo(ctx, deploymentId, target);
+    return preview ? this.putUp(ctx, deploymentId, target) : this.switchTo(ctx, deploymentId, target);
   }
 
-  /** Makes the earlier release `id` ready again from what the deployer kept, then switches to it. */
+  /** Puts preview `deploymentId` up on its own host in the success transaction; nothing else changes. */
+  private async putUp(ctx: StageContext, deploymentId: string, target: ReleaseTarget) {
+    const { preview_ttl_hours: hours } = await this.planLimits(ctx.operation.accountId);
+    const url = previewUrl(this.config, ctx.project.slug, ctx.operation.id);
+    return {
+      also: async (tx: EntityManager) => {
+        await this.deployments.within(tx).goPreview(deploymentId, target, url, hours * 3_600_000);
+        await this.routes?.preview(ctx.project.id, tx);
+      },
+      after: () => routesChanged(this.changes, ctx.project.id, this.log),
+    };
+  }
+
+  /** The account's plan limits, or the smallest when they cannot be read (logged). */
+  private planLimits(accountId: string) {
+    return this.limits(accountId).catch((err) => {
+      this.log.warn({ err }, 'the plan limits were not read; keeping only the live release, previews for 24 h');
+      return { release_retention: 1, preview_ttl_hours: 24 };
+    });
+  }
+
+  /**
+   * Makes the earlier release `id` ready again from what the deployer kept (a preview that serves: as it runs),
+   * then switches to it.
+   */
   private async promote(ctx: StageContext, id: string) {
     const release = await this.deployments.find(id);
     const gone = () => new StageError('deploy_release_gone', `Release ${id} is no longer kept; deploy it again`);
     if (!release || release.projectId !== ctx.project.id || release.prunedAt) throw gone();
+    if (release.status === 'preview' && release.target) return this.switchTo(ctx, id, release.target);
     if (!this.deployer.resume) throw new StageError('deploy_not_promotable', 'The deployer cannot resume a release');
     const spec = await releaseSpec(this.deployments.manager(), release, this.environment);
     if (!spec) throw gone();
@@ -117,10 +153,7 @@ export class DeployStage implements StageImpl {
         await routesChanged(this.changes, ctx.project.id, this.log);
         const warn = (what: string, id: string) => (err: unknown) => this.log.warn({ err, deploymentId: id }, what);
         const canKeep = Boolean(this.deployer.suspend && this.deployer.resume);
-        const retention = await this.retention(ctx.operation.accountId).catch((err) => {
-          this.log.warn({ err }, 'the release retention was not read; keeping only the live release');
-          return 1;
-        });
+        const { release_retention: retention } = await this.planLimits(ctx.operation.accountId);
         const keep = canKeep ? retention - 1 : 0;
         const pruned = await this.deployments.prune(ctx.project.id, keep).catch((err) => {
           this.log.warn({ err }, 'releases beyond retention were not pruned');
@@ -146,8 +179,9 @@ export class DeployStage implements StageImpl {
     // A switch previewed in a transaction that did not commit is read again as it stands.
     await routesChanged(this.changes, ctx.project.id, this.log);
     const promoted = (ctx.operation.state as unknown as OperationState).promote;
-    // A promote that did not go live stops what it resumed, unless the release serves (it was live already).
-    if (promoted && (await this.deployments.find(promoted))?.status !== 'live') await this.deployer.suspend?.(promoted);
+    // A promote that did not go live stops what it resumed, unless the release serves (live already, or a preview).
+    const serves = ['live', 'preview'].includes((promoted && (await this.deployments.find(promoted))?.status) || '');
+    if (promoted && !serves) await this.deployer.suspend?.(promoted);
     for (const id of await this.deployments.running(ctx.operation.id)) {
       await this.deployer.remove(id);
       await this.deployments.cancel(id);

@@ -99,6 +99,9 @@ export class FakeDeployments implements DeploymentRepository {
     this.live.set(projectId, id);
     return previous;
   }
+  async goPreview(id: string, target: ReleaseTarget, url: string) {
+    Object.assign(this.byId(id), { status: 'preview', target, url });
+  }
   async find(id: string) {
     return (this.rows.find((d) => d.id === id) ?? null) as never;
   }
