@@ -82,6 +82,8 @@ export class StageRunner {
     const abort = new AbortController();
     const onStop = () => abort.abort(new Error('worker stopping'));
     control.signal.addEventListener('abort', onStop, { once: true });
+    // A stop that came while the claim and its records were read has fired its event already.
+    if (control.signal.aborted) onStop();
     let fraction = 0;
     const ctx: StageContext = {
       operation: started.op,

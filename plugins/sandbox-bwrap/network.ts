@@ -59,6 +59,8 @@ export function runHelper(argv: string[], input?: string): Promise<void> {
     child.on('close', (code) =>
       code === 0 ? resolve() : reject(new SandboxError(`${argv.join(' ')} failed (${code}): ${err.trim()}`)),
     );
+    // A helper that exits before reading its input (it failed at once) closes the pipe: its exit code says why.
+    child.stdin.on('error', () => {});
     child.stdin.end(input ?? '');
   });
 }
