@@ -1,3 +1,5 @@
+import type { HoistConfig } from '../../config/schema.js';
+
 interface Entry<T> {
   value: T;
   /** What the value was read from: a drop of any of them drops the entry. */
@@ -90,3 +92,14 @@ export class TaggedCache<T> {
   }
 }
 
+/** How many answers of one kind an API process keeps (least recently used dropped first). */
+const ANSWER_CACHE_SIZE = 10_000;
+
+/**
+ * A cache of the API's answers that may repeat (`GET /me`, a finished operation's view): each is dropped by the
+ * write that changes it, announced on the change feed, and kept `answerCacheSeconds` at most (0: nothing is kept).
+ */
+export function answerCache<T>(config: Pick<HoistConfig, 'answerCacheSeconds'>): TaggedCache<T> {
+  const seconds = config.answerCacheSeconds;
+  return new TaggedCache<T>(seconds > 0 ? ANSWER_CACHE_SIZE : 0, seconds * 1000);
+}
