@@ -156,8 +156,8 @@ export const services: ServiceDefinition[] = [
   }),
   defineService({
     provides: PROJECT_DELETER,
-    deps: { em: ENTITY_MANAGER, deployer: DEPLOYER, storage: STORAGE, clock: CLOCK },
-    create: (d) => new ProjectDeleter(d.em, d.deployer, d.storage, d.clock),
+    deps: { em: ENTITY_MANAGER, deployer: DEPLOYER, storage: STORAGE, clock: CLOCK, changes: CHANGE_FEED },
+    create: (d) => new ProjectDeleter(d.em, d.deployer, d.storage, d.clock, d.changes),
   }),
   defineService({
     provides: DOMAIN_CHECKER,
