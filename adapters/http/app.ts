@@ -33,6 +33,9 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
     // The floating alias /api/... runs the same handlers as /api/v1/..., with no redirect.
     rewriteUrl: (req) => (req.url ?? '/').replace(/^\/api(?=\/|$|\?)(?!\/v1(?:\/|$|\?))/, '/api/v1'),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+    // A nullable field's serializer picks its branch with Ajv, which checked the format of every date and id it
+    // wrote (our own, always well-formed): about 6% of the CPU of GET /operations/{id}.
+    serializerOpts: { ajv: { validateFormats: false } },
     // Each route's schemas compile on its first request: the API answers sooner after a start.
     schemaController: lazySchemas(),
   });
