@@ -1,8 +1,8 @@
-import { RequestContext } from '@mikro-orm/core';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { AUTH_SERVICE, type AuthService } from '../../core/auth/auth-service.js';
+import { inRequestScope } from '../db/request-scope.js';
 import type { Kernel } from '../kernel.js';
 import { healthRoutes, instrument } from '../observability/health-routes.js';
 import { agentTools } from './agent-tools.js';
@@ -42,7 +42,7 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
 
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
-    RequestContext.create(kernel.orm.em, done);
+    inRequestScope(kernel.orm.em, done);
   });
   // A body too slow for a route that is not reading it yet is answered here; one being read fails its reader (→
   // errorHandler).
