@@ -115,8 +115,8 @@ export const deploymentServices: ServiceDefinition[] = [
   }),
   defineService({
     provides: OPERATION_VIEWS,
-    deps: { em: ENTITY_MANAGER, queue: QUEUE, clock: CLOCK, config: CONFIG },
-    create: (d) => new OperationViews(d.em, d.queue, d.clock, d.config),
+    deps: { em: ENTITY_MANAGER, queue: QUEUE, clock: CLOCK, config: CONFIG, changes: CHANGE_FEED },
+    create: (d) => new OperationViews(d.em, d.queue, d.clock, d.config, d.changes),
   }),
   defineService({
     provides: LOG_CHUNKS,

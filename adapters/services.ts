@@ -54,8 +54,8 @@ export const services: ServiceDefinition[] = [
   }),
   defineService({
     provides: ACCOUNT_SERVICE,
-    deps: { em: ENTITY_MANAGER, hasher: PASSWORD_HASHER, clock: CLOCK },
-    create: (d) => new AccountService(d.em, d.hasher, d.clock),
+    deps: { em: ENTITY_MANAGER, hasher: PASSWORD_HASHER, clock: CLOCK, changes: CHANGE_FEED },
+    create: (d) => new AccountService(d.em, d.hasher, d.clock, d.changes),
   }),
   defineService({
     provides: AGENT_AUTH_SERVICE,
@@ -64,8 +64,9 @@ export const services: ServiceDefinition[] = [
   }),
   defineService({
     provides: EMAIL_VERIFICATION_SERVICE,
-    deps: { em: ENTITY_MANAGER, mailer: MAILER, clock: CLOCK, config: CONFIG },
-    create: (d) => new EmailVerificationService(d.em, new OneTimeTokens(d.em, d.clock), d.mailer, d.clock, d.config),
+    deps: { em: ENTITY_MANAGER, mailer: MAILER, clock: CLOCK, config: CONFIG, changes: CHANGE_FEED },
+    create: (d) =>
+      new EmailVerificationService(d.em, new OneTimeTokens(d.em, d.clock), d.mailer, d.clock, d.config, d.changes),
   }),
   defineService({
     provides: PASSWORD_RECOVERY_SERVICE,
@@ -76,6 +77,7 @@ export const services: ServiceDefinition[] = [
       clock: CLOCK,
       config: CONFIG,
       revocations: SESSION_REVOCATIONS,
+      changes: CHANGE_FEED,
     },
     create: (d) =>
       new PasswordRecoveryService(
@@ -87,6 +89,7 @@ export const services: ServiceDefinition[] = [
         d.config,
         new RateLimiter(d.em, d.clock),
         d.revocations,
+        d.changes,
       ),
   }),
   defineService({
@@ -108,8 +111,8 @@ export const services: ServiceDefinition[] = [
   }),
   defineService({
     provides: BILLING_SERVICE,
-    deps: { em: ENTITY_MANAGER, clock: CLOCK },
-    create: (d) => new BillingService(d.em, d.clock),
+    deps: { em: ENTITY_MANAGER, clock: CLOCK, changes: CHANGE_FEED, config: CONFIG },
+    create: (d) => new BillingService(d.em, d.clock, d.changes, d.config),
   }),
   defineService({
     provides: PROJECT_SERVICE,
@@ -153,8 +156,8 @@ export const services: ServiceDefinition[] = [
   }),
   defineService({
     provides: PROJECT_DELETER,
-    deps: { em: ENTITY_MANAGER, deployer: DEPLOYER, storage: STORAGE, clock: CLOCK },
-    create: (d) => new ProjectDeleter(d.em, d.deployer, d.storage, d.clock),
+    deps: { em: ENTITY_MANAGER, deployer: DEPLOYER, storage: STORAGE, clock: CLOCK, changes: CHANGE_FEED },
+    create: (d) => new ProjectDeleter(d.em, d.deployer, d.storage, d.clock, d.changes),
   }),
   defineService({
     provides: DOMAIN_CHECKER,

@@ -315,6 +315,17 @@ export const settings = {
       'Longest time a cached token is trusted without reading its session again; a logout or a password reset ' +
       'drops it at once (other processes: on the change feed).',
   },
+  answerCacheSeconds: {
+    type: 'integer',
+    env: 'HOIST_ANSWER_CACHE_SECONDS',
+    default: 1,
+    min: 0,
+    max: 3600,
+    doc:
+      'Longest time an API process answers GET /me, or GET /operations/{id} of a finished operation, from ' +
+      'memory; every write that changes one drops it at once (other processes: on the change feed), this bound ' +
+      'is for writes the feed does not carry (the admin CLI on SQLite). 0 reads the database every time.',
+  },
   loginMaxPerAccount: {
     type: 'integer',
     env: 'HOIST_LOGIN_MAX_PER_ACCOUNT',

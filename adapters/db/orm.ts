@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HoistConfig } from '../../config/schema.js';
 import { secretFile } from '../data-dir.js';
+import { resolveContext } from './request-scope.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -22,6 +23,8 @@ export async function ormOptions(config: HoistConfig, entities: EntitySchema[]):
     allowGlobalContext: false,
     forceUtcTimezone: true,
     debug: false,
+    // The API's requests fork their entity manager on first use (request-scope.ts).
+    context: resolveContext,
     discovery: { warnWhenNoEntities: true },
   };
   if (config.db === 'sqlite') {

@@ -4,9 +4,11 @@ import { User } from '../entities/user.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { normalizeEmail } from '../auth/auth-service.js';
 import { plans } from '../billing/plans.js';
+import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { PasswordHasher } from '../ports/password-hasher.js';
 import { token } from '../tokens.js';
+import { accountChanged, accountKey } from './account-changes.js';
 
 export const ACCOUNT_SERVICE = token<AccountService>('hoist.AccountService');
 
@@ -23,6 +25,7 @@ export class AccountService {
     private readonly em: EntityManager,
     private readonly hasher: PasswordHasher,
     private readonly clock: Clock,
+    private readonly changes: Pick<ChangeFeed, 'publish'>,
   ) {}
 
   /** Creates an account with its first user; `password` may be omitted (set later by a reset link). */
@@ -70,6 +73,7 @@ export class AccountService {
     account.plan = plan;
     account.updatedAt = this.clock.now();
     await this.em.flush();
+    await accountChanged(this.changes, accountKey(account.id));
     return account;
   }
 }

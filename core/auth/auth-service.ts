@@ -10,7 +10,7 @@ import type { PasswordHasher } from '../ports/password-hasher.js';
 import type { TokenService } from '../ports/token-service.js';
 import type { Principal } from './principal.js';
 import { rateLimited, type RateLimiter } from './rate-limiter.js';
-import { sessionKey } from './session-cache.js';
+import { principalTags, sessionKey } from './session-cache.js';
 import type { SessionRevocations } from './session-revocations.js';
 import { token } from '../tokens.js';
 
@@ -158,7 +158,7 @@ export class AuthService {
     if (!user) throw unauthorized();
     const principal = { userId: user.id, accountId: user.accountId, email: user.email, sessionId: session.id };
     const until = Math.min(session.expiresAt.getTime(), claims.expiresAt.getTime());
-    cache.put(token, principal, until, now.getTime(), epoch);
+    cache.put(token, principal, principalTags(principal), now.getTime(), epoch, until);
     return principal;
   }
 

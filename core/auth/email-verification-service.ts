@@ -1,12 +1,15 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { HoistConfig } from '../../config/schema.js';
+import { accountChanged } from '../accounts/account-changes.js';
 import { User } from '../entities/user.js';
 import { unauthorized } from '../errors.js';
+import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { Mailer } from '../ports/mailer.js';
 import { apiLink } from './links.js';
 import type { OneTimeTokens } from './one-time-tokens.js';
 import type { Principal } from './principal.js';
+import { userKey } from './session-cache.js';
 import { token } from '../tokens.js';
 
 export const EMAIL_VERIFICATION_SERVICE = token<EmailVerificationService>('hoist.EmailVerificationService');
@@ -22,6 +25,7 @@ export class EmailVerificationService {
     private readonly mailer: Mailer,
     private readonly clock: Clock,
     private readonly config: HoistConfig,
+    private readonly changes: Pick<ChangeFeed, 'publish'>,
   ) {}
 
   /** Mails the principal's user a verification token; `already_verified` (and no mail) when there is nothing to do. */
@@ -46,5 +50,6 @@ export class EmailVerificationService {
   async confirm(token: string): Promise<void> {
     const row = await this.oneTime.consume(token, 'verify_email');
     await this.em.nativeUpdate(User, { id: row.userId, emailVerifiedAt: null }, { emailVerifiedAt: this.clock.now() });
+    await accountChanged(this.changes, userKey(row.userId));
   }
 }

@@ -1,9 +1,11 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { HoistConfig } from '../../config/schema.js';
+import { accountChanged } from '../accounts/account-changes.js';
 import { Session } from '../entities/session.js';
 import { User } from '../entities/user.js';
 import { invalid } from '../errors.js';
+import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { Mailer } from '../ports/mailer.js';
 import type { PasswordHasher } from '../ports/password-hasher.js';
@@ -36,6 +38,7 @@ export class PasswordRecoveryService {
     private readonly config: HoistConfig,
     private readonly limiter: RateLimiter,
     private readonly revocations: SessionRevocations,
+    private readonly changes: Pick<ChangeFeed, 'publish'>,
   ) {}
 
   /**
@@ -90,6 +93,7 @@ export class PasswordRecoveryService {
       await this.oneTime.retire(row.userId, 'reset_password');
     });
     await this.revocations.revoked(userKey(row.userId));
+    await accountChanged(this.changes, userKey(row.userId));
   }
 
   private async mail(user: User, ttlSeconds: number, subject: string, intro: string): Promise<void> {

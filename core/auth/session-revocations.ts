@@ -1,24 +1,26 @@
 import type { HoistConfig } from '../../config/schema.js';
+import { TaggedCache } from '../caching/tagged-cache.js';
 import type { ChangeFeed } from '../ports/change-feed.js';
 import { token } from '../tokens.js';
-import { SESSIONS_CHANNEL, SessionCache } from './session-cache.js';
+import type { Principal } from './principal.js';
+import { revokedTag, SESSIONS_CHANNEL } from './session-cache.js';
 
 export const SESSION_REVOCATIONS = token<SessionRevocations>('hoist.SessionRevocations');
 
 /**
- * This process's cache of verified REST tokens, kept true to revocations: what this process revokes is
- * dropped before the revoking request answers, and what another process revokes arrives on the change
- * feed (channel `sessions`).
+ * This process's cache of verified REST tokens (token → principal, tagged `principalTags`), kept true to
+ * revocations: what this process revokes is dropped before the revoking request answers, and what another process
+ * revokes arrives on the change feed (channel `sessions`).
  */
 export class SessionRevocations {
-  readonly cache: SessionCache;
+  readonly cache: TaggedCache<Principal>;
 
   constructor(
     private readonly feed: ChangeFeed,
     config: Pick<HoistConfig, 'authCacheSize' | 'authCacheSeconds'>,
   ) {
-    this.cache = new SessionCache(config.authCacheSize, config.authCacheSeconds * 1000);
-    feed.subscribe(SESSIONS_CHANNEL, (key) => this.cache.drop(key));
+    this.cache = new TaggedCache(config.authCacheSize, config.authCacheSeconds * 1000);
+    feed.subscribe(SESSIONS_CHANNEL, (key) => this.cache.drop(revokedTag(key)));
   }
 
   /**
@@ -27,7 +29,7 @@ export class SessionRevocations {
    * processes stop trusting the token within `authCacheSeconds`.
    */
   async revoked(key: string): Promise<void> {
-    this.cache.drop(key);
+    this.cache.drop(revokedTag(key));
     await this.feed.publish(SESSIONS_CHANNEL, key).catch(() => undefined);
   }
 }

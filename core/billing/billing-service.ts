@@ -1,7 +1,12 @@
 import type { EntityManager } from '@mikro-orm/core';
+import type { HoistConfig } from '../../config/schema.js';
+import { ACCOUNTS_CHANNEL, accountChanged, accountKey } from '../accounts/account-changes.js';
+import { userKey } from '../auth/session-cache.js';
+import { answerCache, type TaggedCache } from '../caching/tagged-cache.js';
 import { Account } from '../entities/account.js';
 import { User } from '../entities/user.js';
 import { invalid, unauthorized } from '../errors.js';
+import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import { plans } from './plans.js';
 import { token } from '../tokens.js';
@@ -48,19 +53,32 @@ interface MeRow {
 
 /** Account identity and billing state of the authenticated account. */
 export class BillingService {
+  /** `me` answers by user id, tagged with the user and the account (the keys of the `accounts` channel). */
+  private readonly answers: TaggedCache<Me>;
+
   constructor(
     private readonly em: EntityManager,
     private readonly clock: Clock,
-  ) {}
+    private readonly changes: ChangeFeed,
+    config: Pick<HoistConfig, 'answerCacheSeconds'>,
+  ) {
+    this.answers = answerCache<Me>(config);
+    changes.subscribe(ACCOUNTS_CHANNEL, (key) => this.answers.drop(key));
+  }
 
   /**
-   * The user and their account; 401 when the user was removed since the token was issued. One plain query: every
-   * poll of `GET /me` comes here, and entities would cost several times the query itself.
+   * The user and their account; 401 when the user was removed since the token was issued. Every poll of `GET /me`
+   * comes here: an answer is kept until a write of the user or the account is announced (`accountChanged`), at
+   * most `answerCacheSeconds`; else one plain query (entities would cost several times the query itself).
    */
   async me(userId: string): Promise<Me> {
+    const now = this.clock.now().getTime();
+    const kept = this.answers.get(userId, now);
+    if (kept) return kept;
+    const epoch = this.answers.epoch;
     const row = await this.em.getConnection().execute<MeRow | undefined>(ME_QUERY, [userId], 'get');
     if (!row) throw unauthorized();
-    return {
+    const me = {
       user: { id: row.user_id, email: row.email, email_verified: row.email_verified_at !== null },
       account: {
         id: row.account_id,
@@ -72,6 +90,8 @@ export class BillingService {
         created_at: new Date(row.created_at).toISOString(),
       },
     };
+    this.answers.put(userId, me, [userKey(userId), accountKey(row.account_id)], now, epoch);
+    return me;
   }
 
   /** Renames the user's account (1–200 characters, trimmed) and answers like `me`. */
@@ -85,6 +105,7 @@ export class BillingService {
     account.name = trimmed;
     account.updatedAt = this.clock.now();
     await this.em.flush();
+    await accountChanged(this.changes, accountKey(account.id));
     return this.me(userId);
   }
 

@@ -6,8 +6,15 @@ import { token } from '../tokens.js';
 
 export const LOG_CHUNKS = token<LogChunks>('hoist.LogChunks');
 
-/** The change-feed channel an operation's changes (state, new log lines) are announced on, keyed by its id. */
+/**
+ * The change-feed channel an operation's changes (state, new log lines) are announced on, keyed by its id; keyed
+ * `projectOperations(id)` when what other operations of the project show may have changed too (one finished: its
+ * release may be the live one now).
+ */
 export const OPERATIONS_CHANNEL = 'operations';
+
+/** The `operations` key of every operation of a project. */
+export const projectOperations = (projectId: string) => `project:${projectId}`;
 
 /** Consecutive lines of an operation's build log: `lines[0]` is line `from` (0-based, across the operation). */
 export interface LogLines {

@@ -13,7 +13,7 @@ import {
 import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { Queue } from '../ports/queue.js';
-import { OPERATIONS_CHANNEL } from './log-chunks.js';
+import { OPERATIONS_CHANNEL, projectOperations } from './log-chunks.js';
 
 /** The queue topic of deployment stages. */
 export const STAGE_TOPIC = 'stages';
@@ -61,6 +61,7 @@ export class OperationStore {
       const op = await em.findOne(Operation, { id: operationId });
       if (!op) throw notFound('Operation');
       const t = transition(OperationStore.stateOf(op), event, this.clock.now());
+      const finished = t.effects.some((e) => e.type === 'finish');
       if (t.noop) {
         await this.carryOut(op, t.effects);
         return { t, op };
@@ -71,7 +72,7 @@ export class OperationStore {
         async (tx) => {
           const n = await tx.nativeUpdate(Operation, { id: op.id, revision: op.revision }, this.fields(op, t));
           if (n !== 1) return false;
-          if (t.effects.some((e) => e.type === 'finish') && op.projectId) {
+          if (finished && op.projectId) {
             await tx.nativeUpdate(Project, { id: op.projectId, activeOperationId: op.id }, { activeOperationId: null });
           }
           await also?.(tx, t, op);
@@ -81,6 +82,9 @@ export class OperationStore {
       );
       if (won) {
         Object.assign(op, this.fields(op, t));
+        // What is kept of the project's other operations goes first, before anyone can see this one finished.
+        if (finished && op.projectId)
+          await this.changes?.publish(OPERATIONS_CHANNEL, projectOperations(op.projectId)).catch(() => undefined);
         // Event streams of the operation (any process) wake at once; they also poll, so a lost one only delays.
         await this.changes?.publish(OPERATIONS_CHANNEL, op.id).catch(() => undefined);
         await this.carryOut(op, t.effects);

@@ -1,14 +1,18 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { HoistConfig } from '../../config/schema.js';
+import { answerCache, type TaggedCache } from '../caching/tagged-cache.js';
 import type { Build } from '../entities/build.js';
 import { Operation } from '../entities/operation.js';
 import type { Version } from '../entities/version.js';
 import { notFound } from '../errors.js';
 import { isMaybeStuck, recommendedNextStep, type NextStep } from '../operations/guidance.js';
 import { STAGES, type OperationState, type Stage } from '../operations/state-machine.js';
+import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { Queue } from '../ports/queue.js';
 import { analysisView } from './analysis-view.js';
+import { ROUTES_CHANNEL } from './host-routes.js';
+import { OPERATIONS_CHANNEL, projectOperations } from './log-chunks.js';
 import { STAGE_TOPIC, stageJobKey } from './operation-store.js';
 import { token } from '../tokens.js';
 
@@ -46,21 +50,48 @@ export interface OperationView {
   finished_at: string | null;
 }
 
+const FINISHED = new Set(['succeeded', 'failed', 'canceled']);
+
 /** Reads operations for the API: child state, build-log context, queue information and guidance. */
 export class OperationViews {
+  /** `get`'s views of finished operations by id, with the account that may see them. */
+  private readonly finished?: TaggedCache<{ accountId: string; view: OperationView }>;
+
+  /**
+   * With `changes`, `get` keeps the views of finished operations: one changes only with a write announced on the
+   * change feed, which drops it: on `operations`, one of the operation (a retry, its release failing) or of its
+   * project (another operation finished: the live release may have changed); on `routes`, one of the project
+   * (its live release, its deletion).
+   */
   constructor(
     private readonly em: EntityManager,
     private readonly queue: Queue,
     private readonly clock: Clock,
     private readonly config: HoistConfig,
-  ) {}
+    changes?: Pick<ChangeFeed, 'subscribe'>,
+  ) {
+    if (!changes) return;
+    const finished = (this.finished = answerCache(config));
+    // Tagged with the keys of the `operations` channel: the operation's id and `projectOperations`.
+    changes.subscribe(OPERATIONS_CHANNEL, (key) => finished.drop(key));
+    changes.subscribe(ROUTES_CHANNEL, (id) => finished.drop(id === null ? null : projectOperations(id)));
+  }
 
   /** The account's operation with `id` (any kind), or not_found. */
   async get(accountId: string, id: string): Promise<OperationView> {
+    const now = this.clock.now().getTime();
+    const kept = this.finished?.get(id, now);
+    if (kept?.accountId === accountId) return kept.view;
+    const epoch = this.finished?.epoch ?? 0;
     // A plain query: the entity load cost several times the query on every poll.
     const row = await this.row<OperationRow>(OPERATION_QUERY, [id, accountId]);
     if (!row) throw notFound('Operation');
-    return this.view(operationOf(row));
+    const view = await this.view(operationOf(row));
+    if (FINISHED.has(view.status)) {
+      const tags = row.project_id ? [id, projectOperations(row.project_id)] : [id];
+      this.finished?.put(id, { accountId, view }, tags, now, epoch);
+    }
+    return view;
   }
 
   /** Builds the view of an operation. */
@@ -79,7 +110,7 @@ export class OperationViews {
       error: op.error,
     };
     if (!op.state) {
-      const done = ['succeeded', 'failed', 'canceled'].includes(op.status);
+      const done = FINISHED.has(op.status);
       return {
         ...base,
         attempt: 1,

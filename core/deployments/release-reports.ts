@@ -5,6 +5,7 @@ import type { Clock } from '../ports/clock.js';
 import type { ReleaseReports, ReleaseTarget } from '../ports/deployer.js';
 import { token, type Logger } from '../tokens.js';
 import { routesChanged } from './host-routes.js';
+import { OPERATIONS_CHANNEL } from './log-chunks.js';
 import type { Redaction } from './redaction.js';
 
 /** Lines of a crashed release kept in its deployment's error. */
@@ -53,11 +54,13 @@ export class DeploymentReports implements ReleaseReports {
       const d = await em.findOne(Deployment, { id: deploymentId }, { fields: ['operationId', 'projectId'] });
       if (!d) return;
       const masked = (await this.redaction.forOperation(d.operationId, d.projectId)).text(message);
-      await em.nativeUpdate(
+      const n = await em.nativeUpdate(
         Deployment,
         { id: deploymentId, status: { $in: ['live', 'preview'] } },
         { status: 'failed', error: { code, message: masked }, endedAt: this.clock.now() },
       );
+      // The deploying operation's view no longer shows it as its result.
+      if (n) await this.changes?.publish(OPERATIONS_CHANNEL, d.operationId).catch(() => undefined);
     });
   }
 

@@ -11,7 +11,9 @@ import { token } from '../tokens.js';
 export interface ChangeFeed {
   /**
    * Announces a change of `key` (e.g. a project id) on `channel` (e.g. `routes`) to every process,
-   * this one included. Call it after the write committed. Resolves once sent; never throws for a
+   * this one included: this process's listeners are called at once, before `publish` returns, so
+   * what it keeps is current from the write's own continuation on. Call it after the write
+   * committed. Resolves once sent and this process's listeners are done; never throws for a
    * listener's failure.
    */
   publish(channel: string, key: string): Promise<void>;

@@ -8,6 +8,8 @@ import { Project } from '../entities/project.js';
 import { deleteAccessOf } from '../access/access-grant-service.js';
 import { deleteEnvironmentOf } from '../environment/delete-environment.js';
 import { Version } from '../entities/version.js';
+import { routesChanged } from '../deployments/host-routes.js';
+import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { Deployer } from '../ports/deployer.js';
 import type { Storage } from '../ports/storage.js';
@@ -27,6 +29,7 @@ export class ProjectDeleter {
     private readonly deployer: Deployer,
     private readonly storage: Storage,
     private readonly clock: Clock,
+    private readonly changes?: ChangeFeed,
   ) {}
 
   /**
@@ -68,6 +71,8 @@ export class ProjectDeleter {
         { status: 'succeeded', progress: 100, finishedAt: now, updatedAt: now },
       );
     });
+    // What every process keeps of the project (its operations' views) goes with it.
+    if (projectId) await routesChanged(this.changes, projectId);
   }
 
   /** Finishes every unfinished deletion, oldest first (after a restart); returns how many it ran. */

@@ -19,7 +19,7 @@ const pgChannel = (channel: string) => `hoist_${channel}`;
  * Changes announced between processes with PostgreSQL LISTEN/NOTIFY. Publishing uses a small pool;
  * listening holds one dedicated connection that is opened again when it drops, after which every
  * listener is called with null (notifications sent meanwhile are lost: reload everything). This
- * process's own listeners are called (and awaited) by `publish` itself, as changes-memory does, so
+ * process's own listeners are called at once (and awaited) by `publish` itself, as changes-memory does, so
  * the write's caller answers only once this process's views are current; the notification, which
  * names its sender, is for the other processes.
  */
@@ -61,8 +61,11 @@ export class PostgresChangeFeed implements ChangeFeed {
 
   async publish(channel: string, key: string): Promise<void> {
     if (!CHANNEL.test(channel)) throw new Error(`changes: bad channel ${JSON.stringify(channel)}`);
+    // This process's listeners first: what it keeps is current from the write's own continuation on, not one
+    // round trip of the notification later.
+    const handled = Promise.allSettled(this.call(channel, key));
     await this.pool.query('select pg_notify($1, $2)', [pgChannel(channel), `${this.id} ${key}`]);
-    await Promise.allSettled(this.call(channel, key));
+    await handled;
   }
 
   subscribe(channel: string, listener: Listener): () => void {

@@ -22,7 +22,7 @@ async function until(check: () => boolean, what: string, ms = 5000): Promise<voi
 
 /**
  * The ChangeFeed contract every change-feed plugin passes: a change reaches the listeners of its
- * channel in every process (the publisher's included), in the order one publisher sent them, and no
+ * channel in every process (the publisher's at once), in the order one publisher sent them, and no
  * other channel; unsubscribing stops the calls; a bad channel is refused; a listener's failure stays
  * its own; after a lost connection every listener is called with null.
  */
@@ -50,15 +50,19 @@ export function changeFeedContract(name: string, fresh: () => Promise<ChangeFeed
     }
   });
 
-  t("publish resolves once this process's listeners handled the change (awaiting their promises)", async () => {
+  t("this process's listeners are called at once; publish resolves once they handled it (awaiting them)", async () => {
     const f = await fresh();
     try {
+      const called: string[] = [];
       const handled: string[] = [];
       f.feed.subscribe('routes', async (k) => {
+        called.push(String(k));
         await new Promise((r) => setTimeout(r, 50));
         handled.push(String(k));
       });
-      await f.feed.publish('routes', 'now');
+      const sent = f.feed.publish('routes', 'now');
+      assert.equal(called, ['now'], 'called before publish returned');
+      await sent;
       assert.equal(handled, ['now']);
       await new Promise((r) => setTimeout(r, 200));
       assert.equal(handled, ['now'], 'called once, not again by its own notification');

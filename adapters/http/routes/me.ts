@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { BILLING_SERVICE, type BillingService } from '../../../core/billing/billing-service.js';
 import { bearer, principalOf } from '../auth.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
+import { sendOnce } from '../send-once.js';
 import type { RouteOptions } from './index.js';
 
 const Me = {
@@ -44,7 +45,7 @@ const me: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         response: { 200: Me, ...errorResponses(401) },
       },
     },
-    async (req) => service.me(principalOf(req).userId),
+    async (req, reply) => sendOnce(reply, await service.me(principalOf(req).userId)),
   );
 
   app.patch<{ Body: { name: string } }>(

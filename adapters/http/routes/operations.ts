@@ -6,6 +6,7 @@ import { OPERATION_EVENTS, parseEventId, type OperationEvents } from '../../../c
 import { bearer, principalOf } from '../auth.js';
 import { EVENT_STREAM_DOC, eventStreamsOf, lastEventId, wantsEventStream } from '../event-stream.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
+import { sendOnce } from '../send-once.js';
 import type { RouteOptions } from './index.js';
 
 const nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] });
@@ -148,7 +149,7 @@ const operations: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => 
     async (req, reply) => {
       const { accountId } = principalOf(req);
       const op = await views.get(accountId, req.params.operationID);
-      if (!wantsEventStream(req)) return op;
+      if (!wantsEventStream(req)) return sendOnce(reply, op);
       const from = parseEventId(lastEventId(req));
       return streams.send(req, reply, accountId, (signal) => events.operation(accountId, op.id, from, signal));
     },
