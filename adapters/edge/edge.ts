@@ -9,7 +9,7 @@ import type { Kernel } from '../kernel.js';
 import { hostHeaders } from './host-headers.js';
 import { notFoundPage } from './pages.js';
 import { createAccessGate } from './access-gate.js';
-import { createFastPath, releaseHeaders } from './fast-path.js';
+import { createFastPath, releaseHeaders, staticRelease } from './fast-path.js';
 import { createReleaseProxy } from './proxy.js';
 import { serveStatic } from './static-files.js';
 import { instrument } from '../observability/health-routes.js';
@@ -91,7 +91,7 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
     if (req.method !== 'GET' && req.method !== 'HEAD')
       return reply.status(405).headers(headers).header('allow', 'GET, HEAD').send();
     reply.hijack();
-    await serveStatic(req.raw, reply.raw, { deploymentId: release.deploymentId, root: release.target.root, headers });
+    await serveStatic(req.raw, reply.raw, staticRelease(release, release.target.root));
   };
   // Request bodies stream through to Node.js releases untouched: nothing is parsed here.
   app.removeAllContentTypeParsers();

@@ -7,7 +7,7 @@ import { metricsOf } from '../observability/metrics.js';
 import { ACCESS_COOKIE } from './access-gate.js';
 import { GATE_PREFIX } from './access-pages.js';
 import { hostHeaders } from './host-headers.js';
-import { serveStatic } from './static-files.js';
+import { serveStatic, type StaticRelease } from './static-files.js';
 
 /** The route label of every edge request in the metrics (fastify's, for its catch-all route). */
 export const EDGE_ROUTE = '/*';
@@ -29,15 +29,16 @@ export function releaseHeaders(release: LiveRelease): OutgoingHttpHeaders {
   return headers;
 }
 
-/** Counts `res` in the edge's request metrics once it is sent (a request fastify never saw). */
-export function countWhenDone(kernel: Kernel, req: IncomingMessage, res: ServerResponse): void {
-  const { requests, requestSeconds } = metricsOf(kernel);
-  const start = performance.now();
-  const method = req.method ?? 'GET';
-  res.once('finish', () => {
-    requests.inc({ role: 'edge', method, route: EDGE_ROUTE, status: String(res.statusCode) });
-    requestSeconds.observe({ role: 'edge', method, route: EDGE_ROUTE }, (performance.now() - start) / 1000);
-  });
+const staticOfRelease = new WeakMap<LiveRelease, StaticRelease>();
+
+/** What serveStatic needs of `release`, served from `root`: one object per routing-table entry, as its headers. */
+export function staticRelease(release: LiveRelease, root: string): StaticRelease {
+  let found = staticOfRelease.get(release);
+  if (!found) {
+    found = { deploymentId: release.deploymentId, root, headers: releaseHeaders(release) };
+    staticOfRelease.set(release, found);
+  }
+  return found;
 }
 
 /**
@@ -47,36 +48,53 @@ export function countWhenDone(kernel: Kernel, req: IncomingMessage, res: ServerR
  * it: no database query, no fastify, no info log unless `edgeAccessLogEvery` asks for a sample. Returns
  * false for anything else, which goes on to fastify (gate pages, proxying, 405, two Host headers).
  */
-export function createFastPath(kernel: Kernel, routes: HostRoutes, cookies: AccessTokenCache) {
+export function createFastPath(
+  kernel: Kernel,
+  routes: HostRoutes,
+  cookies: AccessTokenCache,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
   const every = kernel.config.edgeAccessLogEvery;
   const log = kernel.log.child({ role: 'edge' });
+  const { requests, requestSeconds } = metricsOf(kernel);
+  const count = (method: string, status: number, start: number) => {
+    requests.inc({ role: 'edge', method, route: EDGE_ROUTE, status: String(status) });
+    requestSeconds.observe({ role: 'edge', method, route: EDGE_ROUTE }, (performance.now() - start) / 1000);
+  };
+  const countWhenSent = (method: string, res: ServerResponse, start: number) =>
+    res.once('finish', () => count(method, res.statusCode, start));
+  const failed = (req: IncomingMessage, res: ServerResponse) => (err: Error) => {
+    log.error({ reason: err.message, url: req.url }, 'static answer failed');
+    if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+    res.end();
+  };
   let seen = 0;
-  return (req: IncomingMessage, res: ServerResponse): boolean => {
+  return (req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     const { headers } = req;
     if ((headers['content-length'] && headers['content-length'] !== '0') || headers['transfer-encoding']) return false;
     if (hostHeaders(req.rawHeaders) !== 1) return false;
     const release = routes.lookup(headers.host);
     if (!release || release.target.kind !== 'static') return false;
+    const { target } = release;
+    const method = req.method;
     if (release.visibility === 'private') {
       if (req.url?.startsWith(GATE_PREFIX.slice(0, -1))) return false;
       const cookie = headers.cookie ? parseCookie(headers.cookie)[ACCESS_COOKIE] : undefined;
       const claims = cookies.known(cookie);
       if (!claims || claims.sub !== release.projectId || !release.accessProofs.has(claims.jti)) return false;
     }
-    countWhenDone(kernel, req, res);
+    const start = performance.now();
     if (every > 0 && ++seen % every === 0)
       res.once('finish', () =>
-        log.info({ method: req.method, host: headers.host, url: req.url, status: res.statusCode }, 'edge request'),
+        log.info({ method, host: headers.host, url: req.url, status: res.statusCode }, 'edge request'),
       );
-    const { root } = release.target;
-    serveStatic(req, res, { deploymentId: release.deploymentId, root, headers: releaseHeaders(release) }).catch(
-      (err: Error) => {
-        log.error({ reason: err.message, url: req.url }, 'static answer failed');
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-        res.end();
-      },
-    );
+    const answering = serveStatic(req, res, staticRelease(release, target.root));
+    // Answered at once (from memory): counted now; else once sent.
+    if (!answering) count(method, res.statusCode, start);
+    else {
+      countWhenSent(method, res, start);
+      answering.catch(failed(req, res));
+    }
     return true;
   };
 }

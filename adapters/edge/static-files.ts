@@ -5,7 +5,13 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { extname, join, posix } from 'node:path';
 import { pipeline } from 'node:stream';
 import { createBrotliCompress, createGzip } from 'node:zlib';
-import { fileIndexOf, heldFileIndex, type IndexedFile } from '../../core/deployments/file-index.js';
+import {
+  fileIndexOf,
+  heldFileIndex,
+  type FileIndex,
+  type FileVariant,
+  type IndexedFile,
+} from '../../core/deployments/file-index.js';
 import { notFoundPage } from './pages.js';
 
 /** The static release a request is answered from, and the headers every answer of it carries. */
@@ -21,11 +27,15 @@ const COMPRESS_MIN_BYTES = 1024;
 const COMPRESSIBLE = /^text\/(?!event-stream)|javascript|(?:\+|\/)(?:json|text|xml)(?:;|$)/;
 const REVALIDATE = 'public, max-age=0, must-revalidate';
 
-/** Small files kept in memory (path → bytes), the least recently used dropped past the byte budget. */
-const SMALL_FILE_BYTES = 64 * 1024;
-const CACHE_BUDGET = 32 * 1024 * 1024;
-const small = new Map<string, Buffer>();
-let cachedBytes = 0;
+/**
+ * Files of indexed releases kept in memory once read, by the index entry (or variant) they are the bytes of: a hot
+ * file is answered with one write, as nginx answers with sendfile. Files up to HELD_FILE_BYTES; the least recently
+ * used go first past HELD_BUDGET bytes.
+ */
+const HELD_FILE_BYTES = 1024 * 1024;
+const HELD_BUDGET = 64 * 1024 * 1024;
+const heldFiles = new Map<IndexedFile | FileVariant, Buffer>();
+let heldBytes = 0;
 
 /**
  * Answers a GET or HEAD from one immutable static release directory, on node:http alone:
@@ -34,38 +44,70 @@ let cachedBytes = 0;
  * not served, except under `/.well-known/`. With the release's file index (written at deploy) this is
  * a lookup (no stat), a strong ETag from the content, and a precompressed variant by Accept-Encoding;
  * without one, the disk is asked and the ETag names the release and the size. Ranges, If-Range and
- * If-Modified-Since go through @fastify/send.
+ * If-Modified-Since go through @fastify/send. Returns nothing when it answered at once (an indexed file
+ * held in memory, a 304), else a promise of the answer.
  */
-export async function serveStatic(req: IncomingMessage, res: ServerResponse, release: StaticRelease): Promise<void> {
+export function serveStatic(req: IncomingMessage, res: ServerResponse, release: StaticRelease): void | Promise<void> {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const pathname = q < 0 ? url : url.slice(0, q);
-  let path: string;
-  try {
-    path = decodeURIComponent(pathname);
-  } catch {
-    return plain(res, 400, 'Bad path', release.headers);
+  let rel: string;
+  // A plain path (no escapes, dot segments or empty segments) is its own normal form.
+  if (pathname.charCodeAt(0) === 47 && !PLAIN_UNSAFE.test(pathname)) rel = pathname.slice(1);
+  else {
+    let path: string;
+    try {
+      path = decodeURIComponent(pathname);
+    } catch {
+      return plain(res, 400, 'Bad path', release.headers);
+    }
+    if (path.includes('\0')) return plain(res, 400, 'Bad path', release.headers);
+    // Normalizing an absolute path drops every `..` at the top, so rel never climbs out of root.
+    rel = posix.normalize(`/${path}`).slice(1);
+    if (rel.split('/').some((s, i) => s.startsWith('.') && !(i === 0 && s === '.well-known')))
+      return notFound(req, res, release);
   }
-  if (path.includes('\0')) return plain(res, 400, 'Bad path', release.headers);
-  // Normalizing an absolute path drops every `..` at the top, so rel never climbs out of root.
-  const rel = posix.normalize(`/${path}`).slice(1);
-  if (rel.split('/').some((s, i) => s.startsWith('.') && !(i === 0 && s === '.well-known')))
-    return notFound(req, res, release);
+  const index = heldFileIndex(release.root);
+  if (index === undefined)
+    return fileIndexOf(release.root)
+      .catch(() => null)
+      .then((read) => answer(req, res, release, url, pathname, rel, read));
+  return answer(req, res, release, url, pathname, rel, index);
+}
 
-  const held = heldFileIndex(release.root);
-  const index = held !== undefined ? held : await fileIndexOf(release.root).catch(() => null);
-  if (index) {
-    const dir = rel === '' || rel.endsWith('/') ? rel : `${rel}/`;
-    const isDir = Object.hasOwn(index.files, `${dir}index.html`);
-    if (isDir && !pathname.endsWith('/')) return redirectToFolder(res, rel, url.slice(pathname.length), release);
-    let name: string | null = isDir ? `${dir}index.html` : rel;
-    if (!isDir && !Object.hasOwn(index.files, rel))
-      name = rel && !pathname.endsWith('/') && !extname(rel) ? `${rel}.html` : null;
-    const file = name !== null && Object.hasOwn(index.files, name) ? index.files[name] : null;
-    if (!file) return notFound(req, res, release);
-    return indexed(req, res, release, name!, file);
-  }
+const PLAIN_UNSAFE = /%|\/\.|\/\/|\0/;
 
+function answer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  release: StaticRelease,
+  url: string,
+  pathname: string,
+  rel: string,
+  index: FileIndex | null,
+): void | Promise<void> {
+  if (!index) return fromDisk(req, res, release, url, pathname, rel);
+  const { files } = index;
+  const dir = rel === '' || rel.endsWith('/') ? rel : `${rel}/`;
+  const isDir = Object.hasOwn(files, `${dir}index.html`);
+  if (isDir && !pathname.endsWith('/')) return redirectToFolder(res, rel, url.slice(pathname.length), release);
+  let name: string | null = isDir ? `${dir}index.html` : rel;
+  if (!isDir && !Object.hasOwn(files, rel))
+    name = rel && !pathname.endsWith('/') && !extname(rel) ? `${rel}.html` : null;
+  const file = name !== null && Object.hasOwn(files, name) ? files[name] : null;
+  if (!file) return notFound(req, res, release);
+  return indexed(req, res, release, name!, file);
+}
+
+/** A release without a file index (deployed before indexes existed): the disk is asked. */
+async function fromDisk(
+  req: IncomingMessage,
+  res: ServerResponse,
+  release: StaticRelease,
+  url: string,
+  pathname: string,
+  rel: string,
+): Promise<void> {
   let file = join(release.root, rel);
   let found = await statOf(file);
   if (found?.isDirectory()) {
@@ -84,81 +126,81 @@ export async function serveStatic(req: IncomingMessage, res: ServerResponse, rel
 }
 
 /** A file the release's index names: from memory, a precompressed variant, or the disk. */
-async function indexed(
+function indexed(
   req: IncomingMessage,
   res: ServerResponse,
   release: StaticRelease,
   name: string,
   file: IndexedFile,
-): Promise<void> {
-  if (matches(req.headers['if-none-match'], file.etag))
-    return end(res, 304, { ...release.headers, etag: file.etag, 'cache-control': REVALIDATE, ...vary(file) });
-  const path = join(release.root, name);
-  if (req.headers.range || req.headers['if-modified-since'])
-    return viaSend(
-      req,
-      res,
-      path,
-      { ...release.headers, etag: file.etag, 'cache-control': REVALIDATE, ...vary(file) },
-      file.size,
-    );
-  const encoding = chosenEncoding(req.headers['accept-encoding'], !!file.br, !!file.gzip);
+): void | Promise<void> {
+  const asked = req.headers;
+  if (matches(asked['if-none-match'], file.etag)) return end(res, 304, headersOf(release, file, VALIDATORS));
+  if (asked.range || asked['if-modified-since'])
+    return viaSend(req, res, join(release.root, name), headersOf(release, file, VALIDATORS), file.size);
+  const encoding = chosenEncoding(asked['accept-encoding'], !!file.br, !!file.gzip);
   const variant = encoding === 'br' ? file.br : encoding === 'gzip' ? file.gzip : undefined;
   res.writeHead(200, headersOf(release, file, encoding));
   if (req.method === 'HEAD') return void res.end();
-  const from = variant?.path ?? path;
-  const size = variant?.size ?? file.size;
-  if (size <= SMALL_FILE_BYTES) {
-    // Held in memory: answered in this very tick.
-    const bytes = small.get(from) ?? (await smallFile(from).catch(() => null));
-    if (bytes) return void res.end(bytes);
+  const source = variant ?? file;
+  const bytes = heldFiles.get(source);
+  if (bytes) {
+    // Most recently used last: the first entries are the ones dropped.
+    heldFiles.delete(source);
+    heldFiles.set(source, bytes);
+    return void res.end(bytes);
   }
+  const from = variant?.path ?? join(release.root, name);
+  if (source.size <= HELD_FILE_BYTES) return holdAndSend(res, source, from);
   pipeline(createReadStream(from), res, () => {});
+}
+
+/** Reads a file into memory, keeps it, and sends it (a file that cannot be read is streamed: the stream reports). */
+async function holdAndSend(res: ServerResponse, source: IndexedFile | FileVariant, from: string): Promise<void> {
+  const bytes = await readFile(from).catch(() => null);
+  if (!bytes) return void pipeline(createReadStream(from), res, () => {});
+  if (!heldFiles.has(source)) {
+    heldFiles.set(source, bytes);
+    heldBytes += bytes.length;
+    for (const [key, old] of heldFiles) {
+      if (heldBytes <= HELD_BUDGET) break;
+      heldFiles.delete(key);
+      heldBytes -= old.length;
+    }
+  }
+  res.end(bytes);
 }
 
 const vary = (file: IndexedFile): OutgoingHttpHeaders => (file.br || file.gzip ? { vary: 'accept-encoding' } : {});
 
-/** The 200 headers of `file` in `release` as `encoding` (null: identity), built once and kept with the file. */
-const built = new WeakMap<IndexedFile, WeakMap<OutgoingHttpHeaders, Map<string | null, OutgoingHttpHeaders>>>();
-function headersOf(release: StaticRelease, file: IndexedFile, encoding: 'br' | 'gzip' | null): OutgoingHttpHeaders {
+/** The headers of a 304, which @fastify/send completes for ranges and If-Modified-Since. */
+const VALIDATORS = 'validators';
+type Answer = 'br' | 'gzip' | null | typeof VALIDATORS;
+
+/** The headers of `file` in `release` for `answer` (a 200 as an encoding, null: identity), built once and kept. */
+const built = new WeakMap<IndexedFile, WeakMap<OutgoingHttpHeaders, Map<Answer, OutgoingHttpHeaders>>>();
+function headersOf(release: StaticRelease, file: IndexedFile, answer: Answer): OutgoingHttpHeaders {
   let byRelease = built.get(file);
   if (!byRelease) built.set(file, (byRelease = new WeakMap()));
-  let byEncoding = byRelease.get(release.headers);
-  if (!byEncoding) byRelease.set(release.headers, (byEncoding = new Map()));
-  const hit = byEncoding.get(encoding);
+  let byAnswer = byRelease.get(release.headers);
+  if (!byAnswer) byRelease.set(release.headers, (byAnswer = new Map()));
+  const hit = byAnswer.get(answer);
   if (hit) return hit;
-  const variant = encoding === 'br' ? file.br : encoding === 'gzip' ? file.gzip : undefined;
-  const headers: OutgoingHttpHeaders = {
-    ...release.headers,
-    etag: file.etag,
-    'cache-control': REVALIDATE,
-    ...vary(file),
-    'content-type': file.type,
-    'last-modified': new Date(file.mtimeMs).toUTCString(),
-    'accept-ranges': 'bytes',
-    'content-length': variant ? variant.size : file.size,
-    ...(variant ? { 'content-encoding': encoding! } : {}),
-  };
-  byEncoding.set(encoding, headers);
+  const validators = { ...release.headers, etag: file.etag, 'cache-control': REVALIDATE, ...vary(file) };
+  let headers: OutgoingHttpHeaders = validators;
+  if (answer !== VALIDATORS) {
+    const variant = answer === 'br' ? file.br : answer === 'gzip' ? file.gzip : undefined;
+    headers = {
+      ...validators,
+      'content-type': file.type,
+      'last-modified': new Date(file.mtimeMs).toUTCString(),
+      'accept-ranges': 'bytes',
+      'content-length': variant ? variant.size : file.size,
+      ...(variant ? { 'content-encoding': answer! } : {}),
+    };
+  }
+  // viaSend adds its own headers to a copy; writeHead only reads them.
+  byAnswer.set(answer, Object.freeze(headers));
   return headers;
-}
-
-async function smallFile(path: string): Promise<Buffer> {
-  const hit = small.get(path);
-  if (hit) {
-    small.delete(path);
-    small.set(path, hit);
-    return hit;
-  }
-  const bytes = await readFile(path);
-  small.set(path, bytes);
-  cachedBytes += bytes.length;
-  for (const [key, old] of small) {
-    if (cachedBytes <= CACHE_BUDGET) break;
-    small.delete(key);
-    cachedBytes -= old.length;
-  }
-  return bytes;
 }
 
 /** Serves `file` with @fastify/send (Last-Modified, If-Modified-Since, ranges), compressed when it pays. */
@@ -199,16 +241,32 @@ async function viaSend(
 
 /** br before gzip when both are accepted (q > 0) and available; null for identity. */
 function chosenEncoding(header: string | string[] | undefined, br: boolean, gzip: boolean): 'br' | 'gzip' | null {
-  if (!header) return null;
+  if (!header || (!br && !gzip)) return null;
+  const ok = acceptedOf(String(header));
+  if (br && ok & BR) return 'br';
+  if (gzip && ok & GZIP) return 'gzip';
+  return null;
+}
+
+const BR = 1;
+const GZIP = 2;
+/** Accept-Encoding values seen (browsers send a few), parsed once: bounded, cleared when full. */
+const acceptedBy = new Map<string, number>();
+
+function acceptedOf(header: string): number {
+  const known = acceptedBy.get(header);
+  if (known !== undefined) return known;
   const accepted = new Set<string>();
-  for (const part of String(header).split(',')) {
+  for (const part of header.split(',')) {
     const [name, ...params] = part.trim().toLowerCase().split(';');
     const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
     if (!q || Number(q.slice(2)) > 0) accepted.add(name.trim());
   }
-  if (br && (accepted.has('br') || accepted.has('*'))) return 'br';
-  if (gzip && (accepted.has('gzip') || accepted.has('*'))) return 'gzip';
-  return null;
+  const any = accepted.has('*');
+  const ok = (any || accepted.has('br') ? BR : 0) | (any || accepted.has('gzip') ? GZIP : 0);
+  if (acceptedBy.size >= 256) acceptedBy.clear();
+  acceptedBy.set(header, ok);
+  return ok;
 }
 
 function redirectToFolder(res: ServerResponse, rel: string, query: string, release: StaticRelease): void {
@@ -221,17 +279,6 @@ async function notFound(req: IncomingMessage, res: ServerResponse, release: Stat
   const page = (await readFile(join(release.root, '404.html')).catch(() => null)) ?? Buffer.from(notFoundPage());
   res.writeHead(404, {
     ...release.headers,
-    'content-type': 'text/html; charset=utf-8',
-    'cache-control': 'no-store',
-    'content-length': page.length,
-  });
-  res.end(req.method === 'HEAD' ? undefined : page);
-}
-
-/** The edge's 404 for a host that names no live project. */
-export function noProject(req: IncomingMessage, res: ServerResponse): void {
-  const page = Buffer.from(notFoundPage());
-  res.writeHead(404, {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
     'content-length': page.length,
@@ -256,6 +303,7 @@ function end(res: ServerResponse, status: number, headers: OutgoingHttpHeaders):
 /** Whether an If-None-Match header names this ETag (weak comparison) or is `*`. */
 function matches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
+  if (header === etag) return true;
   const bare = etag.replace(/^W\//, '');
   return header.split(',').some((t) => {
     const tag = t.trim();

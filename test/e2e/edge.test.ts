@@ -1,7 +1,7 @@
 // legs: db
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -37,6 +37,9 @@ const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
 const woff2 = Buffer.from('774f4632000100000000', 'hex');
 const wasm = Buffer.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
 const longName = `assets/${'chunk-'.repeat(30)}abcdef.js`;
+// Past the edge's in-memory file size (1 MB) and under it: read once and kept, or streamed.
+const medium = randomBytes(300 * 1024);
+const large = randomBytes(1536 * 1024);
 const site = {
   'index.html': '<h1>home</h1>',
   'about/index.html': '<h1>about</h1>',
@@ -58,6 +61,8 @@ const site = {
   'caf\u00e9/index.html': 'unicode',
   '100%.txt': 'percent',
   'x#y.txt': 'hash',
+  'medium.bin': medium,
+  'large.bin': large,
 };
 
 test.before(async () => {
@@ -174,6 +179,23 @@ test('gzip and brotli when accepted, decoding to the file; small files and ident
   assert.is((await get('/style.css')).body.toString(), css);
   // Already-compressed formats are not compressed again.
   assert.is((await get('/img.png', { 'accept-encoding': 'gzip' })).headers['content-encoding'], undefined);
+});
+
+test('files of any size are whole, from memory (up to 1 MB) or from the disk, again and again', async () => {
+  for (const [path, bytes] of [
+    ['/medium.bin', medium],
+    ['/large.bin', large],
+  ] as const) {
+    for (let i = 0; i < 3; i++) {
+      const res = await get(path, { 'accept-encoding': 'gzip, br' });
+      assert.is(res.status, 200, path);
+      assert.is(res.headers['content-length'], String(bytes.length), path);
+      assert.ok(res.body.equals(bytes), `${path}, time ${i + 1}`);
+    }
+    const part = await get(path, { range: 'bytes=1000-1999' });
+    assert.is(part.status, 206);
+    assert.ok(part.body.equals(bytes.subarray(1000, 2000)));
+  }
 });
 
 test('range requests: 206 with Content-Range, 416 when unsatisfiable, never compressed', async () => {
