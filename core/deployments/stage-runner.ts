@@ -114,6 +114,8 @@ export class StageRunner {
     try {
       for (const earlier of STAGES.slice(0, STAGES.indexOf(stage)))
         if (started.t.state.stages[earlier].status === 'skipped') await this.stages[earlier]?.skipped?.(ctx);
+      // Stopped before it began (an abort event fired already never reaches a listener the stage adds).
+      abort.signal.throwIfAborted();
       const result = await this.stages[stage].run(ctx);
       clearInterval(timer);
       await beating;

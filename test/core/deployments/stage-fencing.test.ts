@@ -29,9 +29,10 @@ function gatedAnalyze(who: string, gate: Promise<void>, abandoned: string[]): St
     run: async (ctx) => {
       await Promise.race([
         gate,
-        new Promise((_, reject) =>
-          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }),
-        ),
+        new Promise((_, reject) => {
+          if (ctx.signal.aborted) reject(ctx.signal.reason);
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+        }),
       ]);
       return {
         also: async (tx) => void (await tx.nativeUpdate(Version, { id: ctx.version.id }, { analysis: { by: who } })),
