@@ -1,5 +1,5 @@
 import type { StartedBy } from '../../core/entities/operation.js';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AuthService } from '../../core/auth/auth-service.js';
 import type { Principal } from '../../core/auth/principal.js';
@@ -11,7 +11,7 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /** onRequest hook for protected routes: verifies the bearer token and sets `request.principal`. */
-    authenticate(req: FastifyRequest): Promise<void>;
+    authenticate(req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void;
   }
 }
 
@@ -39,9 +39,18 @@ export const bearer = [{ bearerAuth: [] }];
 
 export const authPlugin = fp(async (app: FastifyInstance, opts: { auth: AuthService }) => {
   app.decorateRequest('principal', undefined);
-  app.decorate('authenticate', async (req: FastifyRequest) => {
+  // A callback hook: a token verified before is answered without a promise.
+  app.decorate('authenticate', (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
     const token = bearerToken(req);
-    if (!token) throw unauthorized('Missing or malformed Authorization header; expected "Bearer <token>"');
-    req.principal = await opts.auth.authenticate(token);
+    if (!token) return done(unauthorized('Missing or malformed Authorization header; expected "Bearer <token>"'));
+    const known = opts.auth.known(token);
+    if (known) {
+      req.principal = known;
+      return done();
+    }
+    opts.auth.authenticate(token).then((principal) => {
+      req.principal = principal;
+      done();
+    }, done);
   });
 });

@@ -44,15 +44,16 @@ export function refuseNulIn(text: string | undefined, field: string, where: stri
  * parts are read by their route (upload-ingest.ts checks each); a header holding it never gets
  * here, since Node's HTTP parser refuses it.
  */
-export async function refuseNul(req: FastifyRequest): Promise<void> {
+export function refuseNul(req: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void {
   for (const [where, value] of [
     ['params', req.params],
     ['querystring', req.query],
     ['body', req.body],
   ] as const) {
     const field = nulPath(value);
-    if (field !== null) throw nulError(field || where, where);
+    if (field !== null) return done(nulError(field || where, where));
   }
+  done();
 }
 
 const nulError = (field: string, where: string) =>

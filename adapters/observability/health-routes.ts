@@ -115,10 +115,11 @@ export const healthRoutes: FastifyPluginAsync<{ kernel: Kernel; role: string }> 
 /** Records every answered request of `app` in the kernel's metrics, labelled by `role` and route pattern. */
 export function instrument(app: FastifyInstance, kernel: Kernel, role: string): void {
   const { requests, requestSeconds } = metricsOf(kernel);
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
     requests.inc({ role, method: req.method, route, status: String(reply.statusCode) });
     requestSeconds.observe({ role, method: req.method, route }, reply.elapsedTime / 1000);
+    done();
   });
 }
 

@@ -139,13 +139,20 @@ export class AuthService {
   }
 
   /**
+   * The principal of a token verified before, from this process's cache (until the token expires, its session is
+   * revoked or `authCacheSeconds` pass); undefined when `authenticate` must verify it.
+   */
+  known(token: string): Principal | undefined {
+    return this.revocations.cache.get(token, this.clock.now().getTime());
+  }
+
+  /**
    * Verifies a REST bearer token and its session; throws 401 for anything else (agent tokens included).
-   * A token verified before is answered from this process's cache until it expires, its session is
-   * revoked (logout, password reset) or `authCacheSeconds` pass.
+   * A token verified before is answered from this process's cache (see `known`).
    */
   async authenticate(token: string): Promise<Principal> {
     const { cache } = this.revocations;
-    const cached = cache.get(token, this.clock.now().getTime());
+    const cached = this.known(token);
     if (cached) return cached;
     // Taken before the session is read: a revocation committed meanwhile keeps this answer out of the cache.
     const epoch = cache.epoch;

@@ -82,7 +82,8 @@ export class OperationStore {
       );
       if (won) {
         Object.assign(op, this.fields(op, t));
-        // What is kept of the project's other operations goes first, before anyone can see this one finished.
+        // First what is kept of the project's other operations (their release may no longer be the live one): this
+        // process drops it in this continuation, before it serves this one finished.
         if (finished && op.projectId)
           await this.changes?.publish(OPERATIONS_CHANNEL, projectOperations(op.projectId)).catch(() => undefined);
         // Event streams of the operation (any process) wake at once; they also poll, so a lost one only delays.
