@@ -11,8 +11,10 @@ import { routesChanged } from '../../core/deployments/host-routes.js';
 import { PREVIEWS } from '../../core/deployments/previews.js';
 import { Deployment } from '../../core/entities/deployment.js';
 import { Project } from '../../core/entities/project.js';
+import { Version } from '../../core/entities/version.js';
 import { CHANGE_FEED } from '../../core/ports/change-feed.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
+import { objectsUnder } from '../helpers/raw-http.js';
 import { edgeRequest, setCookie } from '../helpers/site-gate.js';
 
 const PASSWORD = 'previews are private';
@@ -25,6 +27,13 @@ test.before(async () => {
 test.after(async () => h?.close());
 
 const site = (marker: string) => zipOf({ 'index.html': `<h1>${marker}</h1>`, 'about.html': `<p>${marker}</p>` });
+/** Every archive kept in Storage belongs to a version: a refused or repeated upload left none behind. */
+const onlyVersionsKept = async () =>
+  assert.is(
+    await objectsUnder(h.running.kernel, 'uploads/'),
+    await h.running.kernel.orm.em.fork().count(Version, {}),
+    'only the archives of versions are kept',
+  );
 const markerOf = (body: string) => /<h1>(\w+)<\/h1>/.exec(body)?.[1] ?? null;
 
 async function api(method: string, path: string, body?: object) {
@@ -148,6 +157,7 @@ test('the same ZIP again as a preview answers the preview already up; nothing ne
   assert.is(after.length, 1);
   const versions = (await api('GET', `/projects/${project.id}/versions`)).body.versions;
   assert.is(versions.length, 2, 'no version for the repeat');
+  await onlyVersionsKept();
 });
 
 test('a bad target is refused with 400 and writes nothing', async () => {
@@ -161,6 +171,7 @@ test('a bad target is refused with 400 and writes nothing', async () => {
   assert.is(body.error.code, 'invalid_request');
   assert.is(body.error.details.field, 'target');
   assert.is((await api('GET', '/projects/')).body.projects.length, projects);
+  await onlyVersionsKept();
 });
 
 test('promoting a preview makes it live as it runs (on the free plan too); its preview host stops', async () => {

@@ -180,8 +180,10 @@ export class DeployStage implements StageImpl {
     await routesChanged(this.changes, ctx.project.id, this.log);
     const promoted = (ctx.operation.state as unknown as OperationState).promote;
     // A promote that did not go live stops what it resumed, unless the release serves (live already, or a preview).
-    const serves = ['live', 'preview'].includes((promoted && (await this.deployments.find(promoted))?.status) || '');
-    if (promoted && !serves) await this.deployer.suspend?.(promoted);
+    if (promoted) {
+      const status = (await this.deployments.find(promoted))?.status;
+      if (status !== 'live' && status !== 'preview') await this.deployer.suspend?.(promoted);
+    }
     for (const id of await this.deployments.running(ctx.operation.id)) {
       await this.deployer.remove(id);
       await this.deployments.cancel(id);
