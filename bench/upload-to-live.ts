@@ -13,9 +13,9 @@ import { boot } from '../adapters/kernel.js';
 import { loadConfig } from '../config/load.js';
 import { ACCOUNT_SERVICE, type AccountService } from '../core/accounts/account-service.js';
 import { SANDBOX, type Sandbox } from '../core/ports/sandbox.js';
+import { sseEvents } from '../client/operation-stream.js';
 
 const DEPLOYS = Number(process.argv[2] ?? 20);
-const POLL_MS = 10;
 const SITE_BYTES = 1_000_000;
 const FILES = 50;
 
@@ -69,6 +69,31 @@ function request(
       },
     );
     req.on('error', reject).end(opts.body);
+  });
+}
+
+/**
+ * Follows an operation's event stream (`Accept: text/event-stream`, as `hoist deploy` does) until its state is no
+ * longer running; resolves that state.
+ */
+function follow(url: URL, headers: Record<string, string>): Promise<any> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: url.hostname, port: url.port, path: url.pathname, headers: { ...headers, accept: 'text/event-stream' } },
+      (res) => {
+        void (async () => {
+          for await (const e of sseEvents(res)) {
+            const op = e.event === 'state' ? JSON.parse(e.data) : null;
+            if (op && op.status !== 'running' && op.status !== 'queued') return op;
+          }
+          throw new Error(`the event stream of ${url.pathname} ended early (${res.statusCode})`);
+        })().then(
+          (op) => (req.destroy(), resolve(op)),
+          (err) => (req.destroy(), reject(err)),
+        );
+      },
+    );
+    req.on('error', reject).end();
   });
 }
 
@@ -157,14 +182,9 @@ try {
     if (accepted.status !== 202) throw new Error(`upload ${i}: ${accepted.status} ${JSON.stringify(accepted.body)}`);
     const t1 = performance.now();
     const opUrl = new URL(`/api/v1/operations/${accepted.body.operation.id}`, api);
-    let op: any;
-    for (;;) {
-      op = (await json(request(opUrl, { headers: auth }))).body;
-      if (op.status === 'succeeded') break;
-      if (op.status !== 'running')
-        throw new Error(`deploy ${i} ${op.status}: ${JSON.stringify(op.error ?? op.stages)}`);
-      await sleep(POLL_MS);
-    }
+    const op = await follow(opUrl, auth);
+    if (op.status !== 'succeeded')
+      throw new Error(`deploy ${i} ${op.status}: ${JSON.stringify(op.error ?? op.stages)}`);
     const t2 = performance.now();
     while (!(await request(edge, { headers: { host } })).body.includes(marker)) await sleep(1);
     const t3 = performance.now();
@@ -183,7 +203,7 @@ try {
       build: ms(build.started_at, build.finished_at),
       deploy: ms(deploy.started_at, deploy.finished_at),
       server: ms(op.created_at, op.finished_at),
-      pollLag: t2 - t1 - ms(op.created_at, op.finished_at),
+      eventLag: t2 - t1 - ms(op.created_at, op.finished_at),
       edge: t3 - t2,
       cpu: (cpu.user + cpu.system) / 1000,
     });
@@ -198,7 +218,7 @@ try {
   const f = (n: number) => n.toFixed(0).padStart(7);
   console.log(
     `\nupload-to-live, ${DEPLOYS} deploys (after one warm-up) of a ${FILES}-file ` +
-      `static site (ZIP ${(zipBytes / 1e6).toFixed(2)} MB), polling every ${POLL_MS} ms`,
+      `static site (ZIP ${(zipBytes / 1e6).toFixed(2)} MB), following its events`,
   );
   console.log(
     `load average ${load0.toFixed(1)} at start, ${loadavg()[0].toFixed(1)} at end (${availableParallelism()} cores)`,
@@ -214,7 +234,7 @@ try {
   );
   console.log(
     'analyze/build/deploy: stage started_at → finished_at; server: created_at → finished_at (202 → live); ' +
-      'pollLag: 202 → succeeded ' +
+      'eventLag: 202 → succeeded ' +
       'seen, less created_at → finished_at; edge: succeeded seen → new page served;',
   );
   console.log(

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { token } from '../tokens.js';
 
 /** A file of an inspected archive, relative to the effective root (unwrapped, root_directory applied). */
@@ -26,6 +27,20 @@ export interface ArchiveReader {
 }
 
 /**
+ * One checked file of an archive, as `Archive.each` hands it over: whole in `data` when it is small, otherwise as
+ * `stream`, which must be read to its end (it fails while read when the file is damaged or inflates past its size).
+ */
+export interface ArchiveContent {
+  /** Relative to the manifest's root, `/`-separated. */
+  path: string;
+  size: number;
+  /** Whether the entry was executable. */
+  executable: boolean;
+  data?: Buffer;
+  stream?: Readable;
+}
+
+/**
  * Reads and writes the ZIP archives of uploads and artifacts. Plugin: `archive-zip` (yauzl/yazl).
  * Failures that come from the archive's content reject with a StageError coded `archive_*` that names
  * the offending entry.
@@ -35,6 +50,17 @@ export interface Archive {
   inspect(zipPath: string, opts: { rootDirectory?: string }): Promise<ArchiveManifest>;
   /** Extracts exactly the manifest's files into `destDir` (empty or absent); cleans up on failure or abort. */
   extract(zipPath: string, manifest: ArchiveManifest, destDir: string, signal?: AbortSignal): Promise<void>;
+  /**
+   * Hands every manifest file to `fn`, one at a time in archive order, checked as `extract` checks it (its
+   * declared size and CRC), without writing it anywhere: for callers that put the files somewhere of their own.
+   * Rejects with what `fn` or the check threw; an abort rejects with the signal's reason.
+   */
+  each(
+    zipPath: string,
+    manifest: ArchiveManifest,
+    fn: (file: ArchiveContent) => Promise<void>,
+    signal?: AbortSignal,
+  ): Promise<void>;
   /**
    * Reads every manifest file through, checked as `extract` checks it but written nowhere (a damaged
    * archive fails here as it would there), and keeps the archive open to read single files.

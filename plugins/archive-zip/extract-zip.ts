@@ -2,11 +2,10 @@ import { createWriteStream } from 'node:fs';
 import { chmod, mkdir, readdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { ZipFile } from 'yauzl';
 import { ArchiveError, quoteName } from './archive-error.js';
 import type { ArchiveManifest } from './archive-types.js';
-import { checked, eachManifestEntry, entryBytes, SMALL_ENTRY_BYTES } from './manifest-entries.js';
-import { openZip, zipError } from './open-zip.js';
+import { eachFile } from './each-file.js';
+import { zipError } from './open-zip.js';
 
 /**
  * Writes exactly the manifest's files (from inspectZip) into `destDir`, which must be empty or
@@ -25,7 +24,6 @@ export async function extractZip(
   const dest = resolve(destDir);
   const created = await mkdir(dest, { recursive: true });
   if (!created && (await readdir(dest)).length) throw new Error(`extractZip: ${dest} is not empty`);
-  let zip: ZipFile | undefined;
   // Small files, their bytes already checked, are written up to eight at once: the waits overlap.
   const writing = new Set<Promise<void>>();
   const failures: unknown[] = [];
@@ -39,46 +37,41 @@ export async function extractZip(
   try {
     const root = await realpath(dest);
     const dirs = new Set([root]);
-    // Sizes and CRCs are checked by entryBytes or our own stream, so that a lying header gets a stable code.
-    const opened = await openZip(path, false);
-    zip = opened;
-    await eachManifestEntry(opened, manifest, async (file, entry) => {
-      const target = resolve(root, file.path);
-      if (!target.startsWith(root + sep))
-        throw new ArchiveError(
-          'archive_path_traversal',
-          `Entry ${quoteName(file.name)} would be written outside the workspace`,
-          file.name,
-        );
-      const dir = dirname(target);
-      if (!dirs.has(dir)) {
-        await mkdir(dir, { recursive: true });
-        if ((await realpath(dir)) !== dir)
+    await eachFile(
+      path,
+      manifest,
+      async (file, content) => {
+        const target = resolve(root, file.path);
+        if (!target.startsWith(root + sep))
           throw new ArchiveError(
-            'archive_symlink',
-            `Entry ${quoteName(file.name)} would be written through a link`,
+            'archive_path_traversal',
+            `Entry ${quoteName(file.name)} would be written outside the workspace`,
             file.name,
           );
-        dirs.add(dir);
-      }
-      const mode = file.mode & 0o111 ? 0o755 : 0o644;
-      // 'wx' (O_CREAT|O_EXCL) fails on anything already there, a symbolic link included, so none is followed.
-      if (file.size <= SMALL_ENTRY_BYTES) {
-        const data = await entryBytes(opened, entry, file);
-        signal?.throwIfAborted();
-        if (failures.length) throw failures[0];
-        write(target, data, mode);
-        if (writing.size >= 8) await Promise.race(writing);
-      } else {
-        await pipeline(
-          await opened.openReadStreamPromise(entry),
-          checked(file, entry.crc32),
-          createWriteStream(target, { flags: 'wx', mode }),
-          { signal },
-        );
-        await chmod(target, mode);
-      }
-    });
+        const dir = dirname(target);
+        if (!dirs.has(dir)) {
+          await mkdir(dir, { recursive: true });
+          if ((await realpath(dir)) !== dir)
+            throw new ArchiveError(
+              'archive_symlink',
+              `Entry ${quoteName(file.name)} would be written through a link`,
+              file.name,
+            );
+          dirs.add(dir);
+        }
+        const mode = file.mode & 0o111 ? 0o755 : 0o644;
+        // 'wx' (O_CREAT|O_EXCL) fails on anything already there, a symbolic link included, so none is followed.
+        if (content.data) {
+          if (failures.length) throw failures[0];
+          write(target, content.data, mode);
+          if (writing.size >= 8) await Promise.race(writing);
+        } else {
+          await pipeline(content.stream, createWriteStream(target, { flags: 'wx', mode }), { signal });
+          await chmod(target, mode);
+        }
+      },
+      signal,
+    );
     await Promise.all(writing);
     if (failures.length) throw failures[0];
   } catch (err) {
@@ -86,7 +79,5 @@ export async function extractZip(
     if (created) await rm(created, { recursive: true, force: true });
     else for (const name of await readdir(dest)) await rm(join(dest, name), { recursive: true, force: true });
     throw signal?.aborted ? signal.reason : zipError(err);
-  } finally {
-    zip?.close();
   }
 }

@@ -1,11 +1,12 @@
 import { ArchiveError, quoteName } from './archive-error.js';
 import type { ArchiveManifest as ZipManifest } from './archive-types.js';
+import { eachFile } from './each-file.js';
 import { extractZip } from './extract-zip.js';
 import { inspectZip } from './inspect-zip.js';
 import { packDirectory } from './pack-directory.js';
 import { readZip } from './read-zip.js';
 import { StageError } from '../../core/errors.js';
-import type { Archive, ArchiveManifest, ArchiveReader } from '../../core/ports/archive.js';
+import type { Archive, ArchiveContent, ArchiveManifest, ArchiveReader } from '../../core/ports/archive.js';
 
 /** An archive refusal as the stage error the operation shows (code `archive_*`, entry named once, escaped). */
 function asStageError(err: unknown): unknown {
@@ -30,6 +31,20 @@ export class ZipArchive implements Archive {
     return extractZip(zipPath, manifest as ZipManifest, destDir, { signal }).catch((err) =>
       Promise.reject(asStageError(err)),
     );
+  }
+
+  async each(
+    zipPath: string,
+    manifest: ArchiveManifest,
+    fn: (file: ArchiveContent) => Promise<void>,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    return eachFile(
+      zipPath,
+      manifest as ZipManifest,
+      (file, content) => fn({ path: file.path, size: file.size, executable: (file.mode & 0o111) !== 0, ...content }),
+      signal,
+    ).catch((err) => Promise.reject(asStageError(err)));
   }
 
   async read(zipPath: string, manifest: ArchiveManifest, signal?: AbortSignal): Promise<ArchiveReader> {

@@ -13,7 +13,7 @@ import type {
 import type { Storage } from '../../core/ports/storage.js';
 import type { Sandbox } from '../../core/ports/sandbox.js';
 import type { Workspaces } from '../../core/ports/workspaces.js';
-import { unpackArtifact } from '../shared/release/unpack-artifact.js';
+import { fetchArtifact } from '../shared/release/unpack-artifact.js';
 import { BlobStore } from '../shared/release/blob-store.js';
 import { blobsOf, readFileIndex, saveFileIndex, storeReleaseFiles } from '../shared/release/release-files.js';
 import { fileIndexPath, variantsDir } from '../../core/ports/file-index.js';
@@ -72,10 +72,11 @@ export class LocalDeployer implements Deployer, Lifecycle {
     await this.workspaces.run(`deploy-${spec.deploymentId}`, async (work) => {
       const staging = join(work, 'release');
       const deps = { storage: this.storage, archive: this.archive };
-      await unpackArtifact(deps, spec.artifactKey, work, staging, control.signal, spec.artifactRoot);
+      const { zip, manifest } = await fetchArtifact(deps, spec.artifactKey, work, control.signal, spec.artifactRoot);
       // Each file becomes a link to its blob; a static release also gets its index and precompressed variants.
       const precompress = spec.runtime === 'static';
-      const index = await storeReleaseFiles(this.store, staging, {
+      const files = (fn: Parameters<Archive['each']>[2]) => this.archive.each(zip, manifest, fn, control.signal);
+      const index = await storeReleaseFiles(this.store, staging, files, {
         precompress,
         signal: control.signal,
         finalRoot: root,

@@ -42,9 +42,11 @@ export class BuildStage implements StageImpl {
   ) {}
 
   async run(ctx: StageContext) {
-    const build = await this.produce(ctx, false);
+    const { build, storeLog } = await this.produce(ctx, false);
     return {
       also: (tx: EntityManager) => this.builds.within(tx).update(build, { status: 'succeeded', finished: true }),
+      // Off the chain's path: the next stage can start meanwhile (the log is not_found until it is stored).
+      after: storeLog,
     };
   }
 
@@ -56,14 +58,18 @@ export class BuildStage implements StageImpl {
   async skipped(ctx: StageContext): Promise<void> {
     if ((ctx.operation.state as unknown as OperationState).buildId) return;
     if (await this.builds.shippable(ctx.operation.id)) return;
-    await this.produce(ctx, true);
+    await (await this.produce(ctx, true)).storeLog();
   }
 
   /**
    * Makes the version's artifact: with `skipCommands` the source tree (output directory applied) is
-   * packed as is (skip_build). Returns the build's id; it is still `running` unless skipped.
+   * packed as is (skip_build). Returns the build's id (it is still `running` unless skipped) and what stores
+   * its whole log; a failed build's log is stored before it throws.
    */
-  private async produce(ctx: StageContext, skipCommands: boolean): Promise<string> {
+  private async produce(
+    ctx: StageContext,
+    skipCommands: boolean,
+  ): Promise<{ build: string; storeLog: () => Promise<void> }> {
     const analysis = ctx.version.analysis as unknown as Analysis | null;
     if (!analysis) throw new StageError('build_no_analysis', 'The version has no Analyze result; retry the operation');
     await this.builds.cancelRunning(ctx.operation.id);
@@ -171,9 +177,8 @@ export class BuildStage implements StageImpl {
       throw err;
     }
     await appendChunk();
-    await this.storeLog(logKey, log);
     await this.builds.update(build, { ...packed, log: log.summary, finished: skipCommands });
-    return build;
+    return { build, storeLog: () => this.storeLog(logKey, log) };
   }
 
   private async storeLog(key: string, log: BuildLog): Promise<void> {

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { chmod, link, lstat, mkdir, readdir, rename, unlink } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, readdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 
@@ -40,6 +40,46 @@ export class BlobStore {
   }
 
   /**
+   * Links the blob `name` at `target` when the store has it (nothing to do when `target` is that link already).
+   * Resolves to the blob's size and modification time, or null when the store has no such blob.
+   */
+  async link(name: string, target: string): Promise<{ size: number; mtimeMs: number } | null> {
+    try {
+      await link(this.pathOf(name), target);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return null;
+      if (code !== 'EEXIST') throw this.explained(err, target);
+    }
+    const { size, mtimeMs } = await lstat(target);
+    return { size, mtimeMs };
+  }
+
+  /**
+   * Makes `target` (which must not exist) the blob `name` holding `data`: a link to the blob when the store has it;
+   * otherwise `data` is written there, read-only (0444, 0555 when executable), and becomes the blob, so its bytes
+   * are written once. Resolves to the blob's modification time. A crash leaves either no blob or a whole one.
+   */
+  async put(name: string, target: string, data: Buffer): Promise<number> {
+    const blob = this.pathOf(name);
+    await this.shard(name);
+    for (let attempt = 1; ; attempt++) {
+      const there = await this.link(name, target);
+      if (there) return there.mtimeMs;
+      await writeFile(target, data, { flag: 'wx', mode: name.includes('-x') ? 0o555 : 0o444 });
+      try {
+        await link(target, blob);
+        return (await lstat(target)).mtimeMs;
+      } catch (err) {
+        // Added by someone else meanwhile: this copy gives way to a link to theirs (kept after a few tries).
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw this.explained(err, target);
+        if (attempt >= 3) return (await lstat(target)).mtimeMs;
+        await unlink(target);
+      }
+    }
+  }
+
+  /**
    * Makes the regular file at `file` a link to its blob (`name`), adding the blob when it is new: the file
    * itself becomes the blob (its mode made read-only first), so its bytes are written once. When the blob is
    * there already, the file is replaced by a link to it. A crash leaves either the file or a whole blob,
@@ -55,11 +95,7 @@ export class BlobStore {
         return;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EXDEV')
-          throw new Error(`The file store ${this.dir} must be on the filesystem of ${file} (hard links)`, {
-            cause: err,
-          });
-        if (code !== 'EEXIST') throw err;
+        if (code !== 'EEXIST') throw this.explained(err, file);
       }
       // Linked to a temporary name, then renamed over the file: the blob always has a link besides its own.
       const temp = `${file}.${randomBytes(4).toString('hex')}.link`;
@@ -137,6 +173,12 @@ export class BlobStore {
       }
     }
     return removed;
+  }
+
+  /** A failed link as thrown, or, across filesystems, why the store cannot work there. */
+  private explained(err: unknown, file: string): unknown {
+    if ((err as NodeJS.ErrnoException).code !== 'EXDEV') return err;
+    return new Error(`The file store ${this.dir} must be on the filesystem of ${file} (hard links)`, { cause: err });
   }
 
   private async shard(name: string): Promise<void> {

@@ -1,14 +1,27 @@
 import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { Archive } from '../../../core/ports/archive.js';
+import type { Archive, ArchiveManifest } from '../../../core/ports/archive.js';
 import type { Storage } from '../../../core/ports/storage.js';
 
 /**
- * Unpacks a release's artifact (a ZIP in Storage) into `dest` (absent or empty), with every check of
- * the Archive port. The ZIP is copied to `<work>/artifact.zip` first: `work` is a workspace of the caller.
- * `prefix` (ReleaseSpec.artifactRoot) takes only that folder of the artifact as the root.
+ * Copies a release's artifact (a ZIP in Storage) to `<work>/artifact.zip` (`work` is a workspace of the caller)
+ * and checks it with every check of the Archive port. `prefix` (ReleaseSpec.artifactRoot) takes only that folder
+ * of the artifact as the root.
  */
+export async function fetchArtifact(
+  deps: { storage: Storage; archive: Archive },
+  artifactKey: string,
+  work: string,
+  signal?: AbortSignal,
+  prefix?: string,
+): Promise<{ zip: string; manifest: ArchiveManifest }> {
+  const zip = join(work, 'artifact.zip');
+  await pipeline(await deps.storage.get(artifactKey), createWriteStream(zip), { signal });
+  return { zip, manifest: await deps.archive.inspect(zip, { rootDirectory: prefix }) };
+}
+
+/** Unpacks a release's artifact into `dest` (absent or empty), as fetchArtifact takes it. */
 export async function unpackArtifact(
   deps: { storage: Storage; archive: Archive },
   artifactKey: string,
@@ -17,8 +30,6 @@ export async function unpackArtifact(
   signal?: AbortSignal,
   prefix?: string,
 ): Promise<void> {
-  const zip = join(work, 'artifact.zip');
-  await pipeline(await deps.storage.get(artifactKey), createWriteStream(zip), { signal });
-  const manifest = await deps.archive.inspect(zip, { rootDirectory: prefix });
+  const { zip, manifest } = await fetchArtifact(deps, artifactKey, work, signal, prefix);
   await deps.archive.extract(zip, manifest, dest, signal);
 }

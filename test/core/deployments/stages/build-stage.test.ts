@@ -31,6 +31,7 @@ const archive: Archive = {
       await writeFile(join(dest, f.path), f.path);
     }
   },
+  each: async () => {},
   read: async () => ({ readFile: async () => null, close: () => {} }),
   pack: async (src, dest) => writeFile(dest, `packed ${(await readdir(src)).sort().join(',')}`),
 };
@@ -79,10 +80,13 @@ test('a build runs the builder, stores its output and log; it succeeds only in t
   const [build] = builds.rows;
   assert.is(build.status, 'running');
   assert.is(artifactOf(storage, build.artifactKey), 'packed app.js');
-  assert.match(artifactOf(storage, build.logKey)!, /Building with fake[\s\S]*building[\s\S]*Artifact artifacts\//);
   await result.also!(null as never);
   assert.is(build.status, 'succeeded');
   assert.ok(build.finished);
+  // The whole log is stored after the commit, off the chain's path.
+  assert.is(artifactOf(storage, build.logKey), undefined);
+  await result.after!();
+  assert.match(artifactOf(storage, build.logKey)!, /Building with fake[\s\S]*building[\s\S]*Artifact artifacts\//);
 });
 
 test('a failed build is recorded failed with its error and log, and the stage throws it', async () => {
@@ -100,6 +104,7 @@ test('a build log storage refuses is logged as a warning; the build goes on with
   storage.put = async () => Promise.reject(new Error('disk full'));
   const result = await stage.run(stageContext());
   await result.also!(null as never);
+  await result.after!();
   assert.is(builds.rows[0].status, 'succeeded');
   assert.ok(builds.rows[0].log?.lastLines.some((l) => l.startsWith('Artifact ')));
   assert.equal(log.warnings, ['the build log was not stored; its summary stays on the build']);
