@@ -13,6 +13,7 @@ import { CHANGE_FEED } from '../core/ports/change-feed.js';
 import { ARCHIVE } from '../core/ports/archive.js';
 import { CIPHER } from '../core/ports/cipher.js';
 import { WORKSPACES } from '../core/ports/workspaces.js';
+import { KEPT_FILES, KeptFiles } from '../core/uploads/kept-files.js';
 import { UPLOAD_MANIFESTS, UploadManifests } from '../core/uploads/upload-manifests.js';
 import { DEPLOYER } from '../core/ports/deployer.js';
 import { MAILER } from '../core/ports/mailer.js';
@@ -177,9 +178,21 @@ export const services: ServiceDefinition[] = [
     create: (d) => new DomainService(d.em, d.projects, d.entitlements, d.checker, d.clock, d.config),
   }),
   defineService({
+    provides: KEPT_FILES,
+    deps: { em: ENTITY_MANAGER, storage: STORAGE, clock: CLOCK },
+    create: (d) => new KeptFiles(d.em, d.storage, d.clock),
+  }),
+  defineService({
     provides: UPLOAD_MANIFESTS,
-    deps: { storage: STORAGE, archive: ARCHIVE, workspaces: WORKSPACES, clock: CLOCK, config: CONFIG },
-    create: (d) => new UploadManifests(d.storage, d.archive, d.workspaces, d.clock, d.config.maxArchiveBytes),
+    deps: {
+      storage: STORAGE,
+      kept: KEPT_FILES,
+      archive: ARCHIVE,
+      workspaces: WORKSPACES,
+      clock: CLOCK,
+      config: CONFIG,
+    },
+    create: (d) => new UploadManifests(d.storage, d.kept, d.archive, d.workspaces, d.clock, d.config.maxArchiveBytes),
   }),
   ...deploymentServices,
 ];

@@ -579,7 +579,7 @@ export interface paths {
                                 private_projects: boolean;
                                 visibilities: string[];
                             };
-                            /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires). */
+                            /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires), kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used go) and kept_file_days per file (days a kept file stays after the last manifest or upload that used it). */
                             limits: {
                                 access_grants_per_project: number | null;
                                 archive_bytes: number | null;
@@ -588,6 +588,8 @@ export interface paths {
                                 deployments_per_day: number | null;
                                 environment_value_bytes: number | null;
                                 environment_variables_per_project: number | null;
+                                kept_file_bytes: number | null;
+                                kept_file_days: number | null;
                                 preview_ttl_hours: number | null;
                                 private_projects: number | null;
                                 projects: number | null;
@@ -655,7 +657,7 @@ export interface paths {
                                 /** @description Features the plan allows: instant_rollback (promote an earlier release). */
                                 capabilities: string[];
                                 id: string;
-                                /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires). */
+                                /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires), kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used go) and kept_file_days per file (days a kept file stays after the last manifest or upload that used it). */
                                 limits: {
                                     access_grants_per_project: number | null;
                                     archive_bytes: number | null;
@@ -664,6 +666,8 @@ export interface paths {
                                     deployments_per_day: number | null;
                                     environment_value_bytes: number | null;
                                     environment_variables_per_project: number | null;
+                                    kept_file_bytes: number | null;
+                                    kept_file_days: number | null;
                                     preview_ttl_hours: number | null;
                                     private_projects: number | null;
                                     projects: number | null;
@@ -4899,7 +4903,7 @@ export interface paths {
         put?: never;
         /**
          * Send the manifest of a site, and learn which files to upload
-         * @description The first step of an upload that sends only what is new (what `hoist deploy` does). The body lists every file of the site: its path (relative, `/`-separated), the SHA-256 of its bytes (hex) and its size; it may be sent gzip-compressed (`Content-Encoding: gzip`). The answer names the hashes this account has not sent before (`missing`). Then POST a ZIP holding only those files, at their paths, to a Local-to-Live route with the text part `manifest_id` (the file part may be left out when nothing is missing): Hoist checks every file against the manifest (400 when a file's bytes do not match its hash, or a path is not listed), assembles the whole site and deploys it like any ZIP, every archive check included. A manifest can be used for an hour (then 410 gone). Files are kept per account: no account learns what another one sent. A path that leaves the site (absolute, `..`, backslash, control characters), is longer than 255 bytes a name or 1,024 in all, or is listed twice → 400; more than 20000 files → 400; a body over 8388608 bytes → 413.
+         * @description The first step of an upload that sends only what is new (what `hoist deploy` does). The body lists every file of the site: its path (relative, `/`-separated), the SHA-256 of its bytes (hex) and its size; it may be sent gzip-compressed (`Content-Encoding: gzip`). The answer names the hashes this account has not sent before (`missing`). Then POST a ZIP holding only those files, at their paths, to a Local-to-Live route with the text part `manifest_id` (the file part may be left out when nothing is missing): Hoist checks every file against the manifest (400 when a file's bytes do not match its hash, or a path is not listed), assembles the whole site and deploys it like any ZIP, every archive check included. A manifest can be used for an hour (then 410 gone). Files are kept per account: no account learns what another one sent. They are kept within the plan's limits: a file goes `kept_file_days` after the last manifest or upload that used it, and an account keeps at most `kept_file_bytes` (the least recently used go first; a new file there is no room for is deployed but not kept): a file sent before may be `missing` again, never while a manifest that found it can be used. A path that leaves the site (absolute, `..`, backslash, control characters), is longer than 255 bytes a name or 1,024 in all, or is listed twice → 400; more than 20000 files → 400; a body over 8388608 bytes → 413.
          */
         post: {
             parameters: {

@@ -9,11 +9,13 @@ import type { Kernel } from '../kernel.js';
 import { startDomainChecks } from './domain-scheduler.js';
 import { startGarbageCollection } from './garbage-collection.js';
 import { startPreviewExpiry } from './preview-expiry.js';
+import { startUploadRetention } from './upload-retention.js';
 
 /**
  * Starts the worker role: takes stage jobs from the queue, once its sandbox runs and core's Recovery
  * has resumed what the last process left. It also checks customer domains on their schedule, takes expired
- * previews down and collects garbage (unreferenced release files).
+ * previews down, collects garbage (unreferenced release files) and removes what manifest uploads keep past their
+ * retention.
  * Returns a function that stops taking jobs and waits for running ones to hand back.
  */
 export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> {
@@ -47,7 +49,9 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
   const stopDomainChecks = startDomainChecks(kernel);
   const stopGarbageCollection = startGarbageCollection(kernel);
   const stopPreviewExpiry = startPreviewExpiry(kernel);
+  const stopUploadRetention = startUploadRetention(kernel);
   return async () => {
+    await stopUploadRetention();
     await stopDomainChecks();
     await stopPreviewExpiry();
     await stopGarbageCollection();

@@ -13,6 +13,10 @@ export interface PlanLimits {
   release_retention: number;
   /** Hours a preview serves after it went up; then it expires and its release is removed. */
   preview_ttl_hours: number;
+  /** Bytes of manifest-upload files kept for the account; past them the least recently used go, or are not kept. */
+  kept_file_bytes: number;
+  /** Days a kept manifest-upload file stays after the last manifest or upload that used it. */
+  kept_file_days: number;
 }
 
 export interface Plan {
@@ -50,6 +54,8 @@ export const plans: Record<string, Plan> = {
       concurrent_builds: 1,
       release_retention: 1,
       preview_ttl_hours: 24,
+      kept_file_bytes: 250_000_000,
+      kept_file_days: 14,
     },
   },
   pro: {
@@ -70,6 +76,8 @@ export const plans: Record<string, Plan> = {
       concurrent_builds: 2,
       release_retention: 5,
       preview_ttl_hours: 168,
+      kept_file_bytes: 2_000_000_000,
+      kept_file_days: 30,
     },
   },
   team: {
@@ -90,6 +98,8 @@ export const plans: Record<string, Plan> = {
       concurrent_builds: 5,
       release_retention: 20,
       preview_ttl_hours: 720,
+      kept_file_bytes: 10_000_000_000,
+      kept_file_days: 90,
     },
   },
 };

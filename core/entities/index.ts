@@ -9,6 +9,7 @@ import { EnvironmentSnapshotSchema } from './environment-snapshot.js';
 import { EnvironmentVariableSchema } from './environment-variable.js';
 import { DomainSchema } from './domain.js';
 import { IdempotencyRecordSchema } from './idempotency-record.js';
+import { KeptFileSchema } from './kept-file.js';
 import { VersionSchema } from './version.js';
 import { OneTimeTokenSchema } from './one-time-token.js';
 import { OperationSchema } from './operation.js';
@@ -39,6 +40,7 @@ export const entities = [
   DeploymentSchema,
   IdempotencyRecordSchema,
   UploadSessionSchema,
+  KeptFileSchema,
   ProjectKeySchema,
   EnvironmentVariableSchema,
   EnvironmentSnapshotSchema,

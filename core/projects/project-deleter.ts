@@ -18,6 +18,8 @@ import { token } from '../tokens.js';
 export const PROJECT_DELETER = token<ProjectDeleter>('hoist.ProjectDeleter');
 
 const UNFINISHED = ['queued', 'running'];
+/** Ids per query (far below SQLite's and PostgreSQL's bound on parameters). */
+const BATCH = 500;
 
 /**
  * Finishes project deletions queued by ProjectService.requestDeletion. Idempotent: running an
@@ -54,8 +56,10 @@ export class ProjectDeleter {
     await em.transactional(async (tx) => {
       if (projectId) {
         await tx.nativeDelete(Deployment, { projectId });
-        const builds = await tx.find(Build, { projectId }, { fields: ['id'] });
-        await tx.nativeDelete(BuildLogChunk, { buildId: { $in: builds.map((b) => b.id) } });
+        // Log lines go by operation: a build record that is gone (or never written) leaves none behind.
+        const ops = await tx.find(Operation, { projectId, kind: { $in: CHAIN_KINDS } }, { fields: ['id'] });
+        for (let i = 0; i < ops.length; i += BATCH)
+          await tx.nativeDelete(BuildLogChunk, { operationId: { $in: ops.slice(i, i + BATCH).map((o) => o.id) } });
         await tx.nativeDelete(Build, { projectId });
         await tx.nativeDelete(Version, { projectId });
         await deleteAccessOf(tx, projectId);

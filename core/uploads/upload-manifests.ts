@@ -11,6 +11,7 @@ import type { Clock } from '../ports/clock.js';
 import { contentAddressedKey, type Storage } from '../ports/storage.js';
 import type { Workspaces } from '../ports/workspaces.js';
 import { token } from '../tokens.js';
+import { MANIFEST_TTL_MS, type KeptFiles } from './kept-files.js';
 
 /** One file of a manifest: where it goes in the site, and its bytes' SHA-256 (hex) and size. */
 export interface ManifestFile {
@@ -35,8 +36,6 @@ interface StoredManifest {
 
 const SHA256 = /^[0-9a-f]{64}$/;
 const ID = /^[0-9a-f-]{36}$/;
-/** How long a manifest can be used for an upload. */
-const TTL_MS = 60 * 60 * 1000;
 /** Storage lookups (and downloads) at once while checking or assembling a manifest. */
 const PARALLEL = 16;
 /** How many missing hashes an error lists. */
@@ -47,12 +46,13 @@ const LISTED = 100;
  * Hoist answers with the hashes it lacks among the files this account sent before. The client then
  * uploads a small ZIP of those files only, with the manifest's id, through the Local-to-Live routes;
  * Hoist checks every byte against the manifest, keeps each file by hash (per account, so no account
- * learns what another one stores), assembles the whole site as a ZIP and deploys it like any upload,
- * every archive check included.
+ * learns what another one stores, within the plan's bounds: see KeptFiles), assembles the whole site as a ZIP and
+ * deploys it like any upload, every archive check included.
  */
 export class UploadManifests {
   constructor(
     private readonly storage: Storage,
+    private readonly kept: KeptFiles,
     private readonly archive: Archive,
     private readonly workspaces: Workspaces,
     private readonly clock: Clock,
@@ -72,16 +72,16 @@ export class UploadManifests {
       throw new HoistError('payload_too_large', `The site holds ${totalSize} bytes; at most ${MANIFEST_MAX_BYTES}`, {
         limit: MANIFEST_MAX_BYTES,
       });
-    const id = randomUUID();
-    const expiresAt = new Date(this.clock.now().getTime() + TTL_MS);
+    const id = uuidV7(this.clock.now());
+    const expiresAt = new Date(this.clock.now().getTime() + MANIFEST_TTL_MS);
     const hashes = [...new Set(checked.map((f) => f.sha256))];
-    const known = await mapLimit(hashes, (h) => this.storage.stat(this.blobKey(accountId, h)));
+    const known = await this.kept.use(accountId, hashes);
     const stored: StoredManifest = { files: checked, expiresAt: expiresAt.toISOString() };
     await this.storage.put(this.manifestKey(accountId, id), bufferStream(JSON.stringify(stored)));
     return {
       id,
       expiresAt,
-      missing: hashes.filter((_, i) => !known[i]),
+      missing: hashes.filter((h) => !known.has(h)),
       fileCount: checked.length,
       totalSize,
     };
@@ -106,6 +106,7 @@ export class UploadManifests {
         for (const f of manifest.files)
           if (!sent.has(f.path)) paths.set(f.sha256, [...(paths.get(f.sha256) ?? []), join(site, f.path)]);
         const hashes = [...paths.keys()];
+        await this.kept.use(accountId, hashes);
         const found = await mapLimit(hashes, (sha256) => this.fetchBlob(accountId, sha256, paths.get(sha256)!));
         const missing = hashes.filter((_, i) => !found[i]);
         if (missing.length)
@@ -131,15 +132,33 @@ export class UploadManifests {
     }
   }
 
+  /**
+   * Removes the stored manifests that can no longer be used (an hour after they were sent, with a margin for
+   * clocks that differ between processes); returns how many.
+   */
+  async removeExpired(): Promise<number> {
+    const cutoff = this.clock.now().getTime() - MANIFEST_TTL_MS - 10 * 60 * 1000;
+    let removed = 0;
+    for await (const o of this.storage.list('upload-manifests/')) {
+      if (o.modifiedAt.getTime() >= cutoff) continue;
+      await this.storage.delete(o.key);
+      removed++;
+    }
+    return removed;
+  }
+
   /** The manifest `id` of the account, unexpired. */
   private async load(accountId: string, id: string): Promise<StoredManifest> {
     if (!ID.test(id))
       throw invalid('manifest_id must be the id POST /api/v1/upload-manifests answered', { field: 'manifest_id' });
     // The key names the account: another account's manifest is not found.
     const body = await this.storage.get(this.manifestKey(accountId, id)).catch((err) => {
-      throw err instanceof HoistError && err.code === 'not_found'
-        ? new HoistError('not_found', 'Upload manifest not found')
-        : err;
+      if (!(err instanceof HoistError && err.code === 'not_found')) throw err;
+      // A manifest removed once expired is still told apart from one that never was: its id holds its time.
+      const sent = timeOfV7(id);
+      throw sent !== null && sent + MANIFEST_TTL_MS <= this.clock.now().getTime()
+        ? new HoistError('gone', 'This upload manifest has expired; send the manifest again')
+        : new HoistError('not_found', 'Upload manifest not found');
     });
     const chunks: Buffer[] = [];
     for await (const c of body) chunks.push(c as Buffer);
@@ -186,11 +205,14 @@ export class UploadManifests {
       paths.add(path);
     }
     // Kept only once every file matched: a refused upload leaves nothing behind.
-    for (const file of inspected.files) {
-      const from = join(sent, file.path);
-      await this.storage.putContentAddressed(`files/${accountId}`, createReadStream(from));
-      await place(from, join(site, inspected.prefix + file.path));
-    }
+    await this.kept.keep(
+      accountId,
+      inspected.files.map((file) => {
+        const { sha256, size } = byPath.get(inspected.prefix + file.path)!;
+        return { sha256, size, open: () => createReadStream(join(sent, file.path)) };
+      }),
+    );
+    for (const file of inspected.files) await place(join(sent, file.path), join(site, inspected.prefix + file.path));
     return paths;
   }
 
@@ -292,6 +314,20 @@ async function sha256Of(path: string): Promise<string> {
 async function place(from: string, to: string): Promise<void> {
   await mkdir(dirname(to), { recursive: true });
   await link(from, to);
+}
+
+/** A UUID version 7: the milliseconds of `at`, then random bits. */
+function uuidV7(at: Date): string {
+  const hex = randomUUID().replace(/-/g, '').split('');
+  hex.splice(0, 12, ...at.getTime().toString(16).padStart(12, '0').slice(-12));
+  hex[12] = '7';
+  const h = hex.join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** The milliseconds a UUID version 7 holds; null for another version. */
+function timeOfV7(id: string): number | null {
+  return id[14] === '7' ? parseInt(id.slice(0, 8) + id.slice(9, 13), 16) : null;
 }
 
 const bufferStream = (data: string | Buffer) => Readable.from([Buffer.from(data)]);

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { BuildLogChunk } from '../../core/entities/build-log-chunk.js';
 import { Deployment, type ReleaseTarget } from '../../core/entities/deployment.js';
 import { Version } from '../../core/entities/version.js';
 import { objectsUnder } from '../helpers/raw-http.js';
@@ -59,6 +60,8 @@ test('deleting a deployed project stops its release and removes its uploads and 
   assert.is((await h.site(hostOf(up.project.url))).status, 404);
   assert.is(await em().count(Version, { projectId: up.project.id }), 0);
   assert.is(await objectsUnder(h.running.kernel, 'uploads/'), 0);
+  assert.is(await objectsUnder(h.running.kernel, `logs/${up.operation.id}/`), 0, 'its stored build logs go');
+  assert.is(await em().count(BuildLogChunk, { operationId: up.operation.id }), 0, 'its log lines go');
   assert.is((await h.get(token, `/api/v1/projects/${up.project.id}/`)).status, 404);
 });
 

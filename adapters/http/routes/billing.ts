@@ -20,7 +20,9 @@ const Limits = {
     'value, ' +
     'customer_subdomains per account, concurrent_builds per account, release_retention per project ' +
     '(releases kept, the live one included; older ones are pruned and can no longer be promoted), ' +
-    'preview_ttl_hours per preview (hours a preview serves on its own host before it expires).',
+    'preview_ttl_hours per preview (hours a preview serves on its own host before it expires), ' +
+    'kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used ' +
+    'go) and kept_file_days per file (days a kept file stays after the last manifest or upload that used it).',
   properties: Object.fromEntries(limitKeys.map((k) => [k, count])),
 } as const;
 

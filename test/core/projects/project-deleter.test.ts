@@ -2,6 +2,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { buildApi } from '../../../adapters/http/app.js';
+import { randomUUID } from 'node:crypto';
+import { BuildLogChunk } from '../../../core/entities/build-log-chunk.js';
 import { Operation } from '../../../core/entities/operation.js';
 import { Project } from '../../../core/entities/project.js';
 import { PROJECT_DELETER, type ProjectDeleter } from '../../../core/projects/project-deleter.js';
@@ -67,6 +69,39 @@ test('a freshly started API finishes interrupted deletions', async () => {
   await app.ready();
   await app.close();
   assert.is((await em().findOneOrFail(Operation, { id: op.id })).status, 'succeeded');
+});
+
+/** A finished deploy operation of the project, with build-log lines of a build record that does not exist. */
+async function loggedOperation(accountId: string, projectId: string): Promise<string> {
+  const now = new Date();
+  const op = Object.assign(new Operation(), {
+    accountId,
+    projectId,
+    kind: 'deploy',
+    status: 'failed',
+    createdAt: now,
+    updatedAt: now,
+  });
+  const chunk = Object.assign(new BuildLogChunk(), {
+    operationId: op.id,
+    buildId: randomUUID(),
+    fromLine: 0,
+    toLine: 2,
+    lines: ['npm install', 'npm ERR! boom'],
+    createdAt: now,
+  });
+  await em().persist([op, chunk]).flush();
+  return op.id;
+}
+
+test("a project's deletion removes the build-log lines of its operations, and only those", async () => {
+  const { project, op } = await interrupted('Logged');
+  const other = await t.inContext(() => projects.create(project.accountId, { name: 'Kept Logs' }));
+  const gone = await loggedOperation(project.accountId, project.id);
+  const kept = await loggedOperation(project.accountId, other.id);
+  await deleter.run(op.id);
+  assert.is(await em().count(BuildLogChunk, { operationId: gone }), 0);
+  assert.is(await em().count(BuildLogChunk, { operationId: kept }), 1);
 });
 
 test.run();

@@ -1,0 +1,27 @@
+import { KEPT_FILES } from '../../core/uploads/kept-files.js';
+import { UPLOAD_MANIFESTS } from '../../core/uploads/upload-manifests.js';
+import type { Kernel } from '../kernel.js';
+import { runPeriodically } from './periodic.js';
+
+/** How often the worker removes expired upload manifests and the kept files the plans no longer allow. */
+export const UPLOAD_RETENTION_MS = 15 * 60_000;
+
+/**
+ * Starts the worker's periodic sweep of what manifest uploads keep (UploadManifests.removeExpired,
+ * KeptFiles.sweep): once at start, then every 15 minutes. Any number of workers may run it; what one removes,
+ * another skips. Returns a function that stops it and waits for a round in progress.
+ */
+export function startUploadRetention(kernel: Kernel, everyMs = UPLOAD_RETENTION_MS): () => Promise<void> {
+  const manifests = kernel.get(UPLOAD_MANIFESTS);
+  const kept = kernel.get(KEPT_FILES);
+  return runPeriodically(
+    async () => {
+      const manifestsRemoved = await manifests.removeExpired();
+      const files = await kept.sweep();
+      if (manifestsRemoved || files.expired || files.evicted || files.orphans)
+        kernel.log.info({ manifests: manifestsRemoved, ...files }, 'removed expired upload manifests and kept files');
+    },
+    everyMs,
+    (err) => kernel.log.error({ err }, 'upload retention sweep failed'),
+  );
+}
