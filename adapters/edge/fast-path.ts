@@ -7,6 +7,7 @@ import { metricsOf } from '../observability/metrics.js';
 import { ACCESS_COOKIE } from './access-gate.js';
 import { GATE_PREFIX } from './access-pages.js';
 import { hostHeaders } from './host-headers.js';
+import type { createReleaseProxy } from './proxy.js';
 import { serveStatic, type StaticRelease } from './static-files.js';
 
 /** The route label of every edge request in the metrics (fastify's, for its catch-all route). */
@@ -42,16 +43,19 @@ export function staticRelease(release: LiveRelease, root: string): StaticRelease
 }
 
 /**
- * The edge's hot path on node:http: a GET or HEAD without a body, with one Host header, for a static
- * release of a public or draft project, or of a private one with an access cookie verified before
- * that still opens it. It takes the release once from the in-memory routing table and answers from
- * it: no database query, no fastify, no info log unless `edgeAccessLogEvery` asks for a sample. Returns
- * false for anything else, which goes on to fastify (gate pages, proxying, 405, two Host headers).
+ * The edge's hot path on node:http: a GET or HEAD without a body, with one Host header, for a release
+ * of a public or draft project, or of a private one with an access cookie verified before that still
+ * opens it. It takes the release once from the in-memory routing table and answers from it: a static
+ * release from its files, a Node.js release through `proxy.plain` (then without Content-Length and
+ * Upgrade too): no database query, no fastify, no info log unless `edgeAccessLogEvery` asks for a
+ * sample. Returns false for anything else, which goes on to fastify (gate pages, request bodies, 405,
+ * two Host headers).
  */
 export function createFastPath(
   kernel: Kernel,
   routes: HostRoutes,
   cookies: AccessTokenCache,
+  proxy: ReturnType<typeof createReleaseProxy>,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const every = kernel.config.edgeAccessLogEvery;
   const log = kernel.log.child({ role: 'edge' });
@@ -74,8 +78,10 @@ export function createFastPath(
     if ((headers['content-length'] && headers['content-length'] !== '0') || headers['transfer-encoding']) return false;
     if (hostHeaders(req.rawHeaders) !== 1) return false;
     const release = routes.lookup(headers.host);
-    if (!release || release.target.kind !== 'static') return false;
+    if (!release) return false;
     const { target } = release;
+    if (target.kind === 'http' && (headers['content-length'] !== undefined || headers.upgrade !== undefined))
+      return false;
     const method = req.method;
     if (release.visibility === 'private') {
       if (req.url?.startsWith(GATE_PREFIX.slice(0, -1))) return false;
@@ -88,6 +94,11 @@ export function createFastPath(
       res.once('finish', () =>
         log.info({ method, host: headers.host, url: req.url, status: res.statusCode }, 'edge request'),
       );
+    if (target.kind === 'http') {
+      countWhenSent(method, res, start);
+      proxy.plain(req, res, target.url, releaseHeaders(release));
+      return true;
+    }
     const answering = serveStatic(req, res, staticRelease(release, target.root));
     // Answered at once (from memory): counted now; else once sent.
     if (!answering) count(method, res.statusCode, start);
