@@ -1,5 +1,6 @@
 import { parseCookie } from 'cookie';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { AccessTokenCache } from '../../core/access/access-token-cache.js';
 import type { HostRoutes, LiveRelease } from '../../core/deployments/host-routes.js';
 import type { Kernel } from '../kernel.js';
@@ -40,6 +41,29 @@ export function staticRelease(release: LiveRelease, root: string): StaticRelease
     staticOfRelease.set(release, found);
   }
   return found;
+}
+
+const OPENED = Symbol('hoist.opened');
+/** What opened a private project on one connection: the Cookie header, the routing entry it was checked against. */
+interface Opened {
+  cookie: string;
+  release: LiveRelease;
+  until: number;
+}
+type WithOpened = Socket & { [OPENED]?: Opened };
+
+/**
+ * Whether `cookie` (a Cookie header) was found to open `release` before on `socket`, and has not expired: a visitor's
+ * kept-alive connection checks its cookie once. The entry is the routing table's: a new password, a removed grant or a
+ * change of visibility or release makes a new one, so such a change is checked again at the next request.
+ */
+function opensOn(socket: Socket, cookie: string | undefined, release: LiveRelease): boolean {
+  const opened = (socket as WithOpened)[OPENED];
+  return !!opened && opened.release === release && opened.cookie === cookie && opened.until > Date.now();
+}
+
+function openedOn(socket: Socket, cookie: string, release: LiveRelease, until: number): void {
+  (socket as WithOpened)[OPENED] = { cookie, release, until };
 }
 
 /**
@@ -85,9 +109,12 @@ export function createFastPath(
     const method = req.method;
     if (release.visibility === 'private') {
       if (req.url?.startsWith(GATE_PREFIX.slice(0, -1))) return false;
-      const cookie = headers.cookie ? parseCookie(headers.cookie)[ACCESS_COOKIE] : undefined;
-      const claims = cookies.known(cookie);
-      if (!claims || claims.sub !== release.projectId || !release.accessProofs.has(claims.jti)) return false;
+      if (!opensOn(req.socket, headers.cookie, release)) {
+        const cookie = headers.cookie ? parseCookie(headers.cookie)[ACCESS_COOKIE] : undefined;
+        const claims = cookies.known(cookie);
+        if (!claims || claims.sub !== release.projectId || !release.accessProofs.has(claims.jti)) return false;
+        openedOn(req.socket, headers.cookie!, release, claims.expiresAt.getTime());
+      }
     }
     const start = performance.now();
     if (every > 0 && ++seen % every === 0)
