@@ -83,11 +83,9 @@ export function createFastPath(
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const every = kernel.config.edgeAccessLogEvery;
   const log = kernel.log.child({ role: 'edge' });
-  const { requests, requestSeconds } = metricsOf(kernel);
-  const count = (method: string, status: number, start: number) => {
-    requests.inc({ role: 'edge', method, route: EDGE_ROUTE, status: String(status) });
-    requestSeconds.observe({ role: 'edge', method, route: EDGE_ROUTE }, (performance.now() - start) / 1000);
-  };
+  const { tally } = metricsOf(kernel);
+  const count = (method: string, status: number, start: number) =>
+    tally.count('edge', method, EDGE_ROUTE, status, (performance.now() - start) / 1000);
   const countWhenSent = (method: string, res: ServerResponse, start: number) =>
     res.once('finish', () => count(method, res.statusCode, start));
   const failed = (req: IncomingMessage, res: ServerResponse) => (err: Error) => {
