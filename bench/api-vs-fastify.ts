@@ -37,8 +37,7 @@ try {
   const cases = paths.map((path) => ({
     name: `GET ${path.replace(deployed.operationId, '{id}')}`,
     hoist: [`${hoist.api}${path}`, hoist.auth] as WrkTarget,
-    other: [`${bareOrigin}${path}`, hoist.auth] as WrkTarget,
-    target: TARGET,
+    others: [{ label: 'bare fastify', at: [`${bareOrigin}${path}`, hoist.auth] as WrkTarget, target: TARGET }],
   }));
   const on = postgres ? 'PostgreSQL' : 'embedded defaults, SQLite';
   await sideBySide(`API vs a bare fastify answering the same body (${on})`, cases, ROUNDS, load0);

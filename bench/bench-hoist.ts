@@ -1,27 +1,32 @@
-// What the side-by-side benches share: Hoist with its three roles in this process on a fresh data
-// directory, an account signed in, deploys through the API, and wrk runs parsed into requests per second.
+// What the side-by-side benches share: Hoist with its roles in this process on a fresh data directory,
+// an account signed in, deploys through the API, an edge in a process of its own (`hoist edge`), and
+// wrk runs parsed into requests per second.
 import { RequestContext } from '@mikro-orm/core';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startRoles, type Running } from '../adapters/cli/start.js';
+import { startRoles, type Role, type Running } from '../adapters/cli/start.js';
 import { boot } from '../adapters/kernel.js';
 import { loadConfig } from '../config/load.js';
 import type { HoistConfig } from '../config/schema.js';
 import { ACCOUNT_SERVICE, type AccountService } from '../core/accounts/account-service.js';
 import { Deployment } from '../core/entities/deployment.js';
 import type { ReleaseTarget } from '../core/ports/deployer.js';
+import { hoistBin, root } from '../test/helpers/cli.js';
+import { freePort } from '../test/helpers/hoist-process.js';
 import { zipOf } from '../test/helpers/live.js';
 
 /** Hoist running for a bench, signed in as one account. */
 export interface BenchHoist {
   running: Running;
+  /** The data directory every role shares (an edge process started apart serves it too). */
+  dataDir: string;
   api: string;
-  /** The edge's origin (http://127.0.0.1:port). */
-  edge: string;
+  /** The origin (http://127.0.0.1:port) of the edge in this process, when `roles` has one. */
+  edge: string | undefined;
   /** `authorization: Bearer ...` of the account. */
   auth: Record<string, string>;
   /** Creates a project (`body` as POST /api/v1/projects/ takes it), deploys `files` to it and waits until live. */
@@ -38,14 +43,15 @@ export interface DeployedProject {
   target: ReleaseTarget;
 }
 
-/** Boots Hoist (embedded defaults, or what `config` overrides) and signs an account in. */
+/** Boots Hoist's `roles` (embedded defaults, or what `config` overrides) and signs an account in. */
 export async function startBenchHoist(
   env: NodeJS.ProcessEnv = {},
   config: Partial<HoistConfig> = {},
+  roles: Role[] = ['api', 'worker', 'edge'],
 ): Promise<BenchHoist> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-bench-'));
   const kernel = await boot(loadConfig(env, { dataDir, port: 0, edgePort: 0, logLevel: 'silent', ...config }));
-  const running = await startRoles(['api', 'worker', 'edge'], kernel);
+  const running = await startRoles(roles, kernel);
   const api = running.urls.api!;
   const email = 'bench@example.com';
   const password = 'correct horse battery';
@@ -66,8 +72,9 @@ export async function startBenchHoist(
   };
   return {
     running,
+    dataDir,
     api,
-    edge: running.urls.edge!.replace('localhost', '127.0.0.1'),
+    edge: running.urls.edge?.replace('localhost', '127.0.0.1'),
     auth,
     async deploy(body, files) {
       const project = await call('/api/v1/projects/', {
@@ -96,6 +103,61 @@ export async function startBenchHoist(
       await running.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/** A `hoist edge` process (bin/hoist.js, the built dist/): its public origin and its admin (health, metrics) origin. */
+export interface EdgeProcess {
+  origin: string;
+  admin: string;
+  child: ChildProcess;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `node bin/hoist.js edge` on `dataDir` (embedded defaults unless `env` says otherwise), as an
+ * operator runs it: it loads its routing table from the database when it starts. Needs `npm run build`.
+ */
+export async function startEdgeProcess(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = {},
+  nodeArgs: string[] = [],
+): Promise<EdgeProcess> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('HOIST_')));
+  const child = spawn(process.execPath, [...nodeArgs, hoistBin, 'edge'], {
+    cwd: root,
+    env: {
+      ...clean,
+      HOIST_DATA_DIR: dataDir,
+      HOIST_EDGE_PORT: String(await freePort()),
+      HOIST_EDGE_ADMIN_PORT: String(await freePort()),
+      HOIST_LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const [origin, admin] = await new Promise<[string, string]>((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      out += d;
+      const m = /hoist edge listening on (http:\/\/\S+) \(health and metrics on (http:\/\/\S+)\)/.exec(out);
+      if (m) resolve([m[1], m[2]]);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (d) => (out += d));
+    child.once('exit', (code) => reject(new Error(`hoist edge exited with ${code}: ${out}`)));
+  });
+  const loopback = (u: string) => u.replace('localhost', '127.0.0.1');
+  return {
+    origin: loopback(origin),
+    admin: loopback(admin),
+    child,
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
   };
 }
 
@@ -152,44 +214,70 @@ export const filler = (bytes: number) =>
 /** One request of a side-by-side case: the URL and the headers wrk sends. */
 export type WrkTarget = [url: string, headers: Record<string, string>];
 
-/** A case measured side by side: Hoist's request, its counterpart's, and the least ratio the issue asks for. */
+/** A server Hoist is measured against: its label, its request, and the least ratio the issue asks for (if any). */
+export interface Counterpart {
+  label: string;
+  at: WrkTarget;
+  target?: number;
+  /** A ceiling (a bare server): the table also prints its own ratio to the other counterparts. */
+  ceiling?: boolean;
+}
+
+/** A case measured side by side: Hoist's request and its counterparts'. */
 export interface SideBySideCase {
   name: string;
   hoist: WrkTarget;
-  other: WrkTarget;
-  target: number;
+  others: Counterpart[];
 }
 
 /**
- * Runs each case's pair `rounds` times, Hoist then its counterpart, and prints a table of the median
- * requests per second, their ratio and the target, under `title` and the load average since `load0`.
+ * Runs each case `rounds` times, Hoist then each counterpart in turn, and prints a table of the median
+ * requests per second, Hoist's ratio to each counterpart and the target, under `title` and the load
+ * average since `load0`; a ceiling's row also gives its ratio to the case's other counterparts.
  */
 export async function sideBySide(title: string, cases: SideBySideCase[], rounds: number, load0: number) {
-  const rows: { name: string; hoist: number; other: number; errors: number; target: number }[] = [];
+  const lines: string[] = [];
+  const cell = (x: string, w = 11) => x.padStart(w);
   for (const c of cases) {
     const h: number[] = [];
-    const o: number[] = [];
-    let errors = 0;
+    const o = c.others.map(() => [] as number[]);
+    const errors = c.others.map(() => 0);
+    let hoistErrors = 0;
     for (let r = 0; r < rounds; r++) {
       const a = await wrk(...c.hoist);
-      const b = await wrk(...c.other);
       h.push(a.rps);
-      o.push(b.rps);
-      errors += a.errors + b.errors;
+      hoistErrors += a.errors;
+      for (const [i, other] of c.others.entries()) {
+        const b = await wrk(...other.at);
+        o[i].push(b.rps);
+        errors[i] += b.errors;
+      }
     }
-    rows.push({ name: c.name, hoist: median(h), other: median(o), errors, target: c.target });
-    process.stdout.write(`${c.name}: ${median(h).toFixed(0)} vs ${median(o).toFixed(0)} req/s\n`);
+    const hoist = median(h);
+    const others = o.map(median);
+    process.stdout.write(`${c.name}: ${hoist.toFixed(0)} vs ${others.map((x) => x.toFixed(0)).join(' / ')} req/s\n`);
+    lines.push(c.name);
+    for (const [i, other] of c.others.entries()) {
+      const ratio = hoist / others[i];
+      const bad = hoistErrors + errors[i];
+      const verdict = bad ? `${bad} bad answers` : other.target ? (ratio >= other.target ? 'met' : 'missed') : '';
+      const target = other.target ? `≥ ${other.target}×` : '';
+      const cells = [hoist.toFixed(0), others[i].toFixed(0), `${ratio.toFixed(2)}×`, target, verdict];
+      lines.push(`  vs ${other.label.padEnd(40)} ${cells.map((x) => cell(x)).join(' ')}`);
+      if (other.ceiling)
+        for (const [j, them] of c.others.entries())
+          if (j !== i)
+            lines.push(
+              `     (${other.label} / ${them.label}: ${others[i].toFixed(0)} / ${others[j].toFixed(0)} req/s, ` +
+                `${(others[i] / others[j]).toFixed(2)}×)`,
+            );
+    }
   }
   console.log(`\n${title}: wrk -t2 -c50 -d5s, ${rounds} alternating rounds, median`);
   console.log(
     `load average ${load0.toFixed(1)} at start, ${loadavg()[0].toFixed(1)} at end (${availableParallelism()} cores)`,
   );
   const head = ['hoist req/s', 'other req/s', 'ratio', 'target', ''];
-  console.log(`${'case'.padEnd(32)} ${head.map((x) => x.padStart(11)).join(' ')}`);
-  for (const r of rows) {
-    const ratio = r.hoist / r.other;
-    const verdict = r.errors ? `${r.errors} bad answers` : ratio >= r.target ? 'met' : 'missed';
-    const cells = [r.hoist.toFixed(0), r.other.toFixed(0), `${ratio.toFixed(2)}×`, `≥ ${r.target}×`, verdict];
-    console.log(`${r.name.padEnd(32)} ${cells.map((x) => x.padStart(11)).join(' ')}`);
-  }
+  console.log(`${'case'.padEnd(43)} ${head.map((x) => cell(x)).join(' ')}`);
+  for (const l of lines) console.log(l);
 }

@@ -1,9 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../../config/load.js';
-import { buildEdge } from '../edge/edge.js';
-import { buildApi } from '../http/app.js';
 import { buildHealthServer } from '../observability/health-routes.js';
-import { startWorker } from '../worker/worker.js';
 import { boot, type Kernel } from '../kernel.js';
 
 /** The roles one process can run. */
@@ -18,7 +15,10 @@ export interface Running {
   close(): Promise<void>;
 }
 
-/** Boots the kernel and starts the given roles on their configured ports. */
+/**
+ * Boots the kernel and starts the given roles on their configured ports. Each role's code is loaded only when it
+ * runs: an edge alone does not hold the API's routes and schemas or the worker's stages in memory.
+ */
 export async function startRoles(roles: Role[], kernel?: Kernel): Promise<Running> {
   const k = kernel ?? (await boot(loadConfig()));
   const servers: FastifyInstance[] = [];
@@ -32,11 +32,13 @@ export async function startRoles(roles: Role[], kernel?: Kernel): Promise<Runnin
   };
   try {
     if (roles.includes('api')) {
+      const { buildApi } = await import('../http/app.js');
       const api = await buildApi(k);
       urls.api = await api.listen({ port: k.config.port, host: k.config.host });
       servers.push(api);
     }
     if (roles.includes('edge')) {
+      const { buildEdge } = await import('../edge/edge.js');
       const edge = await buildEdge(k);
       urls.edge = await edge.listen({ port: k.config.edgePort, host: k.config.host });
       servers.push(edge);
@@ -48,6 +50,7 @@ export async function startRoles(roles: Role[], kernel?: Kernel): Promise<Runnin
       }
     }
     if (roles.includes('worker')) {
+      const { startWorker } = await import('../worker/worker.js');
       stopWorker = await startWorker(k);
       urls.worker = `queue ${k.config.queue}, ${k.config.workerConcurrency} at once`;
       if (!roles.includes('api')) {

@@ -19,17 +19,22 @@ import { clientErrorHandler, guardSlowClients, serverTimeouts } from '../http/sl
  * Builds the edge (not listening): serves each project's live release on `<slug>.<appsDomain>` and
  * its active customer domains (the in-memory routing table says which release a Host gets; it is
  * loaded here and kept current by the change feed), and nothing else (its health and metrics are on
- * the admin listener, see startRoles). Static files of public projects, and of private ones with a
- * known access cookie, are answered on node:http before fastify (fast-path.ts); everything else goes
- * through fastify. Each request takes the live release once and is answered from it alone, so a
- * switch of release never mixes two releases in one response.
+ * the admin listener, see startRoles). Requests without a body to public projects, and to private ones
+ * with a known access cookie, are answered on node:http before fastify (fast-path.ts): static files,
+ * and Node.js releases proxied over node:http; everything else goes through fastify. Each request
+ * takes the live release once and is answered from it alone, so a switch of release never mixes two
+ * releases in one response.
  */
 export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   const { config } = kernel;
   const routes = kernel.get(HOST_ROUTES);
   await (routes as Partial<RoutingTable>).start?.();
   const cookies = new AccessTokenCache(kernel.get(TOKEN_SERVICE));
-  const fast = createFastPath(kernel, routes, cookies);
+  const proxy = createReleaseProxy({
+    trustProxy: config.trustProxy,
+    appsScheme: config.appsScheme as 'http' | 'https',
+  });
+  const fast = createFastPath(kernel, routes, cookies, proxy);
   const app = Fastify({
     loggerInstance: kernel.log.child({ role: 'edge' }) as FastifyBaseLogger,
     trustProxy: config.trustProxy,
@@ -65,10 +70,6 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
         .type('text/plain; charset=utf-8')
         .header('connection', 'close')
         .send('Bad request: more than one Host header\n');
-  });
-  const proxy = createReleaseProxy({
-    trustProxy: config.trustProxy,
-    appsScheme: config.appsScheme as 'http' | 'https',
   });
   const gate = createAccessGate(kernel, app, cookies);
   const serve = async (req: FastifyRequest, reply: FastifyReply) => {

@@ -1,5 +1,6 @@
 import { parseCookie } from 'cookie';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { AccessTokenCache } from '../../core/access/access-token-cache.js';
 import type { HostRoutes, LiveRelease } from '../../core/deployments/host-routes.js';
 import type { Kernel } from '../kernel.js';
@@ -7,6 +8,7 @@ import { metricsOf } from '../observability/metrics.js';
 import { ACCESS_COOKIE } from './access-gate.js';
 import { GATE_PREFIX } from './access-pages.js';
 import { hostHeaders } from './host-headers.js';
+import type { createReleaseProxy } from './proxy.js';
 import { serveStatic, type StaticRelease } from './static-files.js';
 
 /** The route label of every edge request in the metrics (fastify's, for its catch-all route). */
@@ -41,25 +43,49 @@ export function staticRelease(release: LiveRelease, root: string): StaticRelease
   return found;
 }
 
+const OPENED = Symbol('hoist.opened');
+/** What opened a private project on one connection: the Cookie header, the routing entry it was checked against. */
+interface Opened {
+  cookie: string;
+  release: LiveRelease;
+  until: number;
+}
+type WithOpened = Socket & { [OPENED]?: Opened };
+
 /**
- * The edge's hot path on node:http: a GET or HEAD without a body, with one Host header, for a static
- * release of a public or draft project, or of a private one with an access cookie verified before
- * that still opens it. It takes the release once from the in-memory routing table and answers from
- * it: no database query, no fastify, no info log unless `edgeAccessLogEvery` asks for a sample. Returns
- * false for anything else, which goes on to fastify (gate pages, proxying, 405, two Host headers).
+ * Whether `cookie` (a Cookie header) was found to open `release` before on `socket`, and has not expired: a visitor's
+ * kept-alive connection checks its cookie once. The entry is the routing table's: a new password, a removed grant or a
+ * change of visibility or release makes a new one, so such a change is checked again at the next request.
+ */
+function opensOn(socket: Socket, cookie: string | undefined, release: LiveRelease): boolean {
+  const opened = (socket as WithOpened)[OPENED];
+  return !!opened && opened.release === release && opened.cookie === cookie && opened.until > Date.now();
+}
+
+function openedOn(socket: Socket, cookie: string, release: LiveRelease, until: number): void {
+  (socket as WithOpened)[OPENED] = { cookie, release, until };
+}
+
+/**
+ * The edge's hot path on node:http: a GET or HEAD without a body, with one Host header, for a release
+ * of a public or draft project, or of a private one with an access cookie verified before that still
+ * opens it. It takes the release once from the in-memory routing table and answers from it: a static
+ * release from its files, a Node.js release through `proxy.plain` (then without Content-Length and
+ * Upgrade too): no database query, no fastify, no info log unless `edgeAccessLogEvery` asks for a
+ * sample. Returns false for anything else, which goes on to fastify (gate pages, request bodies, 405,
+ * two Host headers).
  */
 export function createFastPath(
   kernel: Kernel,
   routes: HostRoutes,
   cookies: AccessTokenCache,
+  proxy: ReturnType<typeof createReleaseProxy>,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const every = kernel.config.edgeAccessLogEvery;
   const log = kernel.log.child({ role: 'edge' });
-  const { requests, requestSeconds } = metricsOf(kernel);
-  const count = (method: string, status: number, start: number) => {
-    requests.inc({ role: 'edge', method, route: EDGE_ROUTE, status: String(status) });
-    requestSeconds.observe({ role: 'edge', method, route: EDGE_ROUTE }, (performance.now() - start) / 1000);
-  };
+  const { tally } = metricsOf(kernel);
+  const count = (method: string, status: number, start: number) =>
+    tally.count('edge', method, EDGE_ROUTE, status, (performance.now() - start) / 1000);
   const countWhenSent = (method: string, res: ServerResponse, start: number) =>
     res.once('finish', () => count(method, res.statusCode, start));
   const failed = (req: IncomingMessage, res: ServerResponse) => (err: Error) => {
@@ -74,20 +100,30 @@ export function createFastPath(
     if ((headers['content-length'] && headers['content-length'] !== '0') || headers['transfer-encoding']) return false;
     if (hostHeaders(req.rawHeaders) !== 1) return false;
     const release = routes.lookup(headers.host);
-    if (!release || release.target.kind !== 'static') return false;
+    if (!release) return false;
     const { target } = release;
+    if (target.kind === 'http' && (headers['content-length'] !== undefined || headers.upgrade !== undefined))
+      return false;
     const method = req.method;
     if (release.visibility === 'private') {
       if (req.url?.startsWith(GATE_PREFIX.slice(0, -1))) return false;
-      const cookie = headers.cookie ? parseCookie(headers.cookie)[ACCESS_COOKIE] : undefined;
-      const claims = cookies.known(cookie);
-      if (!claims || claims.sub !== release.projectId || !release.accessProofs.has(claims.jti)) return false;
+      if (!opensOn(req.socket, headers.cookie, release)) {
+        const cookie = headers.cookie ? parseCookie(headers.cookie)[ACCESS_COOKIE] : undefined;
+        const claims = cookies.known(cookie);
+        if (!claims || claims.sub !== release.projectId || !release.accessProofs.has(claims.jti)) return false;
+        openedOn(req.socket, headers.cookie!, release, claims.expiresAt.getTime());
+      }
     }
     const start = performance.now();
     if (every > 0 && ++seen % every === 0)
       res.once('finish', () =>
         log.info({ method, host: headers.host, url: req.url, status: res.statusCode }, 'edge request'),
       );
+    if (target.kind === 'http') {
+      countWhenSent(method, res, start);
+      proxy.plain(req, res, target.url, releaseHeaders(release));
+      return true;
+    }
     const answering = serveStatic(req, res, staticRelease(release, target.root));
     // Answered at once (from memory): counted now; else once sent.
     if (!answering) count(method, res.statusCode, start);

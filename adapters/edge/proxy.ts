@@ -1,8 +1,10 @@
 import {
   Agent,
+  request,
   type ClientRequest,
   type IncomingHttpHeaders,
   type IncomingMessage,
+  type OutgoingHttpHeaders,
   type ServerResponse,
 } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -61,9 +63,34 @@ export function setForwardedHeaders(req: IncomingMessage, options: ForwardingOpt
 const portOf = (host: string | undefined, proto: string) =>
   /:(\d+)$/.exec(host ?? '')?.[1] ?? (proto === 'https' ? '443' : '80');
 
+/** How long a release may take to answer (and between the parts of its answer) before the edge gives up: 502. */
+const PROXY_TIMEOUT_MS = 120_000;
+
+/** host and port of a release's base URL (http://127.0.0.1:4123), parsed once per address. */
+const addresses = new Map<string, { hostname: string; port: number }>();
+function addressOf(target: string) {
+  let found = addresses.get(target);
+  if (!found) {
+    const url = new URL(target);
+    found = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80) };
+    if (addresses.size >= 10_000) addresses.clear();
+    addresses.set(target, found);
+  }
+  return found;
+}
+
+/** The path a release is asked for: the request's path and query in their normal form, as http-proxy asks it. */
+function pathOf(url: string): string {
+  const u = new URL(url.startsWith('//') ? `http://base.invalid${url}` : url, 'http://base.invalid');
+  return u.pathname + u.search;
+}
+
 /**
  * Forwards HTTP requests and WebSocket upgrades to a Node.js release, with the X-Forwarded-* headers
  * the edge sets itself (setForwardedHeaders). A release that does not answer gets a 502 page.
+ * `plain` forwards a request without a body over node:http alone (the edge's hot path); `web` takes
+ * any request through http-proxy. Both keep their connections to releases open between requests
+ * and follow the same header rules.
  */
 export function createReleaseProxy(options: ForwardingOptions) {
   // xfwd off: http-proxy would keep a client's X-Forwarded-Host and append to its other claims.
@@ -71,7 +98,7 @@ export function createReleaseProxy(options: ForwardingOptions) {
   // per request and closes it). Its pool is per release address, so a connection carries one release's
   // traffic only; a dead release's sockets error out of it.
   const agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
-  const proxy = createProxyServer({ xfwd: false, ws: true, proxyTimeout: 120_000, agent });
+  const proxy = createProxyServer({ xfwd: false, ws: true, proxyTimeout: PROXY_TIMEOUT_MS, agent });
   // The request to the release, so a request cut on the edge's side is ended there too.
   const outgoing = new WeakMap<IncomingMessage, ClientRequest>();
   proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => outgoing.set(req, proxyReq));
@@ -98,6 +125,47 @@ export function createReleaseProxy(options: ForwardingOptions) {
       for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
       setForwardedHeaders(req, options);
       proxy.web(req, res, { target }, (err) => fail(res, req, err));
+    },
+    /**
+     * Forwards a GET or HEAD without a body (no Content-Length, Transfer-Encoding or Upgrade: the caller
+     * checks) to `target` and pipes the answer back, as `web` does: the client's headers but Trailer,
+     * with the edge's X-Forwarded-*; the release's status and headers but Transfer-Encoding, over the
+     * edge's `headers`, with Connection as the client asked (keep-alive by default); 502 when the
+     * release fails or stays silent for PROXY_TIMEOUT_MS.
+     */
+    plain(req: IncomingMessage, res: ServerResponse, target: string, headers: OutgoingHttpHeaders) {
+      setForwardedHeaders(req, options);
+      const asked = req.headers;
+      const { trailer: _trailer, ...forwarded } = asked;
+      const { hostname, port } = addressOf(target);
+      const out = request({
+        hostname,
+        port,
+        method: req.method,
+        path: pathOf(req.url ?? '/'),
+        headers: forwarded,
+        agent,
+      });
+      out.setTimeout(PROXY_TIMEOUT_MS, () => out.destroy());
+      res.once('close', () => {
+        if (!res.writableFinished) out.destroy();
+      });
+      out.on('error', (err: NodeJS.ErrnoException) => {
+        if (req.socket.destroyed && err.code === 'ECONNRESET') return;
+        fail(res, req, err);
+      });
+      out.on('response', (answer) => {
+        const got = answer.headers;
+        delete got['transfer-encoding'];
+        if (req.httpVersion === '1.0') got.connection = asked.connection || 'close';
+        else if (!got.connection) got.connection = asked.connection || 'keep-alive';
+        for (const name in headers) res.setHeader(name, headers[name]!);
+        for (const name in got) if (got[name] !== undefined) res.setHeader(name, got[name]);
+        res.statusCode = answer.statusCode!;
+        if (answer.statusMessage) res.statusMessage = answer.statusMessage;
+        answer.pipe(res);
+      });
+      out.end();
     },
     /** Forwards a WebSocket upgrade to `target`. */
     ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: string) {

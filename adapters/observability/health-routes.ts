@@ -114,11 +114,9 @@ export const healthRoutes: FastifyPluginAsync<{ kernel: Kernel; role: string }> 
 
 /** Records every answered request of `app` in the kernel's metrics, labelled by `role` and route pattern. */
 export function instrument(app: FastifyInstance, kernel: Kernel, role: string): void {
-  const { requests, requestSeconds } = metricsOf(kernel);
+  const { tally } = metricsOf(kernel);
   app.addHook('onResponse', (req, reply, done) => {
-    const route = req.routeOptions.url ?? 'unmatched';
-    requests.inc({ role, method: req.method, route, status: String(reply.statusCode) });
-    requestSeconds.observe({ role, method: req.method, route }, reply.elapsedTime / 1000);
+    tally.count(role, req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
 }

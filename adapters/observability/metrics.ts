@@ -6,9 +6,11 @@ import type { Kernel } from '../kernel.js';
 /** The Prometheus metrics of one kernel: every role in its process records into the same registry. */
 export interface Metrics {
   registry: Registry;
-  /** Requests answered, by role, method, route pattern and status. */
+  /** Requests answered, by role, method, route pattern and status (count them through `tally`). */
   requests: Counter<'role' | 'method' | 'route' | 'status'>;
   requestSeconds: Histogram<'role' | 'method' | 'route'>;
+  /** Counts answered requests in memory; `requests` and `requestSeconds` take them in when scraped. */
+  tally: RequestTally;
   /** Time a worker spent on one delivery of a stage, by stage and outcome (done or error). */
   stageSeconds: Histogram<'stage' | 'outcome'>;
 }
@@ -59,21 +61,12 @@ export function metricsOf(kernel: Kernel): Metrics {
       this.set({ state: 'running' }, depth.running);
     },
   });
+  const { requests, requestSeconds } = requestMetrics(registry);
   m = {
     registry,
-    requests: new Counter({
-      name: 'hoist_http_requests_total',
-      help: 'HTTP requests answered.',
-      labelNames: ['role', 'method', 'route', 'status'],
-      registers: [registry],
-    }),
-    requestSeconds: new Histogram({
-      name: 'hoist_http_request_duration_seconds',
-      help: 'Time to answer an HTTP request.',
-      labelNames: ['role', 'method', 'route'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers: [registry],
-    }),
+    requests,
+    requestSeconds,
+    tally: new RequestTally(requests, requestSeconds),
     stageSeconds: new Histogram({
       name: 'hoist_stage_duration_seconds',
       help: 'Time a worker spent on one delivery of a stage.',
@@ -84,4 +77,121 @@ export function metricsOf(kernel: Kernel): Metrics {
   };
   made.set(kernel, m);
   return m;
+}
+
+/** Upper bounds of the request duration histogram's buckets, in seconds. */
+const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** The request count and duration metrics, in `registry`. */
+export function requestMetrics(registry: Registry) {
+  return {
+    requests: new Counter({
+      name: 'hoist_http_requests_total',
+      help: 'HTTP requests answered.',
+      labelNames: ['role', 'method', 'route', 'status'] as const,
+      registers: [registry],
+    }),
+    requestSeconds: new Histogram({
+      name: 'hoist_http_request_duration_seconds',
+      help: 'Time to answer an HTTP request.',
+      labelNames: ['role', 'method', 'route'] as const,
+      buckets: REQUEST_BUCKETS,
+      registers: [registry],
+    }),
+  };
+}
+
+type RequestLabels = { role: string; method: string; route: string };
+
+/** The durations of what one role, method and route answered since the last scrape. */
+interface Tallied {
+  labels: RequestLabels;
+  /** Observations per bucket (non-cumulative), the last one past every bound. */
+  buckets: number[];
+  sum: number;
+  count: number;
+}
+
+/** A prom-client histogram's series, as prom-client 15 keeps them (see addObservations). */
+interface HistogramSeries {
+  labels: Record<string, string | number>;
+  bucketValues: Record<number, number>;
+  sum: number;
+  count: number;
+}
+
+/**
+ * Answered requests counted in plain memory, a few additions each, and folded into the request counter and
+ * histogram when they are read (a scrape): the figures are the ones `inc` and `observe` per request would give,
+ * without their labels' hashing on every request.
+ */
+export class RequestTally {
+  private readonly tallies = new Map<string, Tallied>();
+  /** Requests answered by role, method, route and status since the last fold. */
+  private readonly answered = new Map<string, { labels: RequestLabels & { status: string }; n: number }>();
+
+  constructor(
+    private readonly requests: Counter<'role' | 'method' | 'route' | 'status'>,
+    private readonly seconds: Histogram<'role' | 'method' | 'route'>,
+  ) {
+    const fold = () => this.fold();
+    // Whichever of the two is read first takes in what was counted.
+    Object.assign(requests, { collect: fold });
+    Object.assign(seconds, { collect: fold });
+  }
+
+  /** One request of `role` answered `status` for `method` on `route` in `seconds`. */
+  count(role: string, method: string, route: string, status: number, seconds: number): void {
+    const key = `${role} ${method} ${route}`;
+    let t = this.tallies.get(key);
+    if (!t) {
+      t = { labels: { role, method, route }, buckets: new Array(REQUEST_BUCKETS.length + 1).fill(0), sum: 0, count: 0 };
+      this.tallies.set(key, t);
+    }
+    const statusKey = `${key} ${status}`;
+    const answered = this.answered.get(statusKey);
+    if (answered) answered.n++;
+    else this.answered.set(statusKey, { labels: { role, method, route, status: String(status) }, n: 1 });
+    let i = 0;
+    while (i < REQUEST_BUCKETS.length && seconds > REQUEST_BUCKETS[i]) i++;
+    t.buckets[i]++;
+    t.sum += seconds;
+    t.count++;
+  }
+
+  /** Adds what was counted since the last fold to the counter and the histogram, series in the order first seen. */
+  fold(): void {
+    for (const { labels, n } of this.answered.values()) this.requests.inc(labels, n);
+    this.answered.clear();
+    for (const t of this.tallies.values()) {
+      if (!t.count) continue;
+      addObservations(this.seconds, t.labels, t.buckets, t.sum, t.count);
+      t.buckets.fill(0);
+      t.sum = 0;
+      t.count = 0;
+    }
+  }
+}
+
+/**
+ * Adds `count` observations summing to `sum`, `buckets[i]` of them in bucket i, to the series `labels` of `histogram`.
+ * prom-client has no call for that: one observation of 0 makes the series (if new), which is then found in the
+ * histogram's own map and corrected (test/adapters/observability/metrics.test.ts checks the output against observe).
+ */
+function addObservations(
+  histogram: Histogram<'role' | 'method' | 'route'>,
+  labels: RequestLabels,
+  buckets: number[],
+  sum: number,
+  count: number,
+): void {
+  histogram.observe(labels, 0);
+  const all = Object.values((histogram as unknown as { hashMap: Record<string, HistogramSeries> }).hashMap);
+  const series = all.find(
+    (s) => s.labels.role === labels.role && s.labels.method === labels.method && s.labels.route === labels.route,
+  )!;
+  series.bucketValues[REQUEST_BUCKETS[0]] -= 1;
+  series.count += count - 1;
+  series.sum += sum;
+  for (const [i, bound] of REQUEST_BUCKETS.entries()) series.bucketValues[bound] += buckets[i];
 }

@@ -36,8 +36,8 @@ export default function start(program: Command): void {
   program
     .command('edge')
     .description(
-      'run only the edge (edgePort): serves live releases by Host header, reading which ' +
-        'release is live from the database per request; health and metrics on ' +
+      'run only the edge (edgePort): serves live releases by Host header, from a routing ' +
+        'table it loads from the database and keeps current; health and metrics on ' +
         'edgeAdminHost:edgeAdminPort',
     )
     .action(() => run(['edge']));

@@ -14,6 +14,8 @@ import { accessProofs } from '../../../core/access/site-access-service.js';
 import { Deployment } from '../../../core/entities/deployment.js';
 import { Project } from '../../../core/entities/project.js';
 import { TOKEN_SERVICE } from '../../../core/ports/token-service.js';
+import { HOST_ROUTES } from '../../../core/deployments/host-routes.js';
+import type { RoutingTable } from '../../../core/deployments/routing-table.js';
 import { testKernel } from '../../helpers/kernel.js';
 
 let kernel: Kernel;
@@ -88,6 +90,47 @@ test.before(async () => {
 test.after(async () => {
   await edge?.close();
   await kernel?.stop();
+});
+
+/** GET `path` of `host` on `agent`'s one kept-alive connection: status and the client's local port. */
+const onAgent = (agent: http.Agent, host: string, path: string, headers: Record<string, string>) =>
+  new Promise<{ status: number; port: number }>((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path, agent, headers: { host, ...headers } }, (res) => {
+        const local = res.socket.localPort!;
+        res.resume().on('end', () => resolve({ status: res.statusCode!, port: local }));
+      })
+      .on('error', reject);
+  });
+
+test('a kept-alive connection checks its cookie once, and again when the password or the cookie changes', async () => {
+  const [proof] = [...accessProofs('argon-hash', [])];
+  const { token } = await kernel.get(TOKEN_SERVICE).sign('site', privateId, proof, 600);
+  const { token: other } = await kernel.get(TOKEN_SERVICE).sign('site', randomUUID(), proof, 600);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const routes = kernel.get(HOST_ROUTES) as RoutingTable;
+  try {
+    const cookie = { cookie: `hoist_access=${token}` };
+    const first = await onAgent(agent, 'closed.localhost', '/', cookie);
+    assert.is(first.status, 200);
+    assert.is((await onAgent(agent, 'closed.localhost', '/', cookie)).status, 200);
+    // Another cookie on the same connection is checked: one of another project does not open it.
+    const wrong = await onAgent(agent, 'closed.localhost', '/', { cookie: `hoist_access=${other}` });
+    assert.is(wrong.status, 401);
+    assert.is((await onAgent(agent, 'closed.localhost', '/', {})).status, 401, 'no cookie, no entry');
+    assert.is((await onAgent(agent, 'closed.localhost', '/', cookie)).status, 200);
+    // A new password: the same connection, the same cookie, refused at the next request.
+    await kernel.orm.em.fork().nativeUpdate(Project, { id: privateId }, { accessPasswordHash: 'another-hash' });
+    await routes.reload(privateId);
+    const after = await onAgent(agent, 'closed.localhost', '/', cookie);
+    assert.is(after.port, first.port, 'one connection throughout');
+    assert.is(after.status, 401);
+    await kernel.orm.em.fork().nativeUpdate(Project, { id: privateId }, { accessPasswordHash: 'argon-hash' });
+    await routes.reload(privateId);
+    assert.is((await onAgent(agent, 'closed.localhost', '/', cookie)).status, 200);
+  } finally {
+    agent.destroy();
+  }
 });
 
 test('public static files, and private ones with a known cookie, are served with the database closed', async () => {

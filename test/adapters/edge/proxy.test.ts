@@ -5,22 +5,44 @@ import * as assert from 'uvu/assert';
 import { createReleaseProxy, type ForwardingOptions } from '../../../adapters/edge/proxy.js';
 import { rawRequest } from '../../helpers/raw-http.js';
 
-// A release that answers with the headers it got (HTTP), or writes them after a 101 (upgrade).
-const seen = (req: http.IncomingMessage) => ({ headers: req.headers, raw: req.rawHeaders });
-const release = http.createServer((req, res) =>
-  res.setHeader('content-type', 'application/json').end(JSON.stringify(seen(req))),
-);
+// A release that answers with the method, path and headers it got (HTTP), or writes them after a 101 (upgrade).
+// `/status` answers 418 with a reason, a header of the edge's own and hop-by-hop ones of its own.
+const seen = (req: http.IncomingMessage) => ({
+  method: req.method,
+  url: req.url,
+  headers: req.headers,
+  raw: req.rawHeaders,
+  port: req.socket.remotePort,
+});
+const release = http.createServer((req, res) => {
+  if (req.url === '/status') {
+    res.statusMessage = 'I am a teapot here';
+    res.setHeader('x-hoist-release', 'the app says');
+    res.setHeader('keep-alive', 'timeout=3');
+  }
+  res.statusCode = req.url === '/status' ? 418 : 200;
+  res.setHeader('content-type', 'application/json').end(JSON.stringify(seen(req)));
+});
 release.on('upgrade', (req, socket) =>
   socket.end(
     `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n${JSON.stringify(seen(req))}`,
   ),
 );
 
-/** An edge stand-in: every request and upgrade goes through the release proxy with `options`. */
-async function front(options: ForwardingOptions) {
-  const target = `http://127.0.0.1:${(release.address() as AddressInfo).port}`;
+/**
+ * An edge stand-in: every request goes through the release proxy with `options` (by `via`: http-proxy,
+ * or node:http alone as the edge's hot path does for requests without a body), every upgrade through
+ * its `ws`. The edge's own headers are `headers`; `to` is the release's address.
+ */
+async function front(
+  options: ForwardingOptions,
+  via: 'web' | 'plain' = 'web',
+  headers: Record<string, string> = {},
+  to?: string,
+) {
+  const target = to ?? `http://127.0.0.1:${(release.address() as AddressInfo).port}`;
   const proxy = createReleaseProxy(options);
-  const server = http.createServer((req, res) => proxy.web(req, res, target, {}));
+  const server = http.createServer((req, res) => proxy[via](req, res, target, headers));
   server.on('upgrade', (req, socket, head) => proxy.ws(req, socket, head, target));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
@@ -44,87 +66,184 @@ const spoofed = {
 test.before(() => new Promise<void>((r) => release.listen(0, '127.0.0.1', r)));
 test.after(() => new Promise<void>((r) => release.close(() => r())));
 
+for (const via of ['web', 'plain'] as const) {
+  test(
+    `${via}: without trustProxy the edge sets X-Forwarded-For/-Host/-Proto/-Port itself and ` +
+      'drops Forwarded and X-Real-IP',
+    async () => {
+      const f = await front({ trustProxy: false, appsScheme: 'http' }, via);
+      try {
+        const conn = await rawRequest(f.url, 'GET', '/who', spoofed);
+        const res = await conn.response;
+        assert.is(res.status, 200, JSON.stringify(res));
+        const h = res.body.headers;
+        assert.is(h['x-forwarded-for'], '127.0.0.1', "the peer only, none of the client's claims");
+        assert.is(h['x-forwarded-host'], new URL(f.url).host, 'the Host the edge was asked for');
+        assert.is(h['x-forwarded-proto'], 'http');
+        assert.is(h['x-forwarded-port'], new URL(f.url).port);
+        assert.is(h.forwarded, undefined);
+        assert.is(h['x-real-ip'], undefined);
+        // One header of each, not the client's next to the edge's.
+        const names = (res.body.raw as string[]).filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+        for (const n of ['x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port'])
+          assert.is(names.filter((x) => x === n).length, 1, n);
+      } finally {
+        await f.close();
+      }
+    },
+  );
+
+  test(
+    `${via}: a request without any such header gets them all from the edge; the Host port or ` +
+      "the scheme's default is the port",
+    async () => {
+      const f = await front({ trustProxy: false, appsScheme: 'http' }, via);
+      try {
+        const res = await (await rawRequest(f.url, 'GET', '/', { connection: 'close' })).response;
+        assert.is(res.body.headers['x-forwarded-for'], '127.0.0.1');
+        assert.is(res.body.headers['x-forwarded-proto'], 'http');
+        assert.is(res.body.headers['x-forwarded-host'], new URL(f.url).host);
+        assert.is(res.body.headers['x-forwarded-port'], new URL(f.url).port);
+        // A Host without a port: the scheme's default.
+        const bare = await (
+          await rawRequest(f.url, 'GET', '/', { host: 'site.localhost', connection: 'close' })
+        ).response;
+        assert.is(bare.body.headers['x-forwarded-host'], 'site.localhost');
+        assert.is(bare.body.headers['x-forwarded-port'], '80');
+      } finally {
+        await f.close();
+      }
+    },
+  );
+
+  test(
+    `${via}: with appsScheme https (TLS ends in front of the edge) the edge says https, ` +
+      'whatever the client claims',
+    async () => {
+      const f = await front({ trustProxy: false, appsScheme: 'https' }, via);
+      try {
+        const res = await (
+          await rawRequest(f.url, 'GET', '/', { 'x-forwarded-proto': 'http', connection: 'close' })
+        ).response;
+        assert.is(res.body.headers['x-forwarded-proto'], 'https');
+        assert.is(res.body.headers['x-forwarded-for'], '127.0.0.1');
+      } finally {
+        await f.close();
+      }
+    },
+  );
+
+  test(
+    `${via}: with trustProxy the proxy's values are kept and its address is appended to ` + 'X-Forwarded-For',
+    async () => {
+      const f = await front({ trustProxy: true, appsScheme: 'http' }, via);
+      try {
+        const res = await (await rawRequest(f.url, 'GET', '/', spoofed)).response;
+        const h = res.body.headers;
+        assert.is(h['x-forwarded-for'], '6.6.6.6, 7.7.7.7, 127.0.0.1');
+        assert.is(h['x-forwarded-host'], 'victim.example');
+        assert.is(h['x-forwarded-proto'], 'https');
+        assert.is(h['x-forwarded-port'], '443');
+        assert.is(h.forwarded, spoofed.forwarded);
+        // And a trusted proxy that sent none gets the edge's own.
+        const plain = await (await rawRequest(f.url, 'GET', '/', { connection: 'close' })).response;
+        assert.is(plain.body.headers['x-forwarded-for'], '127.0.0.1');
+        assert.is(plain.body.headers['x-forwarded-host'], new URL(f.url).host);
+        assert.is(plain.body.headers['x-forwarded-proto'], 'http');
+      } finally {
+        await f.close();
+      }
+    },
+  );
+}
+
+/** The answer of `url` to a raw request: status line, headers (no Date) and body. */
+async function answerOf(url: string, method: string, path: string, headers: Record<string, string>) {
+  const conn = await rawRequest(url, method, path, headers);
+  let data = '';
+  await new Promise<void>((resolve) => conn.socket.on('data', (d) => (data += d)).on('close', () => resolve()));
+  return data.replace(/^Date: .*\r\n/im, '').replace(/"port":\d+/, '"port":0');
+}
+
 test(
-  'without trustProxy the edge sets X-Forwarded-For/-Host/-Proto/-Port itself and ' + 'drops Forwarded and X-Real-IP',
+  'plain answers as web does: path, method, status and reason, headers over the edge ones, ' + 'HEAD, Trailer',
   async () => {
-    const f = await front({ trustProxy: false, appsScheme: 'http' });
+    const edgeHeaders = { 'x-hoist-release': 'dep-1', 'x-robots-tag': 'noindex' };
+    const web = await front({ trustProxy: false, appsScheme: 'http' }, 'web', edgeHeaders);
+    const plain = await front({ trustProxy: false, appsScheme: 'http' }, 'plain', edgeHeaders);
     try {
-      const conn = await rawRequest(f.url, 'GET', '/who', spoofed);
-      const res = await conn.response;
-      assert.is(res.status, 200, JSON.stringify(res));
-      const h = res.body.headers;
-      assert.is(h['x-forwarded-for'], '127.0.0.1', "the peer only, none of the client's claims");
-      assert.is(h['x-forwarded-host'], new URL(f.url).host, 'the Host the edge was asked for');
-      assert.is(h['x-forwarded-proto'], 'http');
-      assert.is(h['x-forwarded-port'], new URL(f.url).port);
-      assert.is(h.forwarded, undefined);
-      assert.is(h['x-real-ip'], undefined);
-      // One header of each, not the client's next to the edge's.
-      const names = (res.body.raw as string[]).filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
-      for (const n of ['x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-forwarded-port'])
-        assert.is(names.filter((x) => x === n).length, 1, n);
+      const asks: [string, string, Record<string, string>][] = [
+        ['GET', '/a/b/../c?x=1&y=%20"', { connection: 'close' }],
+        ['GET', '/status', { connection: 'close' }],
+        ['HEAD', '/', { connection: 'close' }],
+        ['GET', '//double//slash?', { connection: 'close', trailer: 'x-check' }],
+        ['GET', '/%7Euser/%2e%2E/x', { connection: 'close', 'x-forwarded-for': '6.6.6.6' }],
+      ];
+      for (const [method, path, headers] of asks) {
+        // The port differs (X-Forwarded-Host, -Port, Host): each is asked with the same Host.
+        const h = { host: 'site.localhost:8080', ...headers };
+        const a = await answerOf(web.url, method, path, h);
+        const b = await answerOf(plain.url, method, path, h);
+        assert.is(b, a, `${method} ${path}`);
+        assert.ok(!/"trailer"/.test(b), 'Trailer is not forwarded');
+      }
+      const teapot = await answerOf(plain.url, 'GET', '/status', { connection: 'close' });
+      assert.match(teapot, /^HTTP\/1\.1 418 I am a teapot here\r\n/);
+      assert.match(teapot, /\r\nx-hoist-release: the app says\r\n/i);
+      assert.match(teapot, /\r\nx-robots-tag: noindex\r\n/i);
     } finally {
-      await f.close();
+      await web.close();
+      await plain.close();
     }
   },
 );
 
-test(
-  'a request without any such header gets them all from the edge; the Host port or ' +
-    "the scheme's default is the port",
-  async () => {
-    const f = await front({ trustProxy: false, appsScheme: 'http' });
+test('plain keeps its connection to the release open between requests, and the client its own', async () => {
+  const f = await front({ trustProxy: false, appsScheme: 'http' }, 'plain');
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const edgeSides = new Set<number>();
+    const clientSides = new Set<number>();
+    for (let i = 0; i < 3; i++) {
+      const res = await new Promise<{ body: string; port: number; connection?: string }>((resolve, reject) =>
+        http
+          .get(`${f.url}/`, { agent }, (r) => {
+            const port = r.socket.localPort!;
+            let body = '';
+            r.on('data', (d) => (body += d)).on('end', () => resolve({ body, port, connection: r.headers.connection }));
+          })
+          .on('error', reject),
+      );
+      assert.is(res.connection, 'keep-alive');
+      clientSides.add(res.port);
+      edgeSides.add(JSON.parse(res.body).port);
+    }
+    assert.is(clientSides.size, 1, "the client's connection is kept");
+    assert.is(edgeSides.size, 1, 'the connection to the release is kept');
+  } finally {
+    agent.destroy();
+    await f.close();
+  }
+});
+
+test('web and plain answer 502 with the edge page when the release is gone', async () => {
+  const dead = `http://127.0.0.1:${await new Promise<number>((resolve) => {
+    const s = http.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  })}`;
+  for (const via of ['web', 'plain'] as const) {
+    const f = await front({ trustProxy: false, appsScheme: 'http' }, via, { 'x-hoist-release': 'dep-1' }, dead);
     try {
       const res = await (await rawRequest(f.url, 'GET', '/', { connection: 'close' })).response;
-      assert.is(res.body.headers['x-forwarded-for'], '127.0.0.1');
-      assert.is(res.body.headers['x-forwarded-proto'], 'http');
-      assert.is(res.body.headers['x-forwarded-host'], new URL(f.url).host);
-      assert.is(res.body.headers['x-forwarded-port'], new URL(f.url).port);
-      // A Host without a port: the scheme's default.
-      const bare = await (
-        await rawRequest(f.url, 'GET', '/', { host: 'site.localhost', connection: 'close' })
-      ).response;
-      assert.is(bare.body.headers['x-forwarded-host'], 'site.localhost');
-      assert.is(bare.body.headers['x-forwarded-port'], '80');
+      assert.is(res.status, 502, via);
+      assert.is(res.headers['content-type'], 'text/html; charset=utf-8');
+      assert.is(res.headers['cache-control'], 'no-store');
+      assert.match(String(res.body), /<html/i);
     } finally {
       await f.close();
     }
-  },
-);
-
-test(
-  'with appsScheme https (TLS ends in front of the edge) the edge says https, ' + 'whatever the client claims',
-  async () => {
-    const f = await front({ trustProxy: false, appsScheme: 'https' });
-    try {
-      const res = await (
-        await rawRequest(f.url, 'GET', '/', { 'x-forwarded-proto': 'http', connection: 'close' })
-      ).response;
-      assert.is(res.body.headers['x-forwarded-proto'], 'https');
-      assert.is(res.body.headers['x-forwarded-for'], '127.0.0.1');
-    } finally {
-      await f.close();
-    }
-  },
-);
-
-test("with trustProxy the proxy's values are kept and its address is appended to X-Forwarded-For", async () => {
-  const f = await front({ trustProxy: true, appsScheme: 'http' });
-  try {
-    const res = await (await rawRequest(f.url, 'GET', '/', spoofed)).response;
-    const h = res.body.headers;
-    assert.is(h['x-forwarded-for'], '6.6.6.6, 7.7.7.7, 127.0.0.1');
-    assert.is(h['x-forwarded-host'], 'victim.example');
-    assert.is(h['x-forwarded-proto'], 'https');
-    assert.is(h['x-forwarded-port'], '443');
-    assert.is(h.forwarded, spoofed.forwarded);
-    // And a trusted proxy that sent none gets the edge's own.
-    const plain = await (await rawRequest(f.url, 'GET', '/', { connection: 'close' })).response;
-    assert.is(plain.body.headers['x-forwarded-for'], '127.0.0.1');
-    assert.is(plain.body.headers['x-forwarded-host'], new URL(f.url).host);
-    assert.is(plain.body.headers['x-forwarded-proto'], 'http');
-  } finally {
-    await f.close();
   }
 });
 
