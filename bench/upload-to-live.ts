@@ -15,6 +15,7 @@ import { startRoles } from '../adapters/cli/start.js';
 import { boot } from '../adapters/kernel.js';
 import { loadConfig } from '../config/load.js';
 import { ACCOUNT_SERVICE, type AccountService } from '../core/accounts/account-service.js';
+import { DEPLOYER, type Deployer } from '../core/ports/deployer.js';
 import { SANDBOX, type Sandbox } from '../core/ports/sandbox.js';
 
 const args = process.argv.slice(2);
@@ -137,6 +138,8 @@ for (const method of ['run', 'serve'] as const) {
 const running = await startRoles(['api', 'worker', 'edge'], kernel);
 const api = running.urls.api!;
 const edge = new URL(running.urls.edge!);
+// Every release this run made, removed at the end (a Docker release's container outlives the process).
+const releases: string[] = [];
 const json = async (res: Promise<{ status: number; body: string }>) => {
   const { status, body } = await res;
   return { status, body: JSON.parse(body) };
@@ -192,6 +195,7 @@ try {
       await sleep(POLL_MS);
     }
     const t2 = performance.now();
+    releases.push(op.result.deployment_id);
     while (!(await request(edge, { headers: { host } })).body.includes(marker)) await sleep(1);
     const t3 = performance.now();
     const cpu = process.cpuUsage(cpu0);
@@ -277,6 +281,8 @@ try {
     );
 } finally {
   agent.destroy();
+  const deployer = running.kernel.get<Deployer>(DEPLOYER);
+  for (const id of releases) await deployer.remove(id).catch(() => {});
   await running.close();
   rmSync(dataDir, { recursive: true, force: true });
 }
