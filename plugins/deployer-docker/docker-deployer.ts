@@ -19,7 +19,7 @@ import { guardReleaseNetwork } from '../shared/docker/firewall.js';
 import { tenantHostConfig } from '../shared/docker/hardening.js';
 import { lastLogLines } from '../shared/docker/logs.js';
 import { ensureBridgeNetwork } from '../shared/docker/network.js';
-import { packDirectory } from '../shared/docker/pack-directory.js';
+import { packDirectories } from '../shared/docker/pack-directory.js';
 import {
   MAX_RESTARTS,
   RELEASE_PORT,
@@ -269,7 +269,8 @@ export class DockerDeployer implements Deployer, Lifecycle {
 
   /**
    * Makes the release's image without a build: a container of the base image, created and never
-   * started, gets the artifact at /app and the runtime scripts at /hoist (owned by root), and is
+   * started, gets the artifact at /app and the runtime scripts at /hoist (owned by root, readable by
+   * all), and is
    * committed with the release's configuration. One layer on the base image, where a build of
    * releaseDockerfile makes an intermediate container per instruction (about 4 times as long).
    */
@@ -288,14 +289,14 @@ export class DockerDeployer implements Deployer, Lifecycle {
       Labels: { 'hoist.managed': 'true' },
     });
     try {
-      for (const [dir, at] of [
-        [app, 'app'],
-        [RUNTIME_DIR, 'hoist'],
-      ]) {
-        const { tar, done } = packDirectory(dir, at, { uid: 0, gid: 0 });
-        await Promise.all([packing.putArchive(tar, { path: '/' }), done]);
-        signal.throwIfAborted();
-      }
+      const folders = [
+        { dir: app, prefix: 'app' },
+        { dir: RUNTIME_DIR, prefix: 'hoist' },
+      ];
+      // One archive: each put mounts the container's filesystem anew (about 50 ms).
+      const { tar, done } = packDirectories(folders, { uid: 0, gid: 0, worldReadable: true });
+      await Promise.all([packing.putArchive(tar, { path: '/' }), done]);
+      signal.throwIfAborted();
       const [repo, tag] = releaseImageTag(spec.deploymentId).split(':');
       await packing.commit({ _query: { container: packing.id, repo, tag }, _body: releaseImageConfig(spec) });
     } finally {
