@@ -9,7 +9,7 @@
 // With EDGE_SNAPSHOT=1 the edge also writes a heap snapshot (Heap.*.heapsnapshot, in the repository's
 // root) once every host was served. Prints figures; never fails on the clock (or on memory).
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { boot } from '../adapters/kernel.js';
@@ -17,7 +17,7 @@ import { loadConfig } from '../config/load.js';
 import { Deployment } from '../core/entities/deployment.js';
 import { Project } from '../core/entities/project.js';
 import { BlobStore } from '../plugins/shared/release/blob-store.js';
-import { saveFileIndex, storeReleaseFiles } from '../plugins/shared/release/release-files.js';
+import { saveFileIndex, storeReleaseFiles, type ReleaseFileSource } from '../plugins/shared/release/release-files.js';
 import { filler, httpRequest, startEdgeProcess, type EdgeProcess } from './bench-hoist.js';
 
 const PROJECTS = Number(process.argv[2] ?? 1000);
@@ -54,11 +54,17 @@ async function createProjects(dataDir: string): Promise<{ host: string; visibili
         createdAt: new Date(),
       });
       const root = join(dataDir, 'releases', deployment.id);
-      mkdirSync(join(root, 'assets'), { recursive: true });
-      writeFileSync(join(root, 'index.html'), `<!doctype html><title>${slug}</title><p>${filler(2000)}</p>\n`);
-      writeFileSync(join(root, 'assets', `style-${i}.css`), style);
-      writeFileSync(join(root, '404.html'), `<!doctype html><title>Not found</title><p>${slug}</p>\n`);
-      await saveFileIndex(root, await storeReleaseFiles(store, root, { precompress: true }));
+      mkdirSync(join(dataDir, 'releases'), { recursive: true });
+      const files: [string, string][] = [
+        ['index.html', `<!doctype html><title>${slug}</title><p>${filler(2000)}</p>\n`],
+        [`assets/style-${i}.css`, style],
+        ['404.html', `<!doctype html><title>Not found</title><p>${slug}</p>\n`],
+      ];
+      const source: ReleaseFileSource = async (fn) => {
+        for (const [path, text] of files)
+          await fn({ path, size: Buffer.byteLength(text), executable: false, data: Buffer.from(text) });
+      };
+      await saveFileIndex(root, await storeReleaseFiles(store, root, source, { precompress: true }));
       deployment.target = { kind: 'static', root };
       project.liveDeploymentId = deployment.id;
       await em.insert(Deployment, deployment);

@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { StageError } from '../../core/errors.js';
@@ -18,19 +19,23 @@ import { guardReleaseNetwork } from '../shared/docker/firewall.js';
 import { tenantHostConfig } from '../shared/docker/hardening.js';
 import { lastLogLines } from '../shared/docker/logs.js';
 import { ensureBridgeNetwork } from '../shared/docker/network.js';
+import { packDirectories } from '../shared/docker/pack-directory.js';
 import {
   MAX_RESTARTS,
   RELEASE_PORT,
   RELEASE_USER,
+  RUNTIME_DIR,
   releaseContainerName,
   releaseEnv,
+  releaseImageConfig,
   releaseImageTag,
   releaseLabels,
   releaseTmpfs,
-  stageBuildContext,
   unhealthy,
   waitUntilAnswering,
 } from '../shared/docker/release-image.js';
+import { directStart } from '../shared/release/npm-start.js';
+import { unpackArtifact } from '../shared/release/unpack-artifact.js';
 
 export interface DockerDeployerOptions {
   /** Image every release image is built on (needs node, npm and sh). */
@@ -60,7 +65,8 @@ const status = engineStatus;
 
 /**
  * Runs each release as a container of its own image through the Docker Engine API. The image is
- * the base image plus the artifact (`/app`) and Hoist's runtime scripts (`/hoist`); the container
+ * the base image plus the artifact (`/app`) and Hoist's runtime scripts (`/hoist`), committed from a
+ * container that never runs (one layer, no build); the container
  * gets the hardening every tenant container gets (shared/docker/hardening.ts: a non-root user,
  * every capability dropped, no-new-privileges, a read-only root filesystem with a tmpfs `/tmp`,
  * memory, CPU, process and file size limits, HOIST_DOCKER_RUNTIME, no host path), docker-init as
@@ -131,17 +137,14 @@ export class DockerDeployer implements Deployer, Lifecycle {
     try {
       await this.remove(spec.deploymentId);
       await this.workspaces.run(`deploy-${spec.deploymentId}`, async (dir) => {
-        const src = await stageBuildContext(
-          dir,
-          spec,
-          this.opts.baseImage,
-          { storage: this.storage, archive: this.archive },
-          signal,
-        );
+        const app = join(dir, 'app');
+        const deps = { storage: this.storage, archive: this.archive };
+        await unpackArtifact(deps, spec.artifactKey, dir, app, signal, spec.artifactRoot);
         signal.throwIfAborted();
-        await this.build(dir, src, releaseImageTag(spec.deploymentId), signal);
+        const startCommand = spec.startCommand && (await directStart(spec.startCommand, app, spec.env));
+        await this.commitImage({ ...spec, startCommand }, app, signal);
       });
-      control.log(`Image ${releaseImageTag(spec.deploymentId)} built`);
+      control.log(`Image ${releaseImageTag(spec.deploymentId)} made`);
       signal.throwIfAborted();
       const container = await this.create(spec);
       await container.start();
@@ -264,25 +267,40 @@ export class DockerDeployer implements Deployer, Lifecycle {
     await guardReleaseNetwork(net, { who: 'deployer-docker', deny: this.opts.denyCidrs, warn: this.opts.warn });
   }
 
-  private async build(context: string, src: string[], tag: string, abortSignal: AbortSignal): Promise<void> {
-    const stream = await this.docker.buildImage({ context, src }, {
-      t: tag,
-      rm: true,
-      forcerm: true,
-      abortSignal,
-    } as Docker.ImageBuildOptions);
-    const output = await new Promise<{ error?: string; stream?: string }[]>((resolve, reject) =>
-      this.docker.modem.followProgress(stream, (err, res) => (err ? reject(err) : resolve(res))),
-    );
-    const failed = output.find((o) => o.error);
-    if (failed) {
-      const lines = output
-        .flatMap((o) => (o.stream ?? '').split('\n'))
-        .filter(Boolean)
-        .slice(-20);
-      throw new StageError('deploy_image_build_failed', `The release image did not build: ${failed.error}`, {
-        last_lines: lines,
-      });
+  /**
+   * Makes the release's image without a build: a container of the base image, created and never
+   * started, gets the artifact at /app and the runtime scripts at /hoist (owned by root, readable by
+   * all), and is
+   * committed with the release's configuration. One layer on the base image, where a build of
+   * releaseDockerfile makes an intermediate container per instruction (about 4 times as long).
+   */
+  private async commitImage(spec: ReleaseSpec, app: string, signal: AbortSignal): Promise<void> {
+    const name = `hoist-packing-${spec.deploymentId}`;
+    const gone = (err: Error) => {
+      if (status(err) !== 404) throw err;
+    };
+    await this.docker.getContainer(name).remove({ force: true }).catch(gone);
+    const packing = await this.docker.createContainer({
+      name,
+      Image: this.opts.baseImage,
+      Cmd: ['true'],
+      NetworkDisabled: true,
+      // Not the release's labels: nothing that looks for the release's container finds (and starts) this one.
+      Labels: { 'hoist.managed': 'true' },
+    });
+    try {
+      const folders = [
+        { dir: app, prefix: 'app' },
+        { dir: RUNTIME_DIR, prefix: 'hoist' },
+      ];
+      // One archive: each put mounts the container's filesystem anew (about 50 ms).
+      const { tar, done } = packDirectories(folders, { uid: 0, gid: 0, worldReadable: true });
+      await Promise.all([packing.putArchive(tar, { path: '/' }), done]);
+      signal.throwIfAborted();
+      const [repo, tag] = releaseImageTag(spec.deploymentId).split(':');
+      await packing.commit({ _query: { container: packing.id, repo, tag }, _body: releaseImageConfig(spec) });
+    } finally {
+      await packing.remove({ force: true }).catch(gone);
     }
   }
 

@@ -17,6 +17,7 @@ import { fetchArtifact } from '../shared/release/unpack-artifact.js';
 import { BlobStore } from '../shared/release/blob-store.js';
 import { blobsOf, readFileIndex, saveFileIndex, storeReleaseFiles } from '../shared/release/release-files.js';
 import { fileIndexPath, variantsDir } from '../../core/ports/file-index.js';
+import { directStart } from '../shared/release/npm-start.js';
 import { nodeHeapCap } from '../shared/sandbox/run-tenant.js';
 import { Supervisor } from './supervisor.js';
 
@@ -41,7 +42,8 @@ export interface LocalDeployerOptions {
  * hard links to the content-addressed store `<dataDir>/blobs` (each content written once; read-only). A
  * static release is served from it by the edge; a Node.js release runs from it, read-only, in the
  * sandbox, with its port published on the host's loopback for the edge alone (restarted with
- * backoff after a crash, reported at its new address; a crash loop is reported and ends it).
+ * backoff after a crash, reported at its new address; a crash loop is reported and ends it). Its
+ * `npm start` runs the start script without npm when npm would do nothing more (directStart).
  */
 export class LocalDeployer implements Deployer, Lifecycle {
   private readonly running = new Map<string, Supervisor>();
@@ -163,7 +165,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
     const supervisor = new Supervisor(
       this.sandbox,
       {
-        command: spec.startCommand!,
+        command: await directStart(spec.startCommand!, root, env),
         workspace: root,
         env: { ...env, NODE_OPTIONS: nodeHeapCap(env, this.opts.memoryMb) },
         network: 'egress',

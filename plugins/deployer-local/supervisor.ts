@@ -1,5 +1,5 @@
 import type { Sandbox, SandboxServe, SandboxService } from '../../core/ports/sandbox.js';
-import { answers } from '../shared/release/answers.js';
+import { answers, nextPollMs } from '../shared/release/answers.js';
 
 /** What the supervisor tells its owner. */
 export interface SupervisorEvents {
@@ -37,7 +37,8 @@ export class Supervisor {
   async start(timeoutMs: number, signal?: AbortSignal): Promise<string> {
     const service = await this.sandbox.serve({ ...this.spec, log: (l) => this.keep(l) });
     this.service = service;
-    const end = Date.now() + timeoutMs;
+    const begun = Date.now();
+    const end = begun + timeoutMs;
     let exited: string | null = null;
     void service.exited.then(
       (r) => (exited = `exited with ${r.exitCode ?? r.signal ?? r.reason} before answering on PORT ${this.spec.port}`),
@@ -56,7 +57,7 @@ export class Supervisor {
         await service.stop();
         throw new Error(`did not answer HTTP on PORT ${this.spec.port} within ${Math.round(timeoutMs / 1000)} s`);
       }
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, nextPollMs(Date.now() - begun)));
     }
     throw new Error(exited);
   }

@@ -4,7 +4,8 @@ import { access } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { HOME_DIR, SANDBOX_WORKSPACE } from '../../core/ports/sandbox.js';
 import { engineStatus } from '../shared/docker/connection.js';
-import { emptyDirectory, packDirectory, unpackDirectory, type Unpacked } from './workspace-tar.js';
+import { packDirectory } from '../shared/docker/pack-directory.js';
+import { emptyDirectory, unpackDirectory, type Unpacked } from './workspace-tar.js';
 
 /** Label keys on everything sandbox-docker makes; `owner` is the instance id of the Hoist process that made it. */
 export const LABEL = { kind: 'hoist.sandbox', owner: 'hoist.sandbox.owner', box: 'hoist.sandbox.box' } as const;

@@ -1,54 +1,9 @@
-import { createReadStream, createWriteStream } from 'node:fs';
-import { link, lstat, mkdir, readdir, readlink, realpath, rm, symlink, unlink, utimes } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { link, mkdir, readdir, realpath, rm, symlink, unlink, utimes } from 'node:fs/promises';
 import { join, posix, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import tar from 'tar-stream';
-import { TENANT_UID } from '../shared/docker/hardening.js';
-
-/**
- * A tar of the contents of host directory `dir`, every entry under `prefix` (`app` puts them at
- * `/app` when the tar is put at `/`) and owned by the tenant user, with at least owner read and
- * write. Files, folders and symbolic links only; sockets, FIFOs and devices are left out. `done`
- * rejects when reading `dir` failed; the tar then ends early, so whoever reads it is not left waiting.
- */
-export function packDirectory(dir: string, prefix: string): { tar: Readable; done: Promise<void> } {
-  const pack = tar.pack();
-  const owner = { uid: TENANT_UID, gid: TENANT_UID };
-  const walk = async (rel: string): Promise<void> => {
-    for (const name of (await readdir(join(dir, rel))).sort()) {
-      const path = join(dir, rel, name);
-      const entry = posix.join(prefix, rel, name);
-      const st = await lstat(path);
-      const base = { name: entry, mtime: st.mtime, ...owner };
-      if (st.isDirectory()) {
-        pack.entry({ ...base, type: 'directory', mode: (st.mode & 0o777) | 0o700 });
-        await walk(posix.join(rel, name));
-      } else if (st.isSymbolicLink()) {
-        pack.entry({ ...base, type: 'symlink', linkname: await readlink(path), mode: 0o777 });
-      } else if (st.isFile()) {
-        await new Promise<void>((done, fail) => {
-          const sink = pack.entry({ ...base, type: 'file', size: st.size, mode: (st.mode & 0o777) | 0o600 }, (err) =>
-            err ? fail(err) : done(),
-          );
-          createReadStream(path).on('error', fail).pipe(sink);
-        });
-      }
-    }
-  };
-  const done = (async () => {
-    const st = await lstat(dir);
-    pack.entry({ name: prefix, type: 'directory', mode: (st.mode & 0o777) | 0o700, mtime: st.mtime, ...owner });
-    await walk('');
-    pack.finalize();
-  })().catch((err) => {
-    // The error is `done`'s; an entry still being written must not raise another on the tar.
-    pack.on('error', () => {});
-    pack.push(null);
-    throw err;
-  });
-  return { tar: pack, done };
-}
 
 /** What unpackDirectory wrote. */
 export interface Unpacked {

@@ -5,7 +5,7 @@ import { StageError } from '../../../core/errors.js';
 import type { Archive } from '../../../core/ports/archive.js';
 import type { ReleaseSpec } from '../../../core/ports/deployer.js';
 import type { Storage } from '../../../core/ports/storage.js';
-import { answers } from '../release/answers.js';
+import { answers, nextPollMs } from '../release/answers.js';
 import { unpackArtifact } from '../release/unpack-artifact.js';
 import { TENANT_USER, tenantTmpfs } from './hardening.js';
 
@@ -19,7 +19,8 @@ export const MAX_RESTARTS = 5;
 /** The writable scratch space of a release (its root filesystem is read-only), also its HOME: `diskMb` MiB. */
 export const releaseTmpfs = (diskMb: number) => ({ '/tmp': tenantTmpfs(diskMb, '1777') });
 
-const RUNTIME_DIR = fileURLToPath(new URL('./runtime/', import.meta.url));
+/** Hoist's runtime scripts of a release (`/hoist` in its image): the static server and the app runner. */
+export const RUNTIME_DIR = fileURLToPath(new URL('./runtime/', import.meta.url));
 
 /** Labels on everything a Docker deployer creates; cleanup only ever touches objects carrying them. */
 export function releaseLabels(spec: Pick<ReleaseSpec, 'deploymentId' | 'projectId'>): Record<string, string> {
@@ -44,13 +45,31 @@ export function releaseEnv(spec: ReleaseSpec, memoryMb: number): string[] {
   return Object.entries(env).map(([k, v]) => `${k}=${v}`);
 }
 
+/** What a release's container runs: the static server, or the app's start command behind the relay. */
+const releaseCmd = (spec: Pick<ReleaseSpec, 'runtime' | 'startCommand'>) =>
+  spec.runtime === 'static'
+    ? ['node', '/hoist/entry.cjs', 'static']
+    : ['node', '/hoist/entry.cjs', 'node', spec.startCommand ?? ''];
+
+/**
+ * The configuration of a release's image that releaseDockerfile sets, for an image committed from a
+ * container of the base image holding the same files.
+ */
+export function releaseImageConfig(spec: ReleaseSpec) {
+  return {
+    Labels: releaseLabels(spec),
+    Cmd: releaseCmd(spec),
+    WorkingDir: '/app',
+    User: RELEASE_USER,
+    Env: [`HOIST_RELEASE=${spec.deploymentId}`],
+    ExposedPorts: { [`${RELEASE_PORT}/tcp`]: {} },
+  };
+}
+
 /** The Dockerfile of a release: the artifact in /app and the runtime scripts in /hoist, on the base image. */
 export function releaseDockerfile(spec: ReleaseSpec, baseImage: string): string {
   const labels = Object.entries(releaseLabels(spec)).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
-  const cmd =
-    spec.runtime === 'static'
-      ? ['node', '/hoist/entry.cjs', 'static']
-      : ['node', '/hoist/entry.cjs', 'node', spec.startCommand ?? ''];
+  const cmd = releaseCmd(spec);
   return [
     `FROM ${baseImage}`,
     `LABEL ${labels.join(' ')}`,
@@ -93,7 +112,8 @@ export async function waitUntilAnswering(
   signal: AbortSignal,
   down: () => Promise<string | null>,
 ): Promise<void> {
-  const end = Date.now() + timeoutMs;
+  const begun = Date.now();
+  const end = begun + timeoutMs;
   for (;;) {
     if (signal.aborted) throw new Error('canceled');
     if (await answers(url)) return;
@@ -101,7 +121,7 @@ export async function waitUntilAnswering(
     if (reason) throw new Error(reason);
     if (Date.now() > end)
       throw new Error(`did not answer HTTP on port ${RELEASE_PORT} within ${Math.round(timeoutMs / 1000)} s`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, nextPollMs(Date.now() - begun)));
   }
 }
 

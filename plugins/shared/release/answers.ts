@@ -11,3 +11,9 @@ export function answers(url: string): Promise<boolean> {
     req.on('error', () => resolve(false));
   });
 }
+
+/**
+ * How long to wait before asking a starting release again, `elapsedMs` after its start: 10 ms during
+ * the first 2 s (most releases answer within, and each wasted wait adds to the deploy), 100 ms after.
+ */
+export const nextPollMs = (elapsedMs: number) => (elapsedMs < 2000 ? 10 : 100);

@@ -15,7 +15,8 @@ import { Readable } from 'node:stream';
 import tar from 'tar-stream';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { packDirectory, unpackDirectory } from '../../../plugins/sandbox-docker/workspace-tar.js';
+import { packDirectory } from '../../../plugins/shared/docker/pack-directory.js';
+import { unpackDirectory } from '../../../plugins/sandbox-docker/workspace-tar.js';
 
 const dirs: string[] = [];
 const fresh = () => {
