@@ -46,8 +46,8 @@ const uploadManifests: FastifyPluginAsync<RouteOptions> = async (app, { kernel }
           "one sent. They are kept within the plan's limits: a file goes `kept_file_days` after the last manifest " +
           'or upload that used it, and an account keeps at most `kept_file_bytes` (the least recently used go ' +
           'first; a new file there is no room for is deployed but not kept): a file sent before may be `missing` ' +
-          'again, never while a manifest that found it can be used. A path that leaves the site (absolute, `..`, backslash, control characters), is longer than ' +
-          '255 bytes a name or 1,024 in all, or is listed ' +
+          'again, never while a manifest that found it can be used. A path that leaves the site (absolute, `..`, ' +
+          'backslash, control characters), is longer than 255 bytes a name or 1,024 in all, or is listed ' +
           `twice → 400; more than ${MANIFEST_MAX_FILES} files → 400; a body over ${BODY_LIMIT} bytes → 413.`,
         security: bearer,
         body: {
