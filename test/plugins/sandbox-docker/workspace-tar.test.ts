@@ -1,21 +1,10 @@
-import {
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  readlinkSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import tar from 'tar-stream';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { packDirectory } from '../../../plugins/shared/docker/pack-directory.js';
 import { unpackDirectory } from '../../../plugins/sandbox-docker/workspace-tar.js';
 
 const dirs: string[] = [];
@@ -104,37 +93,6 @@ test('unpacking stops once file contents pass the limit', async () => {
   );
   assert.is(result.overLimit, true);
   assert.equal(readdirSync(dest), ['a']);
-});
-
-test('a packed folder unpacks to the same tree, owned by the tenant user in the tar', async () => {
-  const src = fresh();
-  mkdirSync(join(src, 'sub'));
-  writeFileSync(join(src, 'sub/f.txt'), 'F');
-  symlinkSync('sub/f.txt', join(src, 'link'));
-  const { tar: stream, done } = packDirectory(src, 'app');
-  const owners = new Set<number>();
-  const names: string[] = [];
-  const extract = tar.extract();
-  extract.on('entry', (h, s, next) => {
-    owners.add(h.uid ?? -1);
-    names.push(h.name);
-    s.on('end', () => next());
-    s.resume();
-  });
-  await Promise.all([new Promise((r) => stream.pipe(extract).on('finish', r)), done]);
-  assert.equal(names, ['app', 'app/link', 'app/sub', 'app/sub/f.txt']);
-  assert.equal([...owners], [10001]);
-});
-
-test('packing a folder that cannot be read ends the tar and rejects done', async () => {
-  const { tar: stream, done } = packDirectory(join(fresh(), 'missing'), 'app');
-  stream.resume();
-  const err = await done.then(
-    () => null,
-    (e: Error) => e,
-  );
-  assert.match(String(err), /ENOENT/);
-  await new Promise((r) => stream.on('end', r));
 });
 
 test.after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));

@@ -1,11 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import tar from 'tar-stream';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { packDirectories } from '../../../../plugins/shared/docker/pack-directory.js';
+import { packDirectories, packDirectory } from '../../../../plugins/shared/docker/pack-directory.js';
 
 const root = mkdtempSync(join(tmpdir(), 'hoist-packdirs-'));
 let n = 0;
@@ -27,6 +27,24 @@ async function entries(stream: Readable): Promise<[string, number, number, strin
   await new Promise((r) => stream.pipe(extract).on('finish', r));
   return out;
 }
+
+test('packDirectory: a folder, its links kept, owned by the tenant user', async () => {
+  const src = fresh();
+  mkdirSync(join(src, 'sub'));
+  writeFileSync(join(src, 'sub/f.txt'), 'F');
+  symlinkSync('sub/f.txt', join(src, 'link'));
+  const { tar: stream, done } = packDirectory(src, 'app');
+  const [list] = await Promise.all([entries(stream), done]);
+  assert.equal(
+    list.map(([name, uid, , type]) => [name, uid, type]),
+    [
+      ['app', 10001, 'directory'],
+      ['app/link', 10001, 'symlink'],
+      ['app/sub', 10001, 'directory'],
+      ['app/sub/f.txt', 10001, 'file'],
+    ],
+  );
+});
 
 test('several folders go into one tar, each under its prefix, owned as asked and readable by all', async () => {
   const app = fresh();
