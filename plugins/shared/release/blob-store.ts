@@ -14,6 +14,9 @@ export function blobName(sha256: string, executable = false, variant = ''): stri
   return `${sha256}${executable ? '-x' : ''}${variant}`;
 }
 
+/** A blob's file mode: read-only, executable for a `-x` name. */
+const modeOf = (name: string) => (name.includes('-x') ? 0o555 : 0o444);
+
 /** The SHA-256 (hex) of a file, read as a stream. */
 export async function sha256Of(path: string): Promise<string> {
   const hash = createHash('sha256');
@@ -61,22 +64,12 @@ export class BlobStore {
    * are written once. Resolves to the blob's modification time. A crash leaves either no blob or a whole one.
    */
   async put(name: string, target: string, data: Buffer): Promise<number> {
-    const blob = this.pathOf(name);
+    const there = await this.link(name, target);
+    if (there) return there.mtimeMs;
     await this.shard(name);
-    for (let attempt = 1; ; attempt++) {
-      const there = await this.link(name, target);
-      if (there) return there.mtimeMs;
-      await writeFile(target, data, { flag: 'wx', mode: name.includes('-x') ? 0o555 : 0o444 });
-      try {
-        await link(target, blob);
-        return (await lstat(target)).mtimeMs;
-      } catch (err) {
-        // Added by someone else meanwhile: this copy gives way to a link to theirs (kept after a few tries).
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw this.explained(err, target);
-        if (attempt >= 3) return (await lstat(target)).mtimeMs;
-        await unlink(target);
-      }
-    }
+    await writeFile(target, data, { flag: 'wx', mode: modeOf(name) });
+    await this.share(target, name);
+    return (await lstat(target)).mtimeMs;
   }
 
   /**
@@ -86,9 +79,14 @@ export class BlobStore {
    * never a partial one.
    */
   async adopt(file: string, name: string): Promise<void> {
-    const blob = this.pathOf(name);
     await this.shard(name);
-    await chmod(file, name.includes('-x') ? 0o555 : 0o444);
+    await chmod(file, modeOf(name));
+    await this.share(file, name);
+  }
+
+  /** Makes the read-only `file` the blob `name`, or, when the store has that blob already, a link to it. */
+  private async share(file: string, name: string): Promise<void> {
+    const blob = this.pathOf(name);
     for (let attempt = 1; ; attempt++) {
       try {
         await link(file, blob);
@@ -137,7 +135,7 @@ export class BlobStore {
         await write(temp);
         const { size } = await lstat(temp);
         if (!keep(size)) return null;
-        await chmod(temp, name.includes('-x') ? 0o555 : 0o444);
+        await chmod(temp, modeOf(name));
         await link(temp, blob).catch((err: NodeJS.ErrnoException) => {
           if (err.code !== 'EEXIST') throw err;
         });
