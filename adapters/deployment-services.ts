@@ -3,6 +3,8 @@ import { ENVIRONMENT_SERVICE } from '../core/environment/environment-service.js'
 import { DEPLOYMENT_SERVICE, DeploymentService } from '../core/deployments/deployment-service.js';
 import { OperationStore } from '../core/deployments/operation-store.js';
 import { LOG_CHUNKS, LogChunks } from '../core/deployments/log-chunks.js';
+import { FILE_RETENTION, FileRetention } from '../core/deployments/file-retention.js';
+import { LOG_RETENTION, LogRetention } from '../core/deployments/log-retention.js';
 import { OPERATION_EVENTS, OperationEvents } from '../core/deployments/operation-events.js';
 import { OPERATION_LIST, OperationList } from '../core/deployments/operation-list.js';
 import { OPERATION_VIEWS, OperationViews } from '../core/deployments/operation-views.js';
@@ -12,6 +14,7 @@ import { HOST_ROUTES } from '../core/deployments/host-routes.js';
 import { RoutingTable } from '../core/deployments/routing-table.js';
 import { PREVIEWS, Previews } from '../core/deployments/previews.js';
 import { RECOVERY, Recovery } from '../core/deployments/recovery.js';
+import { RETIREMENT, Retirement } from '../core/deployments/retirement.js';
 import { DeploymentReports, RELEASE_REPORTS } from '../core/deployments/release-reports.js';
 import { OrmBuildRepository } from '../core/deployments/repositories/build-repository.js';
 import { OrmDeploymentRepository } from '../core/deployments/repositories/deployment-repository.js';
@@ -120,8 +123,18 @@ export const deploymentServices: ServiceDefinition[] = [
   }),
   defineService({
     provides: LOG_CHUNKS,
-    deps: { em: ENTITY_MANAGER, clock: CLOCK, changes: CHANGE_FEED },
-    create: (d) => new LogChunks(d.em, d.clock, d.changes),
+    deps: { em: ENTITY_MANAGER, clock: CLOCK, changes: CHANGE_FEED, storage: STORAGE },
+    create: (d) => new LogChunks(d.em, d.clock, d.changes, d.storage),
+  }),
+  defineService({
+    provides: LOG_RETENTION,
+    deps: { em: ENTITY_MANAGER, storage: STORAGE, clock: CLOCK, config: CONFIG },
+    create: (d) => new LogRetention(d.em, d.storage, d.clock, d.config.buildLogLineDays),
+  }),
+  defineService({
+    provides: FILE_RETENTION,
+    deps: { em: ENTITY_MANAGER, storage: STORAGE, clock: CLOCK, config: CONFIG },
+    create: (d) => new FileRetention(d.em, d.storage, d.clock, d.config.deploymentFileDays, d.config.buildLogDays),
   }),
   defineService({
     provides: OPERATION_EVENTS,
@@ -211,6 +224,11 @@ export const deploymentServices: ServiceDefinition[] = [
     create: (d) => new Previews(d.em, d.deployer, d.clock, d.log, d.changes),
   }),
   defineService({
+    provides: RETIREMENT,
+    deps: { em: ENTITY_MANAGER, deployer: DEPLOYER, clock: CLOCK, log: LOGGER },
+    create: (d) => new Retirement(d.em, d.deployer, d.clock, d.log),
+  }),
+  defineService({
     provides: RECOVERY,
     deps: {
       em: ENTITY_MANAGER,
@@ -219,8 +237,9 @@ export const deploymentServices: ServiceDefinition[] = [
       reports: RELEASE_REPORTS,
       environment: ENVIRONMENT_SERVICE,
       config: CONFIG,
+      retirement: RETIREMENT,
     },
-    create: (d) => new Recovery(d.em, d.store, d.deployer, d.reports, d.environment, d.config.dataDir),
+    create: (d) => new Recovery(d.em, d.store, d.deployer, d.reports, d.environment, d.config.dataDir, d.retirement),
   }),
   defineService({
     provides: HOST_ROUTES,

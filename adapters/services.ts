@@ -191,8 +191,14 @@ export const services: ServiceDefinition[] = [
       workspaces: WORKSPACES,
       clock: CLOCK,
       config: CONFIG,
+      em: ENTITY_MANAGER,
+      entitlements: ENTITLEMENT_SERVICE,
     },
-    create: (d) => new UploadManifests(d.storage, d.kept, d.archive, d.workspaces, d.clock, d.config.maxArchiveBytes),
+    create: (d) =>
+      new UploadManifests(d.storage, d.kept, d.archive, d.workspaces, d.clock, d.config.maxArchiveBytes, {
+        limiter: new RateLimiter(d.em, d.clock),
+        entitlements: d.entitlements,
+      }),
   }),
   ...deploymentServices,
 ];

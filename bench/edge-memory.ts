@@ -1,7 +1,7 @@
 // Resident memory of a `hoist edge` process (node bin/hoist.js edge, the built dist/: `npm run build`
 // first) serving PROJECTS live static projects on the embedded defaults: small sites (an index.html,
 // a stylesheet and a 404 page, different in each project), each a release directory of links into the
-// blob store with its file index and precompressed variants, written as deployer-local writes them
+// blob store with its file index and its pack of precompressed variants, written as deployer-local writes them
 // (storeReleaseFiles, saveFileIndex), and the rows the Deploy stage's switch leaves (a live Deployment,
 // the project pointing at it; one project in ten is private). The edge starts after they exist, so it
 // loads them as it starts; each host is then asked for / once. RSS is read from /proc, with an edge on

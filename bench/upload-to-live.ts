@@ -5,6 +5,7 @@
 // instead; HOIST_DEPLOYER and HOIST_SANDBOX are read from the environment (HOIST_DEPLOYER=docker needs
 // the Docker engine and scripts/docker-base-image.sh's image).
 import { RequestContext } from '@mikro-orm/core';
+import type { AbstractSqlConnection } from '@mikro-orm/knex';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +25,8 @@ const NODE_APP = args.includes('--node');
 const DEPLOYS = Number(args.find((a) => !a.startsWith('--')) ?? 20);
 const SITE_BYTES = 1_000_000;
 const FILES = 50;
+/** How many of the most frequent SQL statements are listed. */
+const SQL_TOP = Number(process.env.SQL_TOP ?? 15);
 
 /** A ZIP of the given files, in memory. */
 function zipOf(files: [string, Buffer][]): Promise<Buffer> {
@@ -161,6 +164,17 @@ for (const method of ['run', 'serve'] as const) {
   };
 }
 const running = await startRoles(['api', 'worker', 'edge'], kernel);
+// SQL statements this process sends (transaction control included), by their text less values.
+const statements = new Map<string, number>();
+let statementCount = 0;
+(kernel.orm.em.getConnection() as AbstractSqlConnection).getKnex().on('query', (q: { sql: string }) => {
+  statementCount++;
+  const text = q.sql
+    .replace(/'(?:[^']|'')*'|\b\d+\b/g, '?')
+    .replace(/\s+/g, ' ')
+    .slice(0, 110);
+  statements.set(text, (statements.get(text) ?? 0) + 1);
+});
 const api = running.urls.api!;
 const edge = new URL(running.urls.edge!);
 // Every release this run made, removed at the end (a Docker release's container outlives the process).
@@ -203,6 +217,7 @@ try {
 
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
+    const sql0 = statementCount;
     const accepted = await post(
       `/api/v1/projects/${project.id}/local-to-live`,
       { ...auth, 'content-type': form.type },
@@ -219,6 +234,8 @@ try {
     while (!(await request(edge, { headers: { host } })).body.includes(marker)) await sleep(1);
     const t3 = performance.now();
     const cpu = process.cpuUsage(cpu0);
+    const sql = statementCount - sql0;
+    if (i === 0) statements.clear();
 
     const { analyze, build, deploy } = op.stages;
     if (i === 0) continue;
@@ -236,6 +253,7 @@ try {
       eventLag: t2 - t1 - ms(op.created_at, op.finished_at),
       edge: t3 - t2,
       cpu: (cpu.user + cpu.system) / 1000,
+      sql,
     });
     process.stdout.write(`deploy ${String(i).padStart(2)}: ${(t3 - t0).toFixed(0)} ms\n`);
   }
@@ -272,6 +290,9 @@ try {
     'cpu: CPU time of this process (server and client) per deploy, the figure other ' +
       'load on the machine disturbs least.',
   );
+  console.log('sql: SQL statements sent per deploy (transaction control included); the most frequent:');
+  for (const [text, n] of [...statements].sort((a, b) => b[1] - a[1]).slice(0, SQL_TOP))
+    console.log(`${(n / DEPLOYS).toFixed(1).padStart(7)}  ${text}`);
   console.log(
     `sandbox (${config.sandbox}): ${sandboxCalls} sandboxed commands or starts in ` +
       `all, ${sandboxMs.toFixed(0)} ms inside them (a plain static site runs none; see ` +

@@ -579,7 +579,7 @@ export interface paths {
                                 private_projects: boolean;
                                 visibilities: string[];
                             };
-                            /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires), kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used go) and kept_file_days per file (days a kept file stays after the last manifest or upload that used it). */
+                            /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires), kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used go), kept_file_days per file (days a kept file stays after the last manifest or upload that used it) and upload_manifests_per_hour per account (manifests sent in any hour; past it 429 rate_limited). */
                             limits: {
                                 access_grants_per_project: number | null;
                                 archive_bytes: number | null;
@@ -594,6 +594,7 @@ export interface paths {
                                 private_projects: number | null;
                                 projects: number | null;
                                 release_retention: number | null;
+                                upload_manifests_per_hour: number | null;
                             };
                             plan: string;
                             /** @description Current account-wide usage. null where the service does not count it yet; per-project limits (access grants, environment variables) and archive size are checked on the project or upload itself. */
@@ -657,7 +658,7 @@ export interface paths {
                                 /** @description Features the plan allows: instant_rollback (promote an earlier release). */
                                 capabilities: string[];
                                 id: string;
-                                /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires), kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used go) and kept_file_days per file (days a kept file stays after the last manifest or upload that used it). */
+                                /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires), kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used go), kept_file_days per file (days a kept file stays after the last manifest or upload that used it) and upload_manifests_per_hour per account (manifests sent in any hour; past it 429 rate_limited). */
                                 limits: {
                                     access_grants_per_project: number | null;
                                     archive_bytes: number | null;
@@ -672,6 +673,7 @@ export interface paths {
                                     private_projects: number | null;
                                     projects: number | null;
                                     release_retention: number | null;
+                                    upload_manifests_per_hour: number | null;
                                 };
                                 name: string;
                                 /** @description Monthly price in US cents. */
@@ -1708,7 +1710,7 @@ export interface paths {
         put?: never;
         /**
          * Retry a failed or canceled deployment
-         * @description failed or canceled → running (a new attempt) that resumes from the stage that did not finish, reusing finished stages' outputs. Otherwise 409 not_retryable; 409 deployment_in_progress while another deployment of the project runs.
+         * @description failed or canceled → running (a new attempt) that resumes from the stage that did not finish, reusing finished stages' outputs. Otherwise 409 not_retryable (details.reason archive_removed or artifact_removed when that stage's input was removed, HOIST_DEPLOYMENT_FILE_DAYS on); 409 deployment_in_progress while another deployment of the project runs.
          *
          *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. A promote (kind `promote`) is the same with Deploy making an earlier release live again from what the deployer kept, with no Analyze or Build. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
@@ -2725,6 +2727,8 @@ export interface paths {
                                     sha256: string;
                                     size: number;
                                 } | null;
+                                /** @description When the artifact was removed from storage (HOIST_DEPLOYMENT_FILE_DAYS after the build, once no retained release or unfinished operation used it): it can no longer be deployed again (409 not_retryable). */
+                                artifact_removed_at: string | null;
                                 /** Format: date-time */
                                 created_at: string;
                                 error: {
@@ -2741,6 +2745,8 @@ export interface paths {
                                     last_lines: string[];
                                     warnings: number;
                                 };
+                                /** @description When the stored log was removed (HOIST_BUILD_LOG_DAYS after the build, unless a retained release used it): reading it answers 410 gone; the summary in `log` stays. */
+                                log_removed_at: string | null;
                                 /** @description Path of the full log (text/plain). */
                                 log_url: string;
                                 /** Format: uuid */
@@ -2836,6 +2842,8 @@ export interface paths {
                                 sha256: string;
                                 size: number;
                             } | null;
+                            /** @description When the artifact was removed from storage (HOIST_DEPLOYMENT_FILE_DAYS after the build, once no retained release or unfinished operation used it): it can no longer be deployed again (409 not_retryable). */
+                            artifact_removed_at: string | null;
                             /** Format: date-time */
                             created_at: string;
                             error: {
@@ -2852,6 +2860,8 @@ export interface paths {
                                 last_lines: string[];
                                 warnings: number;
                             };
+                            /** @description When the stored log was removed (HOIST_BUILD_LOG_DAYS after the build, unless a retained release used it): reading it answers 410 gone; the summary in `log` stays. */
+                            log_removed_at: string | null;
                             /** @description Path of the full log (text/plain). */
                             log_url: string;
                             /** Format: uuid */
@@ -2907,7 +2917,7 @@ export interface paths {
         };
         /**
          * Read the full log of a build
-         * @description The whole stored build log as text/plain (capped at 5 MB, then marked truncated). It is stored when the build ends: 404 until then. With `Accept: text/event-stream`, Server-Sent Events instead, at any time: `log` events (data: `{build_id, from, lines}`) with the lines written so far and then as they come, heartbeat comments, and the end of the stream once the build has ended. Event ids are line counts (across the build's operation): send the last as `Last-Event-ID` to resume. Too many open streams: 429 per account, 503 in all.
+         * @description The whole stored build log as text/plain (capped at 5 MB, then marked truncated). It is stored when the build ends: 404 until then; 410 gone once removed (log_removed_at on the build: HOIST_BUILD_LOG_DAYS after the build, unless a retained release uses it). With `Accept: text/event-stream`, Server-Sent Events instead, at any time: `log` events (data: `{build_id, from, lines}`) with the lines written so far and then as they come, heartbeat comments, and the end of the stream once the build has ended. Event ids are line counts (across the build's operation): send the last as `Last-Event-ID` to resume. Too many open streams: 429 per account, 503 in all.
          */
         get: {
             parameters: {
@@ -2959,6 +2969,15 @@ export interface paths {
                         "text/plain": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description Used or expired. */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Too many requests; see Retry-After. */
                 429: {
                     headers: {
@@ -2998,7 +3017,7 @@ export interface paths {
         put?: never;
         /**
          * Retry a build
-         * @description Starts a NEW deployment operation for the build's version: Analyze and Build run again with the project's current settings (fix them first if the build failed because of them), then Deploy. The retried build record is left as it was; the new run makes a new build record. Any build can be retried (a failed one, or a good one to rebuild it). The answer has action build_retry_queued. Answers 202 with the new parent operation; poll GET /api/v1/operations/{id} until it is terminal. Refused with 409 deployment_in_progress (details.operation_id) while another deployment of the project runs, and with 403 plan_restricted beyond the plan's deployments_per_day. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused. Another account's project or record and a malformed id answer 404 like a missing one.
+         * @description Starts a NEW deployment operation for the build's version: Analyze and Build run again with the project's current settings (fix them first if the build failed because of them), then Deploy. The retried build record is left as it was; the new run makes a new build record. Any build can be retried (a failed one, or a good one to rebuild it) while its archive is kept: once removed (archive_removed_at on the version), 409 not_retryable with details.reason archive_removed. The answer has action build_retry_queued. Answers 202 with the new parent operation; poll GET /api/v1/operations/{id} until it is terminal. Refused with 409 deployment_in_progress (details.operation_id) while another deployment of the project runs, and with 403 plan_restricted beyond the plan's deployments_per_day. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused. Another account's project or record and a malformed id answer 404 like a missing one.
          */
         post: {
             parameters: {
@@ -3310,7 +3329,7 @@ export interface paths {
         put?: never;
         /**
          * Retry a deployment (redeploy its build)
-         * @description Starts a NEW deployment operation that deploys the same build's artifact again, without rebuilding: its Analyze and Build stages are `skipped` (reused) from the start and Deploy runs at once (progress starts at 70). The new deployment record has the same build_id. Use it to bring back an earlier release or to re-run a failed Deploy; a build without an artifact is refused with 409 not_retryable (retry the build instead). The answer has action deployment_retry_queued. Answers 202 with the new parent operation; poll GET /api/v1/operations/{id} until it is terminal. Refused with 409 deployment_in_progress (details.operation_id) while another deployment of the project runs, and with 403 plan_restricted beyond the plan's deployments_per_day. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused. Another account's project or record and a malformed id answer 404 like a missing one.
+         * @description Starts a NEW deployment operation that deploys the same build's artifact again, without rebuilding: its Analyze and Build stages are `skipped` (reused) from the start and Deploy runs at once (progress starts at 70). The new deployment record has the same build_id. Use it to bring back an earlier release or to re-run a failed Deploy; a build without an artifact is refused with 409 not_retryable (retry the build instead), and so is one whose artifact was removed (details.reason artifact_removed, see artifact_removed_at on the build). The answer has action deployment_retry_queued. Answers 202 with the new parent operation; poll GET /api/v1/operations/{id} until it is terminal. Refused with 409 deployment_in_progress (details.operation_id) while another deployment of the project runs, and with 403 plan_restricted beyond the plan's deployments_per_day. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused. Another account's project or record and a malformed id answer 404 like a missing one.
          */
         post: {
             parameters: {
@@ -4720,6 +4739,8 @@ export interface paths {
                                     unwrapped_prefix?: string;
                                     warnings?: string[];
                                 } | null;
+                                /** @description When the archive was removed from storage (HOIST_DEPLOYMENT_FILE_DAYS after the upload, once no retained release or unfinished operation used it): the version can no longer be built again (409 not_retryable). */
+                                archive_removed_at: string | null;
                                 /** Format: date-time */
                                 created_at: string;
                                 filename: string | null;
@@ -4838,6 +4859,8 @@ export interface paths {
                                 unwrapped_prefix?: string;
                                 warnings?: string[];
                             } | null;
+                            /** @description When the archive was removed from storage (HOIST_DEPLOYMENT_FILE_DAYS after the upload, once no retained release or unfinished operation used it): the version can no longer be built again (409 not_retryable). */
+                            archive_removed_at: string | null;
                             /** Format: date-time */
                             created_at: string;
                             filename: string | null;
@@ -4903,7 +4926,7 @@ export interface paths {
         put?: never;
         /**
          * Send the manifest of a site, and learn which files to upload
-         * @description The first step of an upload that sends only what is new (what `hoist deploy` does). The body lists every file of the site: its path (relative, `/`-separated), the SHA-256 of its bytes (hex) and its size; it may be sent gzip-compressed (`Content-Encoding: gzip`). The answer names the hashes this account has not sent before (`missing`). Then POST a ZIP holding only those files, at their paths, to a Local-to-Live route with the text part `manifest_id` (the file part may be left out when nothing is missing): Hoist checks every file against the manifest (400 when a file's bytes do not match its hash, or a path is not listed), assembles the whole site and deploys it like any ZIP, every archive check included. A manifest can be used for an hour (then 410 gone). Files are kept per account: no account learns what another one sent. They are kept within the plan's limits: a file goes `kept_file_days` after the last manifest or upload that used it, and an account keeps at most `kept_file_bytes` (the least recently used go first; a new file there is no room for is deployed but not kept): a file sent before may be `missing` again, never while a manifest that found it can be used. A path that leaves the site (absolute, `..`, backslash, control characters), is longer than 255 bytes a name or 1,024 in all, or is listed twice → 400; more than 20000 files → 400; a body over 8388608 bytes → 413.
+         * @description The first step of an upload that sends only what is new (what `hoist deploy` does). The body lists every file of the site: its path (relative, `/`-separated), the SHA-256 of its bytes (hex) and its size; it may be sent gzip-compressed (`Content-Encoding: gzip`). The answer names the hashes this account has not sent before (`missing`). Then POST a ZIP holding only those files, at their paths, to a Local-to-Live route with the text part `manifest_id` (the file part may be left out when nothing is missing): Hoist checks every file against the manifest (400 when a file's bytes do not match its hash, or a path is not listed), assembles the whole site and deploys it like any ZIP, every archive check included. A manifest can be used for an hour (then 410 gone). Files are kept per account: no account learns what another one sent. They are kept within the plan's limits: a file goes `kept_file_days` after the last manifest or upload that used it, and an account keeps at most `kept_file_bytes` (the least recently used go first; a new file there is no room for is deployed but not kept): a file sent before may be `missing` again, never while a manifest that found it can be used. A path that leaves the site (absolute, `..`, backslash, control characters), is longer than 255 bytes a name or 1,024 in all, or is listed twice → 400; more than 20000 files → 400; a body over 8388608 bytes → 413. An account sends at most its plan's `upload_manifests_per_hour` manifests in any hour (every one counts, valid or not); past it 429 rate_limited with Retry-After (and `details.limit`), and nothing is stored.
          */
         post: {
             parameters: {
@@ -4970,6 +4993,15 @@ export interface paths {
                 };
                 /** @description Unsupported Content-Type (unsupported_media_type). */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests; see Retry-After. */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -97,6 +97,15 @@ export const settings = {
     doc: 'Port shown in project URLs. Default: the edge port (omitted when 80 or 443).',
   },
   db: { type: 'string', env: 'HOIST_DB', default: 'sqlite', doc: 'Database plugin: sqlite (embedded) or postgres.' },
+  sqliteSynchronous: {
+    type: 'string',
+    env: 'HOIST_SQLITE_SYNCHRONOUS',
+    default: 'normal',
+    oneOf: ['normal', 'full'],
+    doc:
+      "SQLite's synchronous mode (db=sqlite, in WAL): normal keeps every commit through a crash of Hoist, while a " +
+      'power loss or an OS crash may undo the last few; full makes each commit wait for the disk.',
+  },
   databaseUrl: {
     type: 'secret',
     env: 'HOIST_DATABASE_URL',
@@ -568,6 +577,34 @@ export const settings = {
     min: 1,
     max: 300,
     doc: 'An event stream sends a comment line this often, so proxies and clients see it is alive.',
+  },
+  buildLogLineDays: {
+    type: 'integer',
+    env: 'HOIST_BUILD_LOG_LINE_DAYS',
+    default: 7,
+    min: 1,
+    doc:
+      'Days the build-log lines of a finished operation stay in the database (build_log_chunks) for event ' +
+      "streams to replay; then a worker moves them out, and streams read them from the build's stored log.",
+  },
+  deploymentFileDays: {
+    type: 'integer',
+    env: 'HOIST_DEPLOYMENT_FILE_DAYS',
+    default: 7,
+    min: 1,
+    doc:
+      "Days an upload's archive and its build's artifact stay in Storage when no retained release (live, kept " +
+      'by release_retention, a serving preview) or unfinished operation uses them; then a worker removes them, ' +
+      'and retrying that build or deployment answers 409 not_retryable.',
+  },
+  buildLogDays: {
+    type: 'integer',
+    env: 'HOIST_BUILD_LOG_DAYS',
+    default: 30,
+    min: 1,
+    doc:
+      'Days a stored build log stays after its build started, unless a retained release uses the build; then a ' +
+      'worker removes it (and its lines), and reading it answers 410 gone.',
   },
   queueVisibilitySeconds: {
     type: 'integer',

@@ -15,6 +15,7 @@ import { TOKEN_SERVICE, type TokenService } from './ports/token-service.js';
 import type { Deps, Resolved, Token } from './tokens.js';
 
 export type { HoistConfig } from '../config/schema.js';
+export { atMost } from './at-most.js';
 export { CLOCK, type Clock } from './ports/clock.js';
 export { CONFIG, ENTITY_MANAGER, LOGGER, token, type Deps, type Logger, type Resolved, type Token } from './tokens.js';
 

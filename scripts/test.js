@@ -52,7 +52,9 @@ for (const file of files) {
 let s3 = null;
 if (process.env.HOIST_STORAGE === 'minio' && !process.env.HOIST_S3_ENDPOINT) {
   const dir = mkdtempSync(join(tmpdir(), 'hoist-s3-'));
-  s3 = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/s3-server-process.ts', dir], {
+  // --openssl-legacy-provider: s3rver's continuation tokens use DES (see test/helpers/s3-server.ts).
+  const args = ['--openssl-legacy-provider', '--import', 'tsx', 'test/helpers/s3-server-process.ts', dir];
+  s3 = spawn(process.execPath, args, {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const { port } = JSON.parse(

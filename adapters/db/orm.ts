@@ -34,10 +34,27 @@ export async function ormOptions(config: HoistConfig, entities: EntitySchema[]):
     // Created 0600 before SQLite opens it: it holds password hashes and sessions, and SQLite gives
     // its -wal and -shm files the database file's mode.
     secretFile(dbName);
+    // WAL lets the API read while the worker writes; busy_timeout waits for a lock instead of failing. The driver's
+    // calls block the process: with synchronous=full every commit would hold the edge and the API while the disk
+    // syncs (sqliteSynchronous). Set on every connection the pool opens: the libsql dialect replaces a connection
+    // older than 10 s, and a new one would start with SQLite's defaults (no busy wait, synchronous=full).
+    const pragmas =
+      'pragma journal_mode = wal; pragma busy_timeout = 5000; ' +
+      `pragma synchronous = ${config.sqliteSynchronous === 'full' ? 'full' : 'normal'};`;
     return {
       ...common,
       driver: LibSqlDriver,
       dbName,
+      pool: {
+        afterCreate: (conn: { exec(sql: string): void }, done: (err: unknown, conn: unknown) => void) => {
+          try {
+            conn.exec(pragmas);
+            done(null, conn);
+          } catch (err) {
+            done(err, conn);
+          }
+        },
+      },
       migrations: migrations('sqlite'),
     } as Options;
   }
@@ -71,12 +88,6 @@ function migrations(dialect: string): Options['migrations'] {
 /** Connects with `entities` and applies every pending migration. */
 export async function openDatabase(config: HoistConfig, entities: EntitySchema[]): Promise<MikroORM> {
   const orm = await MikroORM.init(await ormOptions(config, entities));
-  if (config.db === 'sqlite') {
-    const conn = orm.em.getConnection();
-    // WAL lets the API read while the worker writes; busy_timeout waits for a lock instead of failing.
-    await conn.execute('pragma journal_mode = wal');
-    await conn.execute('pragma busy_timeout = 5000');
-  }
   await orm.getMigrator().up();
   return orm;
 }

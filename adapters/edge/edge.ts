@@ -21,7 +21,7 @@ import { clientErrorHandler, guardSlowClients, serverTimeouts } from '../http/sl
  * loaded here and kept current by the change feed), and nothing else (its health and metrics are on
  * the admin listener, see startRoles). Requests without a body to public projects, and to private ones
  * with a known access cookie, are answered on node:http before fastify (fast-path.ts): static files,
- * and Node.js releases proxied over node:http; everything else goes through fastify. Each request
+ * and Node.js releases proxied through undici; everything else goes through fastify. Each request
  * takes the live release once and is answered from it alone, so a switch of release never mixes two
  * releases in one response.
  */

@@ -1,6 +1,6 @@
 import send from '@fastify/send';
 import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { extname, join, posix } from 'node:path';
 import { pipeline } from 'node:stream';
@@ -151,13 +151,36 @@ function indexed(
   }
   const from = variant?.path ?? join(release.root, name);
   if (source.size <= HELD_FILE_BYTES) return holdAndSend(res, source, from);
-  pipeline(createReadStream(from), res, () => {});
+  pipeline(createReadStream(from, rangeOf(source)), res, () => {});
+}
+
+/** Where a variant is in its release's pack (a stream's start and end, inclusive); nothing for a whole file. */
+function rangeOf(source: IndexedFile | FileVariant): { start: number; end: number } | undefined {
+  const { offset } = source as FileVariant;
+  return offset === undefined ? undefined : { start: offset, end: offset + source.size - 1 };
+}
+
+/** The bytes of a file, or of a variant in its release's pack; null when they cannot all be read. */
+async function bytesOf(source: IndexedFile | FileVariant, from: string): Promise<Buffer | null> {
+  const range = rangeOf(source);
+  if (!range) return readFile(from).catch(() => null);
+  const handle = await open(from).catch(() => null);
+  if (!handle) return null;
+  try {
+    const bytes = Buffer.allocUnsafe(source.size);
+    const { bytesRead } = await handle.read(bytes, 0, source.size, range.start);
+    return bytesRead === source.size ? bytes : null;
+  } catch {
+    return null;
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Reads a file into memory, keeps it, and sends it (a file that cannot be read is streamed: the stream reports). */
 async function holdAndSend(res: ServerResponse, source: IndexedFile | FileVariant, from: string): Promise<void> {
-  const bytes = await readFile(from).catch(() => null);
-  if (!bytes) return void pipeline(createReadStream(from), res, () => {});
+  const bytes = await bytesOf(source, from);
+  if (!bytes) return void pipeline(createReadStream(from, rangeOf(source)), res, () => {});
   if (!heldFiles.has(source)) {
     heldFiles.set(source, bytes);
     heldBytes += bytes.length;

@@ -72,7 +72,18 @@ export const Analysis = {
 /** A version record: an uploaded archive and what Analyze found in it. */
 export const VersionRecord = {
   type: 'object',
-  required: ['id', 'project_id', 'operation_id', 'filename', 'size', 'sha256', 'options', 'analysis', 'created_at'],
+  required: [
+    'id',
+    'project_id',
+    'operation_id',
+    'filename',
+    'size',
+    'sha256',
+    'options',
+    'analysis',
+    'created_at',
+    'archive_removed_at',
+  ],
   properties: {
     id: Uuid,
     project_id: Uuid,
@@ -92,6 +103,12 @@ export const VersionRecord = {
     },
     analysis: { ...nullable(Analysis), description: 'Null until Analyze succeeded.' },
     created_at: Timestamp,
+    archive_removed_at: {
+      ...nullable(Timestamp),
+      description:
+        'When the archive was removed from storage (HOIST_DEPLOYMENT_FILE_DAYS after the upload, once no retained ' +
+        'release or unfinished operation used it): the version can no longer be built again (409 not_retryable).',
+    },
   },
 } as const;
 
@@ -142,6 +159,8 @@ export const BuildRecord = {
     'error',
     'created_at',
     'finished_at',
+    'artifact_removed_at',
+    'log_removed_at',
   ],
   properties: {
     id: Uuid,
@@ -156,6 +175,18 @@ export const BuildRecord = {
     error: RecordError,
     created_at: Timestamp,
     finished_at: nullable(Timestamp),
+    artifact_removed_at: {
+      ...nullable(Timestamp),
+      description:
+        'When the artifact was removed from storage (HOIST_DEPLOYMENT_FILE_DAYS after the build, once no retained ' +
+        'release or unfinished operation used it): it can no longer be deployed again (409 not_retryable).',
+    },
+    log_removed_at: {
+      ...nullable(Timestamp),
+      description:
+        'When the stored log was removed (HOIST_BUILD_LOG_DAYS after the build, unless a retained release used ' +
+        'it): reading it answers 410 gone; the summary in `log` stays.',
+    },
   },
 } as const;
 

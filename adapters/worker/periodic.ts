@@ -1,12 +1,14 @@
 /**
- * Runs `work` at once, then again `everyMs` after each round ends, until stopped; a round that throws
- * is reported to `failed` and the next one runs as planned. `stopped()` tells a long round to end early.
+ * Runs `work` at once (or, with `atOnce: false`, `everyMs` from now), then again `everyMs` after each round
+ * ends, until stopped; a round that throws is reported to `failed` and the next one runs as planned.
+ * `stopped()` tells a long round to end early.
  * Returns a function that stops it and waits for a round in progress.
  */
 export function runPeriodically(
   work: (stopped: () => boolean) => Promise<void>,
   everyMs: number,
   failed: (err: unknown) => void,
+  { atOnce = true } = {},
 ): () => Promise<void> {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -22,7 +24,8 @@ export function runPeriodically(
   const tick = () => {
     round = run();
   };
-  tick();
+  if (atOnce) tick();
+  else timer = setTimeout(tick, everyMs).unref();
   return async () => {
     stopped = true;
     clearTimeout(timer);

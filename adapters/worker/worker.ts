@@ -7,15 +7,19 @@ import { metricsOf } from '../observability/metrics.js';
 import { SANDBOX, type Sandbox } from '../../core/ports/sandbox.js';
 import type { Kernel } from '../kernel.js';
 import { startDomainChecks } from './domain-scheduler.js';
+import { startFileRetention } from './file-retention.js';
 import { startGarbageCollection } from './garbage-collection.js';
+import { startLogRetention } from './log-retention.js';
 import { startPreviewExpiry } from './preview-expiry.js';
+import { logRetired, startRetirement } from './retirement.js';
 import { startUploadRetention } from './upload-retention.js';
 
 /**
  * Starts the worker role: takes stage jobs from the queue, once its sandbox runs and core's Recovery
  * has resumed what the last process left. It also checks customer domains on their schedule, takes expired
- * previews down, collects garbage (unreferenced release files) and removes what manifest uploads keep past their
- * retention.
+ * previews down, collects garbage (unreferenced release files), stops releases still running after their
+ * deployment ended (Retirement) and removes what manifest uploads keep past their retention, and the archives,
+ * artifacts and build logs no retained release needs (FileRetention).
  * Returns a function that stops taking jobs and waits for running ones to hand back.
  */
 export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> {
@@ -31,6 +35,7 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
     );
   for (const { deploymentId, reason } of recovered.unrestored)
     kernel.log.error({ deploymentId, reason }, 'live release not restored: its environment does not decrypt');
+  logRetired(kernel.log, recovered.retired);
   const { stageSeconds } = metricsOf(kernel);
   const handle = async (job: Job<StageJob>, control: JobControl) => {
     const done = stageSeconds.startTimer({ stage: job.payload.stage });
@@ -50,7 +55,13 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
   const stopGarbageCollection = startGarbageCollection(kernel);
   const stopPreviewExpiry = startPreviewExpiry(kernel);
   const stopUploadRetention = startUploadRetention(kernel);
+  const stopLogRetention = startLogRetention(kernel);
+  const stopFileRetention = startFileRetention(kernel);
+  const stopRetirement = startRetirement(kernel);
   return async () => {
+    await stopRetirement();
+    await stopFileRetention();
+    await stopLogRetention();
     await stopUploadRetention();
     await stopDomainChecks();
     await stopPreviewExpiry();

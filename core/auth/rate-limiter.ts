@@ -12,9 +12,12 @@ export interface RateDecision {
   retryAfter: number;
 }
 
-/** The error for a caller over a limit; the HTTP edge turns `retry_after` into a Retry-After header. */
-export const rateLimited = (message: string, retryAfter: number) =>
-  new HoistError('rate_limited', message, { retry_after: retryAfter });
+/**
+ * The error for a caller over a limit, with `details` beside `retry_after`; the HTTP edge turns `retry_after` into a
+ * Retry-After header.
+ */
+export const rateLimited = (message: string, retryAfter: number, details: Record<string, unknown> = {}) =>
+  new HoistError('rate_limited', message, { ...details, retry_after: retryAfter });
 
 /** Hits kept at least this long, whatever the window, before anyone's hit may sweep them away. */
 const KEEP_MS = 24 * 3600 * 1000;

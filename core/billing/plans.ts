@@ -17,6 +17,8 @@ export interface PlanLimits {
   kept_file_bytes: number;
   /** Days a kept manifest-upload file stays after the last manifest or upload that used it. */
   kept_file_days: number;
+  /** Upload manifests the account may send in any hour (a sliding window); past it 429 rate_limited. */
+  upload_manifests_per_hour: number;
 }
 
 export interface Plan {
@@ -56,6 +58,7 @@ export const plans: Record<string, Plan> = {
       preview_ttl_hours: 24,
       kept_file_bytes: 250_000_000,
       kept_file_days: 14,
+      upload_manifests_per_hour: 60,
     },
   },
   pro: {
@@ -78,6 +81,7 @@ export const plans: Record<string, Plan> = {
       preview_ttl_hours: 168,
       kept_file_bytes: 2_000_000_000,
       kept_file_days: 30,
+      upload_manifests_per_hour: 300,
     },
   },
   team: {
@@ -100,6 +104,7 @@ export const plans: Record<string, Plan> = {
       preview_ttl_hours: 720,
       kept_file_bytes: 10_000_000_000,
       kept_file_days: 90,
+      upload_manifests_per_hour: 1200,
     },
   },
 };

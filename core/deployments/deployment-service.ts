@@ -78,12 +78,14 @@ export class DeploymentService {
 
   /**
    * Starts a new chain for an existing version of the account (a build retry): Analyze and Build run
-   * again with the project's current settings, then Deploy. Throws not_found, plan_restricted
-   * (deployments per day) or deployment_in_progress, and writes nothing then.
+   * again with the project's current settings, then Deploy. Throws not_found, not_retryable (details.reason
+   * `archive_removed`: FileRetention removed its archive), plan_restricted (deployments per day) or
+   * deployment_in_progress, and writes nothing then.
    */
   async rebuild(accountId: string, versionId: string, startedBy?: StartedBy): Promise<Operation> {
     const version = isUuid(versionId) ? await this.em.findOne(Version, { id: versionId, accountId }) : null;
     if (!version) throw notFound('Version');
+    if (version.archiveRemovedAt) throw archiveRemoved(version.id);
     await this.assertNoChainRunning(version.projectId);
     await this.assertPlanRoom(accountId);
     const created = createOperation(this.clock.now(), { skipBuild: version.options.skip_build === true });
@@ -99,8 +101,8 @@ export class DeploymentService {
   /**
    * Starts a new chain that deploys an existing build of the account again (a deployment retry):
    * Analyze and Build are reused (skipped), Deploy ships the build's artifact. Throws not_found,
-   * not_retryable (the build has no artifact), plan_restricted or deployment_in_progress, and writes
-   * nothing then.
+   * not_retryable (the build has no artifact, or details.reason `artifact_removed`: FileRetention removed it),
+   * plan_restricted or deployment_in_progress, and writes nothing then.
    */
   async redeploy(accountId: string, buildId: string, startedBy?: StartedBy): Promise<Operation> {
     const build = isUuid(buildId) ? await this.em.findOne(Build, { id: buildId, accountId }) : null;
@@ -111,6 +113,7 @@ export class DeploymentService {
         `Build ${build.id} has no artifact to deploy (it is ${build.status}); retry the build instead`,
         { build_id: build.id, status: build.status },
       );
+    if (build.artifactRemovedAt) throw artifactRemoved(build.id);
     await this.assertNoChainRunning(build.projectId);
     await this.assertPlanRoom(accountId);
     const created = createOperation(this.clock.now(), { reuse: ['analyze', 'build'] });
@@ -164,16 +167,38 @@ export class DeploymentService {
   }
 
   /**
-   * Starts a new attempt of a failed or canceled deployment (not_retryable otherwise), resuming at
-   * the first unfinished stage; refused with deployment_in_progress while another chain runs.
+   * Starts a new attempt of a failed or canceled deployment (not_retryable otherwise, or with details.reason
+   * `archive_removed` or `artifact_removed` when that stage's input is gone), resuming at the first unfinished
+   * stage; refused with deployment_in_progress while another chain runs.
    */
   async retry(accountId: string, operationId: string): Promise<Operation> {
     const op = await this.owned(accountId, operationId);
+    await this.assertFilesKept(op);
     if (op.projectId) await this.assertNoChainRunning(op.projectId, op.id);
     await this.assertConcurrentRoom(accountId);
     return (
       await this.store.apply(operationId, { type: 'retry_requested' }, (tx) => this.takeChain(tx, op.projectId!, op.id))
     ).op;
+  }
+
+  /**
+   * Throws not_retryable when what the first unfinished stage of `op` starts from was removed by FileRetention:
+   * the version's archive for Analyze or Build, the build's artifact for Deploy (a promote needs neither).
+   */
+  private async assertFilesKept(op: Operation): Promise<void> {
+    const state = OperationStore.stateOf(op);
+    if (state.promote || !op.versionId || !isTerminal(state)) return;
+    if (state.current !== 'deploy') {
+      const version = await this.em.findOne(Version, { id: op.versionId }, { fields: ['archiveRemovedAt'] });
+      if (version?.archiveRemovedAt) throw archiveRemoved(op.versionId);
+      return;
+    }
+    const build = await this.em.findOne(
+      Build,
+      state.buildId ? { id: state.buildId } : { operationId: op.id, artifactKey: { $ne: null } },
+      { fields: ['id', 'artifactRemovedAt'], orderBy: { createdAt: 'desc' } },
+    );
+    if (build?.artifactRemovedAt) throw artifactRemoved(build.id);
   }
 
   /**
@@ -297,6 +322,20 @@ export function unpromotable(
     };
   return null;
 }
+
+const archiveRemoved = (versionId: string) =>
+  new HoistError(
+    'not_retryable',
+    `The archive of version ${versionId} was removed (no retained release used it); upload it again`,
+    { version_id: versionId, reason: 'archive_removed' },
+  );
+
+const artifactRemoved = (buildId: string) =>
+  new HoistError(
+    'not_retryable',
+    `The artifact of build ${buildId} was removed (no retained release used it); retry the build instead`,
+    { build_id: buildId, reason: 'artifact_removed' },
+  );
 
 const inProgress = (operationId: string) =>
   new HoistError(

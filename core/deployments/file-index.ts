@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { fileIndexPath, type FileIndex } from '../ports/file-index.js';
 
 export type { FileIndex, FileVariant, IndexedFile } from '../ports/file-index.js';
-export { fileIndexPath, variantsDir } from '../ports/file-index.js';
+export { fileIndexPath, variantsDir, variantsPack } from '../ports/file-index.js';
 
 const MAX_CACHED = 2_000;
 /** An absent index (a release deployed before indexes existed) is looked for again after this long. */
@@ -65,8 +65,14 @@ async function loadFileIndex(root: string): Promise<FileIndex | null> {
   }
   const index = JSON.parse(text) as FileIndex;
   const base = dirname(root);
+  // Every variant of a release names its one pack: one string for all of them.
+  const absolute = new Map<string, string>();
   for (const file of Object.values(index.files))
-    for (const variant of [file.br, file.gzip])
-      if (variant && !isAbsolute(variant.path)) variant.path = join(base, variant.path);
+    for (const variant of [file.br, file.gzip]) {
+      if (!variant || isAbsolute(variant.path)) continue;
+      let path = absolute.get(variant.path);
+      if (path === undefined) absolute.set(variant.path, (path = join(base, variant.path)));
+      variant.path = path;
+    }
   return index;
 }

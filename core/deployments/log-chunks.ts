@@ -1,7 +1,11 @@
 import type { EntityManager } from '@mikro-orm/core';
+import type { Readable } from 'node:stream';
+import { Build } from '../entities/build.js';
 import { BuildLogChunk } from '../entities/build-log-chunk.js';
+import { HoistError } from '../errors.js';
 import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
+import type { Storage } from '../ports/storage.js';
 import { token } from '../tokens.js';
 
 export const LOG_CHUNKS = token<LogChunks>('hoist.LogChunks');
@@ -30,17 +34,21 @@ export interface LogChunkWriter {
 }
 
 const READ_ROWS = 50;
+/** Lines of a stored log given at once, when a build's lines are read back from Storage. */
+const STORED_LINES = 1000;
 
 /**
  * Build log lines as written, in the database, so every process reads them while the build runs
  * (the full log goes to Storage at the end). Writes are bounded by the writer's caller (about one
- * chunk a second, none past the log's 5 MB); each is announced on the change feed.
+ * chunk a second, none past the log's 5 MB); each is announced on the change feed. Lines that
+ * LogRetention moved out of the database are read from the build's stored log, numbered as before.
  */
 export class LogChunks {
   constructor(
     private readonly em: EntityManager,
     private readonly clock: Clock,
     private readonly changes: ChangeFeed,
+    private readonly storage: Pick<Storage, 'get'>,
   ) {}
 
   /** A writer for build `buildId` of `operationId`, numbering its lines after the operation's earlier builds'. */
@@ -66,7 +74,7 @@ export class LogChunks {
         createdAt: this.clock.now(),
       });
       try {
-        await em.persist(chunk).flush();
+        await em.insert(BuildLogChunk, chunk);
       } catch (err) {
         queued = [...lines, ...queued];
         throw err;
@@ -83,20 +91,65 @@ export class LogChunks {
     };
   }
 
-  /** The operation's lines from line `after` on (a bounded batch; ask again from its end for more). */
-  async after(operationId: string, after: number): Promise<LogLines[]> {
+  /** The operation's lines from line `after` on, in order (a bounded batch; ask again from its end for more). */
+  after(operationId: string, after: number): AsyncGenerator<LogLines> {
     return this.read({ operationId }, after);
   }
 
   /** The lines of build `buildId` from line `after` (numbered across its operation) on, in bounded batches. */
-  async afterInBuild(buildId: string, after: number): Promise<LogLines[]> {
+  afterInBuild(buildId: string, after: number): AsyncGenerator<LogLines> {
     return this.read({ buildId }, after);
   }
 
-  private async read(where: { operationId: string } | { buildId: string }, after: number): Promise<LogLines[]> {
+  private async *read(where: { operationId: string } | { buildId: string }, after: number): AsyncGenerator<LogLines> {
     const rows = await this.em
       .fork()
       .find(BuildLogChunk, { ...where, toLine: { $gt: after } }, { orderBy: { fromLine: 'asc' }, limit: READ_ROWS });
-    return rows.map((r) => ({ buildId: r.buildId, from: r.fromLine, lines: r.lines }));
+    for (const r of rows)
+      if (r.inStorage) yield* this.stored(r, after);
+      else yield { buildId: r.buildId, from: r.fromLine, lines: r.lines };
   }
+
+  /**
+   * The lines [fromLine, toLine) of `moved`, from line `after` on, read from its build's stored log as it streams
+   * (STORED_LINES at a time); none when that log is not there.
+   */
+  private async *stored(moved: BuildLogChunk, after: number): AsyncGenerator<LogLines> {
+    const build = await this.em.fork().findOne(Build, { id: moved.buildId }, { fields: ['logKey'] });
+    const body = build?.logKey
+      ? await this.storage.get(build.logKey).catch((err) => {
+          if (err instanceof HoistError && err.code === 'not_found') return null;
+          throw err;
+        })
+      : null;
+    if (!body) return;
+    try {
+      let line = moved.fromLine;
+      let batch: string[] = [];
+      for await (const text of linesOf(body)) {
+        if (line >= moved.toLine) break;
+        if (line++ < after) continue;
+        batch.push(text);
+        if (batch.length === STORED_LINES) {
+          yield { buildId: moved.buildId, from: line - batch.length, lines: batch };
+          batch = [];
+        }
+      }
+      if (batch.length) yield { buildId: moved.buildId, from: line - batch.length, lines: batch };
+    } finally {
+      body.destroy();
+    }
+  }
+}
+
+/** The `\n`-separated lines of UTF-8 text as it streams (a `\r` stays in its line, as the build wrote it). */
+async function* linesOf(body: Readable): AsyncGenerator<string> {
+  body.setEncoding('utf8');
+  let rest = '';
+  for await (const text of body as AsyncIterable<string>) {
+    const lines = (rest + text).split('\n');
+    rest = lines.pop()!;
+    yield* lines;
+  }
+  if (rest) yield rest;
 }

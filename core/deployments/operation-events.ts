@@ -124,7 +124,7 @@ export class OperationEvents {
         if (!op) throw notFound('Operation');
         const done = TERMINAL.includes(op.status);
         let more = false;
-        for (const chunk of await this.logs.after(id, at.line)) {
+        for await (const chunk of this.logs.after(id, at.line)) {
           // A missing stretch is still being written (unless nothing more will come): wait for it.
           if (chunk.from > at.line && !done) break;
           const lines = chunk.lines.slice(Math.max(0, at.line - chunk.from));
@@ -175,7 +175,7 @@ export class OperationEvents {
       while (!signal.aborted) {
         const build = await this.em.fork().findOneOrFail(Build, { id: buildId });
         let more = false;
-        for (const chunk of await this.logs.afterInBuild(buildId, line)) {
+        for await (const chunk of this.logs.afterInBuild(buildId, line)) {
           const lines = chunk.lines.slice(Math.max(0, line - chunk.from));
           line = chunk.from + chunk.lines.length;
           more = true;

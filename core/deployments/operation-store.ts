@@ -31,12 +31,20 @@ export const stageJobKey = (j: StageJob) => `${j.operationId}:${j.stage}:${j.att
 /** Extra writes made in the same transaction as a transition (e.g. the route switch). */
 export type AlsoWrite = (em: EntityManager, t: Transition, op: Operation) => Promise<void>;
 
+/** How many unfinished operations the store keeps as it last wrote them (a worker holds a few). */
+const REMEMBERED = 256;
+
 /**
  * Persists state-machine transitions of deployment operations. Every write is a compare-and-set on
  * the operation's revision, so a late or redelivered worker can never overwrite a newer state (a
- * cancel, a retry); a lost race re-reads and re-applies the event.
+ * cancel, a retry); a lost race re-reads and re-applies the event. The store remembers each unfinished
+ * operation as it last wrote or read it and writes on that without reading first: a newer revision
+ * (written by another process) makes the write miss, and then it is read.
  */
 export class OperationStore {
+  /** Unfinished operations as this store last wrote or read them, least recently used first. */
+  private readonly recent = new Map<string, Operation>();
+
   constructor(
     private readonly em: EntityManager,
     private readonly queue: Queue,
@@ -53,35 +61,55 @@ export class OperationStore {
   /**
    * Applies `event` to the operation and, in the same transaction, runs `also` (which may throw to
    * abort everything). After the commit, carries out the effects (enqueue stages). Returns the
-   * transition (noop when nothing changed) and the operation as written.
+   * transition (noop when nothing changed) and the operation as written. The operation as this store
+   * last wrote it is tried first instead of a read (a newer revision makes the write miss, then it is read).
    */
   async apply(operationId: string, event: OperationEvent, also?: AlsoWrite): Promise<{ t: Transition; op: Operation }> {
     for (let tries = 0; ; tries++) {
       const em = this.em.fork();
-      const op = await em.findOne(Operation, { id: operationId });
+      const known = tries === 0 ? this.recent.get(operationId) : undefined;
+      const guessed = known !== undefined;
+      const op = known ? Object.assign(new Operation(), known) : await em.findOne(Operation, { id: operationId });
       if (!op) throw notFound('Operation');
-      const t = transition(OperationStore.stateOf(op), event, this.clock.now());
+      let t: Transition;
+      try {
+        t = transition(OperationStore.stateOf(op), event, this.clock.now());
+      } catch (err) {
+        // Refused by what the caller knew: judged again on what is stored.
+        if (guessed) continue;
+        throw err;
+      }
+      if (!guessed) this.remember(op);
       const finished = t.effects.some((e) => e.type === 'finish');
       if (t.noop) {
+        // Nothing to write by what the caller knew: whether that still holds is read.
+        if (guessed) continue;
         await this.carryOut(op, t.effects);
         return { t, op };
       }
-      // clear: the transaction starts with an empty identity map, so its closing flush does not rewrite
-      // `op` (on SQLite, MikroORM sees the dates of every loaded entity as changed).
-      const won = await em.transactional(
-        async (tx) => {
-          const n = await tx.nativeUpdate(Operation, { id: op.id, revision: op.revision }, this.fields(op, t));
-          if (n !== 1) return false;
-          if (finished && op.projectId) {
-            await tx.nativeUpdate(Project, { id: op.projectId, activeOperationId: op.id }, { activeOperationId: null });
-          }
-          await also?.(tx, t, op);
-          return true;
-        },
-        { clear: true },
-      );
+      const cas = (db: EntityManager) =>
+        db.nativeUpdate(Operation, { id: op.id, revision: op.revision }, this.fields(op, t));
+      // A write of the operation alone (a claim, a heartbeat) is one statement, atomic without a transaction.
+      // clear: the transaction starts with an empty identity map, so its closing flush has nothing to compare.
+      const won =
+        !also && !(finished && op.projectId)
+          ? (await cas(em)) === 1
+          : await em.transactional(
+              async (tx) => {
+                if ((await cas(tx)) !== 1) return false;
+                if (finished && op.projectId) {
+                  const chain = { id: op.projectId, activeOperationId: op.id };
+                  await tx.nativeUpdate(Project, chain, { activeOperationId: null });
+                }
+                await also?.(tx, t, op);
+                return true;
+              },
+              { clear: true },
+            );
+      if (!won) this.recent.delete(op.id);
       if (won) {
         Object.assign(op, this.fields(op, t));
+        this.remember(op);
         // First what is kept of the project's other operations (their release may no longer be the live one): this
         // process drops it in this continuation, before it serves this one finished.
         if (finished && op.projectId)
@@ -95,8 +123,23 @@ export class OperationStore {
     }
   }
 
-  /** Enqueues the stage jobs among `effects` (de-duplicated by key, so repeating is harmless). */
+  /**
+   * Keeps `op`, as just written or read, to write on next without a read; forgets it once finished (a retry reads
+   * it again).
+   */
+  private remember(op: Operation): void {
+    this.recent.delete(op.id);
+    if (op.status !== 'running' && op.status !== 'queued') return;
+    this.recent.set(op.id, Object.assign(new Operation(), op));
+    if (this.recent.size > REMEMBERED) this.recent.delete(this.recent.keys().next().value!);
+  }
+
+  /**
+   * Enqueues the stage jobs among `effects` (de-duplicated by key, so repeating is harmless). `op` is the operation as
+   * just written or read: the stage's claim writes on it without a read.
+   */
   async carryOut(op: Operation, effects: Effect[]): Promise<void> {
+    this.remember(op);
     for (const e of effects) {
       if (e.type === 'enqueue_stage') {
         const job: StageJob = { operationId: op.id, stage: e.stage, attempt: e.attempt };

@@ -20,13 +20,18 @@ export const OPERATION_VIEWS = token<OperationViews>('hoist.OperationViews');
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
 
-/** Why a stage was done without running: reused by a redeploy (the build it ships), or Build left out by skip_build. */
+/**
+ * Why a stage was done without running: reused by a redeploy (the build it ships), not needed by a promote (the
+ * release it makes live again), or Build left out by skip_build.
+ */
 const skipReason = (stage: Stage, state: OperationState) =>
   state.buildId
     ? `reused: this deployment ships the existing build ${state.buildId}`
-    : stage === 'build'
-      ? 'skip_build: the archive is deployed as it is, without a build'
-      : 'not run for this deployment';
+    : state.promote
+      ? `promote: release ${state.promote} goes live again as it was built`
+      : stage === 'build'
+        ? 'skip_build: the archive is deployed as it is, without a build'
+        : 'not run for this deployment';
 
 /** The operation as the API shows it (GET /operations/{id}). */
 export interface OperationView {

@@ -19,6 +19,7 @@ export function versionView(v: Version) {
     options: v.options,
     analysis: v.analysis ? analysisView(v.analysis) : null,
     created_at: iso(v.createdAt)!,
+    archive_removed_at: iso(v.archiveRemovedAt),
   };
 }
 
@@ -40,6 +41,8 @@ export function buildView(b: Build) {
     error: b.error,
     created_at: iso(b.createdAt)!,
     finished_at: iso(b.finishedAt),
+    artifact_removed_at: iso(b.artifactRemovedAt),
+    log_removed_at: iso(b.logRemovedAt),
   };
 }
 

@@ -101,10 +101,17 @@ export class RecordsService {
     return buildView(await this.one(Build, project, id, 'Build'));
   }
 
-  /** The build's whole stored log (UTF-8 text); not_found while the build has not stored it yet. */
+  /**
+   * The build's whole stored log (UTF-8 text); not_found while the build has not stored it yet, gone once
+   * FileRetention removed it.
+   */
   async buildLog(accountId: string, projectId: string, id: string): Promise<Readable> {
     const project = await this.projects.get(accountId, projectId);
     const build = await this.one(Build, project, id, 'Build');
+    if (build.logRemovedAt)
+      throw new HoistError('gone', `The log of build ${build.id} was removed after the days it is kept`, {
+        removed_at: build.logRemovedAt.toISOString(),
+      });
     if (!build.logKey) throw notFound('Build log');
     return this.storage.get(build.logKey).catch((err) => {
       throw err instanceof HoistError && err.code === 'not_found' ? notFound('Build log') : err;

@@ -6,6 +6,7 @@ import type { Deployer, ReleaseReports } from '../ports/deployer.js';
 import { token } from '../tokens.js';
 import type { OperationStore } from './operation-store.js';
 import { liveReleaseSpecs } from './release-specs.js';
+import type { Retirement, RetirementReport } from './retirement.js';
 import { sweepWorkspaces } from './workspace.js';
 
 /** What a worker found and did as it started. */
@@ -16,13 +17,16 @@ export interface RecoveryReport {
   unrestored: { deploymentId: string; reason: string }[];
   /** Unfinished deployments whose current stage was enqueued again. */
   resumed: number;
+  /** Releases still running after their deployment ended (a drain timer lost with the last process), stopped. */
+  retired: RetirementReport;
 }
 
 /**
  * What a worker does before it takes work: removes the workspaces a crashed process left behind,
- * brings live releases back (Deployer.restore) and enqueues again the current stage of every
- * unfinished deployment (the queue de-duplicates), so a chain interrupted between a stage's commit
- * and the next enqueue resumes.
+ * brings live releases back (Deployer.restore), stops the releases that outlived their deployment
+ * (Retirement: the last process stopped before their drain timer fired) and enqueues again the current
+ * stage of every unfinished deployment (the queue de-duplicates), so a chain interrupted between a
+ * stage's commit and the next enqueue resumes.
  */
 export class Recovery {
   constructor(
@@ -33,6 +37,7 @@ export class Recovery {
     private readonly reports: ReleaseReports,
     private readonly environment: EnvironmentService,
     private readonly dataDir: string,
+    private readonly retirement: Pick<Retirement, 'reconcile'>,
   ) {}
 
   /** Recovers what the last process left; see the class. */
@@ -44,6 +49,7 @@ export class Recovery {
       unrestored.push({ deploymentId, reason: err.message }),
     );
     await this.deployer.restore(specs, this.reports);
+    const retired = await this.retirement.reconcile();
     let resumed = 0;
     for (const op of await em.find(Operation, { kind: { $in: CHAIN_KINDS }, status: 'running' })) {
       const state = op.state as unknown as OperationState;
@@ -52,7 +58,7 @@ export class Recovery {
         resumed++;
       }
     }
-    return { workspaces, unrestored, resumed };
+    return { workspaces, unrestored, resumed, retired };
   }
 }
 

@@ -120,7 +120,8 @@ export class StageRunner {
       clearInterval(timer);
       await beating;
       if (abort.signal.aborted && !control.signal.aborted) throw new StageError(`${stage}_canceled`, 'Canceled');
-      const done = await this.store.apply(operationId, { type: 'stage_succeeded', stage, attempt, token }, result.also);
+      const succeeded = { type: 'stage_succeeded' as const, stage, attempt, token };
+      const done = await this.store.apply(operationId, succeeded, result.also);
       // A no-op means the operation moved on (canceled) before the result was committed: undo it,
       // unless a newer claim runs the stage now (its work must not be touched).
       if (!done.t.noop) await result.after?.();

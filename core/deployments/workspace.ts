@@ -1,25 +1,32 @@
-import { createWriteStream } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import type { Storage } from '../ports/storage.js';
 import type { Workspaces } from '../ports/workspaces.js';
 
 /**
- * Runs `fn` in a fresh directory under `<dataDir>/work`, removed afterwards whatever happens. Both
- * are 0711 (mkdtemp gives 0700): the sandbox's unprivileged uid must traverse them to bind a
- * directory of the workspace, without being able to list what else is there.
+ * Runs `fn` with a fresh directory under `<dataDir>/work`, made when `fn` first asks for it (`dir()`) and removed
+ * afterwards whatever happens. Both are 0711 (mkdtemp gives 0700): the sandbox's unprivileged uid must traverse them
+ * to bind a directory of the workspace, without being able to list what else is there.
  */
-export async function withWorkspace<T>(dataDir: string, label: string, fn: (dir: string) => Promise<T>): Promise<T> {
-  const work = join(dataDir, 'work');
-  await mkdir(work, { recursive: true, mode: 0o711 });
-  await chmod(work, 0o711);
-  const dir = await mkdtemp(join(work, `${label}-p${process.pid}-`));
+export async function withWorkspace<T>(
+  dataDir: string,
+  label: string,
+  fn: (dir: () => Promise<string>) => Promise<T>,
+): Promise<T> {
+  const made: { dir?: Promise<string> } = {};
+  const dir = () =>
+    (made.dir ??= (async () => {
+      const work = join(dataDir, 'work');
+      await mkdir(work, { recursive: true, mode: 0o711 });
+      await chmod(work, 0o711);
+      const path = await mkdtemp(join(work, `${label}-p${process.pid}-`));
+      await chmod(path, 0o711);
+      return path;
+    })());
   try {
-    await chmod(dir, 0o711);
     return await fn(dir);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    const path = await made.dir?.catch(() => null);
+    if (path) await rm(path, { recursive: true, force: true });
   }
 }
 
@@ -49,16 +56,11 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Copies a stored object to a local file. */
-export async function download(storage: Storage, key: string, path: string, signal?: AbortSignal): Promise<void> {
-  await pipeline(await storage.get(key), createWriteStream(path), { signal });
-}
-
 /** The Workspaces port on this Hoist's data directory (withWorkspace, swept by sweepWorkspaces). */
 export class DataDirWorkspaces implements Workspaces {
   constructor(private readonly dataDir: string) {}
 
   run<T>(label: string, fn: (dir: string) => Promise<T>): Promise<T> {
-    return withWorkspace(this.dataDir, label, fn);
+    return withWorkspace(this.dataDir, label, async (dir) => fn(await dir()));
   }
 }

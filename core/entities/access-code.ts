@@ -23,7 +23,7 @@ export const AccessCodeSchema = new EntitySchema<AccessCode>({
     grantId: { type: 'uuid' },
     codeHash: { type: 'string', length: 255 },
     attempts: { type: 'integer' },
-    expiresAt: { type: 'datetime' },
-    createdAt: { type: 'datetime' },
+    expiresAt: { type: 'Date' },
+    createdAt: { type: 'Date' },
   },
 });

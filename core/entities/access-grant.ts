@@ -18,6 +18,6 @@ export const AccessGrantSchema = new EntitySchema<AccessGrant>({
     id: { type: 'uuid', primary: true },
     projectId: { type: 'uuid', index: true },
     email: { type: 'string', length: 320 },
-    createdAt: { type: 'datetime' },
+    createdAt: { type: 'Date' },
   },
 });

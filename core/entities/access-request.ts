@@ -22,7 +22,7 @@ export const AccessRequestSchema = new EntitySchema<AccessRequest>({
     name: { type: 'string', length: 200, nullable: true },
     message: { type: 'text', nullable: true },
     status: { type: 'string', length: 16 },
-    createdAt: { type: 'datetime' },
-    approvedAt: { type: 'datetime', nullable: true },
+    createdAt: { type: 'Date' },
+    approvedAt: { type: 'Date', nullable: true },
   },
 });

@@ -23,7 +23,7 @@ export const AccountSchema = new EntitySchema<Account>({
     plan: { type: 'string', length: 32 },
     billingCategory: { type: 'string', length: 32 },
     subscriptionStatus: { type: 'string', length: 32 },
-    createdAt: { type: 'datetime' },
-    updatedAt: { type: 'datetime' },
+    createdAt: { type: 'Date' },
+    updatedAt: { type: 'Date' },
   },
 });

@@ -32,6 +32,10 @@ export class Build {
   error: { code: string; message: string } | null = null;
   createdAt!: Date;
   finishedAt: Date | null = null;
+  /** When FileRetention removed the artifact from Storage (no retained release used it); not deployable again. */
+  artifactRemovedAt: Date | null = null;
+  /** When FileRetention removed the stored log (older than buildLogDays, of no retained release). */
+  logRemovedAt: Date | null = null;
 }
 
 export const BuildSchema = new EntitySchema<Build>({
@@ -45,14 +49,16 @@ export const BuildSchema = new EntitySchema<Build>({
     versionId: { type: 'uuid' },
     operationId: { type: 'uuid', index: true },
     status: { type: 'string', length: 16 },
-    artifactKey: { type: 'string', length: 300, nullable: true },
+    artifactKey: { type: 'string', length: 300, nullable: true, index: true },
     artifactRoot: { type: 'string', length: 1100, nullable: true },
     artifactSha256: { type: 'string', length: 64, nullable: true },
     artifactSize: { type: 'integer', nullable: true },
     logKey: { type: 'string', length: 300, nullable: true },
     log: { type: 'json' },
     error: { type: 'json', nullable: true },
-    createdAt: { type: 'datetime' },
-    finishedAt: { type: 'datetime', nullable: true },
+    createdAt: { type: 'Date' },
+    finishedAt: { type: 'Date', nullable: true },
+    artifactRemovedAt: { type: 'Date', nullable: true },
+    logRemovedAt: { type: 'Date', nullable: true },
   },
 });

@@ -20,6 +20,6 @@ export const EnvironmentSnapshotSchema = new EntitySchema<EnvironmentSnapshot>({
     operationId: { type: 'uuid', primary: true },
     projectId: { type: 'uuid', index: true },
     sealed: { type: 'text', nullable: true },
-    createdAt: { type: 'datetime' },
+    createdAt: { type: 'Date' },
   },
 });

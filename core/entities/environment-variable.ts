@@ -26,7 +26,7 @@ export const EnvironmentVariableSchema = new EntitySchema<EnvironmentVariable>({
     scope: { type: 'string', length: 16 },
     ciphertext: { type: 'text' },
     digest: { type: 'string', length: 100 },
-    createdAt: { type: 'datetime' },
-    updatedAt: { type: 'datetime' },
+    createdAt: { type: 'Date' },
+    updatedAt: { type: 'Date' },
   },
 });

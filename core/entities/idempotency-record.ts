@@ -18,6 +18,6 @@ export const IdempotencyRecordSchema = new EntitySchema<IdempotencyRecord>({
     requestHash: { type: 'string', length: 64 },
     status: { type: 'integer' },
     body: { type: 'json' },
-    createdAt: { type: 'datetime', index: true },
+    createdAt: { type: 'Date', index: true },
   },
 });

@@ -29,7 +29,7 @@ export const KeptFileSchema = new EntitySchema<KeptFile>({
     accountId: { type: 'uuid' },
     sha256: { type: 'string', length: 64 },
     size: { type: 'integer' },
-    lastUsedAt: { type: 'datetime' },
+    lastUsedAt: { type: 'Date' },
     stored: { type: 'boolean' },
     claim: { type: 'uuid', nullable: true },
   },

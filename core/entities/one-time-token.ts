@@ -22,8 +22,8 @@ export const OneTimeTokenSchema = new EntitySchema<OneTimeToken>({
     userId: { type: 'uuid', index: true },
     purpose: { type: 'string', length: 32 },
     tokenHash: { type: 'string', length: 64, unique: true },
-    expiresAt: { type: 'datetime' },
-    usedAt: { type: 'datetime', nullable: true },
-    createdAt: { type: 'datetime' },
+    expiresAt: { type: 'Date' },
+    usedAt: { type: 'Date', nullable: true },
+    createdAt: { type: 'Date' },
   },
 });

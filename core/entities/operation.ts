@@ -59,8 +59,8 @@ export const OperationSchema = new EntitySchema<Operation>({
     source: { type: 'string', length: 16, nullable: true },
     startedBy: { type: 'json', nullable: true },
     versionId: { type: 'uuid', nullable: true },
-    createdAt: { type: 'datetime' },
-    updatedAt: { type: 'datetime' },
-    finishedAt: { type: 'datetime', nullable: true },
+    createdAt: { type: 'Date' },
+    updatedAt: { type: 'Date' },
+    finishedAt: { type: 'Date', nullable: true },
   },
 });

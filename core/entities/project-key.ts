@@ -16,7 +16,7 @@ export const ProjectKeySchema = new EntitySchema<ProjectKey>({
     projectId: { type: 'uuid', primary: true },
     keyId: { type: 'string', length: 64, index: true },
     wrapped: { type: 'text' },
-    createdAt: { type: 'datetime' },
-    updatedAt: { type: 'datetime' },
+    createdAt: { type: 'Date' },
+    updatedAt: { type: 'Date' },
   },
 });

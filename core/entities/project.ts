@@ -56,7 +56,7 @@ export const ProjectSchema = new EntitySchema<Project>({
     previewVisibility: { type: 'string', length: 16, default: 'private' },
     liveDeploymentId: { type: 'uuid', nullable: true },
     activeOperationId: { type: 'uuid', nullable: true },
-    createdAt: { type: 'datetime' },
-    updatedAt: { type: 'datetime' },
+    createdAt: { type: 'Date' },
+    updatedAt: { type: 'Date' },
   },
 });

@@ -16,6 +16,6 @@ export const RateHitSchema = new EntitySchema<RateHit>({
   properties: {
     id: { type: 'uuid', primary: true },
     key: { type: 'string', length: 400 },
-    at: { type: 'datetime' },
+    at: { type: 'Date' },
   },
 });

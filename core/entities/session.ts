@@ -18,9 +18,9 @@ export const SessionSchema = new EntitySchema<Session>({
   properties: {
     id: { type: 'uuid', primary: true },
     userId: { type: 'uuid', index: true },
-    createdAt: { type: 'datetime' },
-    expiresAt: { type: 'datetime' },
-    revokedAt: { type: 'datetime', nullable: true },
+    createdAt: { type: 'Date' },
+    expiresAt: { type: 'Date' },
+    revokedAt: { type: 'Date', nullable: true },
     userAgent: { type: 'string', length: 512, nullable: true },
     address: { type: 'string', length: 64, nullable: true },
   },

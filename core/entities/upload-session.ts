@@ -75,8 +75,8 @@ export const UploadSessionSchema = new EntitySchema<UploadSession>({
     storageKey: { type: 'string', length: 300 },
     multipartUploadId: { type: 'string', length: 1024, nullable: true },
     operationId: { type: 'uuid', nullable: true },
-    expiresAt: { type: 'datetime' },
-    usedAt: { type: 'datetime', nullable: true },
-    createdAt: { type: 'datetime' },
+    expiresAt: { type: 'Date' },
+    usedAt: { type: 'Date', nullable: true },
+    createdAt: { type: 'Date' },
   },
 });

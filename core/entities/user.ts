@@ -21,7 +21,7 @@ export const UserSchema = new EntitySchema<User>({
     accountId: { type: 'uuid', index: true },
     email: { type: 'string', length: 320, unique: true },
     passwordHash: { type: 'string', length: 255, nullable: true },
-    emailVerifiedAt: { type: 'datetime', nullable: true },
-    createdAt: { type: 'datetime' },
+    emailVerifiedAt: { type: 'Date', nullable: true },
+    createdAt: { type: 'Date' },
   },
 });

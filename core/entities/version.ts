@@ -25,6 +25,8 @@ export class Version {
   /** The Analyze result (runtime, framework, output dir, file count, sizes, warnings, reasons). */
   analysis: Record<string, unknown> | null = null;
   createdAt!: Date;
+  /** When FileRetention removed the archive from Storage (no retained release used it); it cannot be built again. */
+  archiveRemovedAt: Date | null = null;
 }
 
 export const VersionSchema = new EntitySchema<Version>({
@@ -42,6 +44,7 @@ export const VersionSchema = new EntitySchema<Version>({
     archiveSha256: { type: 'string', length: 64 },
     options: { type: 'json' },
     analysis: { type: 'json', nullable: true },
-    createdAt: { type: 'datetime' },
+    createdAt: { type: 'Date' },
+    archiveRemovedAt: { type: 'Date', nullable: true },
   },
 });

@@ -87,6 +87,13 @@ export interface Deployer {
    * items it removed.
    */
   collectGarbage?(): Promise<number>;
+  /**
+   * The deployment ids of the releases running now on what this deployer runs them on, whoever started them
+   * (deployer-docker: every running container labelled `hoist.managed=true`, of any Hoist sharing the engine).
+   * Core stops those whose deployment ended (Retirement), so that a release a restart left running does not
+   * run forever. Optional: without it, a replaced release is stopped only by the Deploy stage's drain timer.
+   */
+  runningReleases?(): Promise<string[]>;
 }
 
 export const DEPLOYER = token<Deployer>('hoist.Deployer');

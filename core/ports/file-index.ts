@@ -5,10 +5,16 @@
  * not a service: no token.
  */
 
-/** A precompressed variant of a release file: its path (absolute once read; see FileIndex) and its size in bytes. */
+/**
+ * A precompressed variant of a release file: the file holding it (absolute once read; see FileIndex), its size in
+ * bytes, and where it starts in that file. Releases stored before packs have no `offset`: the variant is the whole
+ * file (`<id>.variants/<sha256>.br`, a blob).
+ */
 export interface FileVariant {
   path: string;
   size: number;
+  /** Bytes into the release's variant pack (variantsPack). */
+  offset?: number;
 }
 
 /** What the edge needs to answer for one file of a static release, without touching the disk first. */
@@ -28,7 +34,7 @@ export interface IndexedFile {
 
 /**
  * Every file of a static release, by its path relative to the release root ('/'-separated, no leading '/'). On
- * disk, variant paths are relative to the folder holding the root (`<id>.variants/<sha256>.br`).
+ * disk, variant paths are relative to the folder holding the root (`<id>.variants.pack`).
  */
 export interface FileIndex {
   files: Record<string, IndexedFile>;
@@ -39,7 +45,12 @@ export function fileIndexPath(root: string): string {
   return `${root}.index.json`;
 }
 
-/** Where a release's precompressed variants are linked: beside its root. */
+/** Where a release's precompressed variants are, one after the other in one file: beside its root. */
+export function variantsPack(root: string): string {
+  return `${root}.variants.pack`;
+}
+
+/** Where the precompressed variants of a release stored before packs are linked (each a blob): beside its root. */
 export function variantsDir(root: string): string {
   return `${root}.variants`;
 }

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { HoistError, invalid } from '../errors.js';
 import { token } from '../tokens.js';
 
@@ -104,6 +106,13 @@ export interface Storage {
    * that is malformed or starts past the last byte.
    */
   get(key: string, range?: ByteRange): Promise<Readable>;
+  /**
+   * Present when the backend keeps each object as a plain file on this machine: the path of the object at `key`,
+   * to read in place of a copy. Rejects with HoistError('not_found') for a missing key. The file is only read;
+   * the object may be deleted or put again later, so pass only a key written once (an upload, a content-addressed
+   * artifact) and open the file once.
+   */
+  localFile?(key: string): Promise<string>;
   /** The object's size and modification time, or null when it does not exist. */
   stat(key: string): Promise<ObjectInfo | null>;
   /** Removes the object; a missing key is not an error. */
@@ -190,4 +199,20 @@ export function metered(
     }
   }
   return { chunks: chunks(), digest: () => ({ size, sha256: hash.digest('hex') }) };
+}
+
+/**
+ * A file on this machine holding the object at `key` (a key written once, see Storage.localFile): the object's own
+ * file when the backend keeps one, else a copy made at the path `copy` gives.
+ */
+export async function objectFile(
+  storage: Storage,
+  key: string,
+  copy: () => Promise<string>,
+  signal?: AbortSignal,
+): Promise<string> {
+  if (storage.localFile) return storage.localFile(key);
+  const path = await copy();
+  await pipeline(await storage.get(key), createWriteStream(path), { signal });
+  return path;
 }

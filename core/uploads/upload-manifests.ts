@@ -4,12 +4,15 @@ import { link, mkdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { rateLimited, type RateLimiter } from '../auth/rate-limiter.js';
+import type { EntitlementService } from '../billing/entitlement-service.js';
 import type { UploadedArchive } from '../deployments/deployment-service.js';
 import { HoistError, invalid, StageError } from '../errors.js';
 import type { Archive } from '../ports/archive.js';
 import type { Clock } from '../ports/clock.js';
 import { contentAddressedKey, type Storage } from '../ports/storage.js';
 import type { Workspaces } from '../ports/workspaces.js';
+import { atMost } from '../at-most.js';
 import { token } from '../tokens.js';
 import { MANIFEST_TTL_MS, type KeptFiles } from './kept-files.js';
 
@@ -58,14 +61,19 @@ export class UploadManifests {
     private readonly clock: Clock,
     /** The largest upload: the assembled ZIP is held to it like any other. */
     private readonly maxArchiveBytes: number,
+    /** Counts the manifests each account sends, within its plan's upload_manifests_per_hour. */
+    private readonly limits: { limiter: RateLimiter; entitlements: Pick<EntitlementService, 'planOf'> },
   ) {}
 
   /**
    * Checks `files` (a site's whole tree), keeps the manifest for an hour and answers which hashes
-   * the account has not sent before. Throws invalid_request naming the first bad entry, or
-   * payload_too_large when the site is larger than an upload may be.
+   * the account has not sent before. Every manifest sent counts against the plan's
+   * upload_manifests_per_hour, in a sliding hour, before it is read: past it this throws rate_limited
+   * (with `retry_after` and `limit`). Throws invalid_request naming the first bad entry, or
+   * payload_too_large when the site is larger than an upload may be. Writes nothing when it throws.
    */
   async create(accountId: string, files: unknown): Promise<CreatedManifest> {
+    await this.assertRate(accountId);
     const checked = checkFiles(files);
     const totalSize = checked.reduce((sum, f) => sum + f.size, 0);
     if (totalSize > MANIFEST_MAX_BYTES)
@@ -107,7 +115,7 @@ export class UploadManifests {
           if (!sent.has(f.path)) paths.set(f.sha256, [...(paths.get(f.sha256) ?? []), join(site, f.path)]);
         const hashes = [...paths.keys()];
         await this.kept.use(accountId, hashes);
-        const found = await mapLimit(hashes, (sha256) => this.fetchBlob(accountId, sha256, paths.get(sha256)!));
+        const found = await atMost(PARALLEL, hashes, (sha256) => this.fetchBlob(accountId, sha256, paths.get(sha256)!));
         const missing = hashes.filter((_, i) => !found[i]);
         if (missing.length)
           throw invalid(`${missing.length} file(s) of the manifest were neither sent nor sent before; send them`, {
@@ -145,6 +153,14 @@ export class UploadManifests {
       removed++;
     }
     return removed;
+  }
+
+  /** Counts one manifest of the account; throws rate_limited past its plan's upload_manifests_per_hour. */
+  private async assertRate(accountId: string): Promise<void> {
+    const limit = (await this.limits.entitlements.planOf(accountId)).limits.upload_manifests_per_hour;
+    const { allowed, retryAfter } = await this.limits.limiter.hit(`manifests:${accountId}`, limit, 3600);
+    if (allowed) return;
+    throw rateLimited(`At most ${limit} upload manifests an hour on this plan; try again later`, retryAfter, { limit });
   }
 
   /** The manifest `id` of the account, unexpired. */
@@ -331,17 +347,3 @@ function timeOfV7(id: string): number | null {
 }
 
 const bufferStream = (data: string | Buffer) => Readable.from([Buffer.from(data)]);
-
-/** `fn` over `items`, PARALLEL at a time, answers in order. */
-async function mapLimit<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL, items.length) }, worker));
-  return out;
-}

@@ -212,6 +212,14 @@ export class DockerDeployer implements Deployer, Lifecycle {
     }
   }
 
+  /** The deployments of the running containers labelled `hoist.managed=true` (packing containers carry none). */
+  async runningReleases(): Promise<string[]> {
+    const running = await this.docker.listContainers({
+      filters: { label: ['hoist.managed=true'], status: ['running'] },
+    });
+    return [...new Set(running.map((c) => c.Labels['hoist.deployment']).filter(Boolean))];
+  }
+
   /**
    * Starts the container of each live release again (after a host or engine restart) and waits for
    * it to answer; a release whose container is gone is built again from its artifact. The new

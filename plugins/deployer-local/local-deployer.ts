@@ -15,8 +15,14 @@ import type { Sandbox } from '../../core/ports/sandbox.js';
 import type { Workspaces } from '../../core/ports/workspaces.js';
 import { fetchArtifact } from '../shared/release/unpack-artifact.js';
 import { BlobStore } from '../shared/release/blob-store.js';
-import { blobsOf, readFileIndex, saveFileIndex, storeReleaseFiles } from '../shared/release/release-files.js';
-import { fileIndexPath, variantsDir } from '../../core/ports/file-index.js';
+import { KnownVariantsMemory } from '../shared/release/known-variants.js';
+import {
+  readFileIndex,
+  saveFileIndex,
+  storeReleaseFiles,
+  unlinkReleaseFiles,
+} from '../shared/release/release-files.js';
+import { fileIndexPath, variantsDir, variantsPack } from '../../core/ports/file-index.js';
 import { directStart } from '../shared/release/npm-start.js';
 import { nodeHeapCap } from '../shared/sandbox/run-tenant.js';
 import { Supervisor } from './supervisor.js';
@@ -43,11 +49,13 @@ export interface LocalDeployerOptions {
  * static release is served from it by the edge; a Node.js release runs from it, read-only, in the
  * sandbox, with its port published on the host's loopback for the edge alone (restarted with
  * backoff after a crash, reported at its new address; a crash loop is reported and ends it). Its
- * `npm start` runs the start script without npm when npm would do nothing more (directStart).
+ * `npm start` runs the start script without npm when npm would do nothing more (directStart). A static release
+ * copies the precompressed variants of files it shares with a release stored lately out of that one's pack.
  */
 export class LocalDeployer implements Deployer, Lifecycle {
   private readonly running = new Map<string, Supervisor>();
   private readonly store: BlobStore;
+  private readonly variants = new KnownVariantsMemory();
 
   constructor(
     private readonly workspaces: Workspaces,
@@ -75,18 +83,22 @@ export class LocalDeployer implements Deployer, Lifecycle {
       const staging = join(work, 'release');
       const deps = { storage: this.storage, archive: this.archive };
       const { zip, manifest } = await fetchArtifact(deps, spec.artifactKey, work, control.signal, spec.artifactRoot);
-      // Each file becomes a link to its blob; a static release also gets its index and precompressed variants.
+      // Each file becomes a link to its blob; a static release also gets its index and its pack of precompressed
+      // variants, beside it.
       const precompress = spec.runtime === 'static';
       const files = (fn: Parameters<Archive['each']>[2]) => this.archive.each(zip, manifest, fn, control.signal);
       const index = await storeReleaseFiles(this.store, staging, files, {
         precompress,
         signal: control.signal,
         finalRoot: root,
+        known: (sha) => this.variants.get(sha),
       });
       await this.removeFiles(root);
-      if (precompress) await rename(variantsDir(staging), variantsDir(root));
+      if (precompress) await rename(variantsPack(staging), variantsPack(root));
       await saveFileIndex(root, index);
       await rename(staging, root);
+      // Only what a redeploy may copy instead of compressing: the release is in place whether or not it is learnt.
+      if (precompress) await this.variants.learn(index, variantsPack(root)).catch(() => {});
     });
     control.log(`Release ${spec.deploymentId} unpacked`);
     if (spec.runtime === 'static') return { kind: 'static', root };
@@ -129,14 +141,17 @@ export class LocalDeployer implements Deployer, Lifecycle {
   /** Removes a release's files and the blobs only it used (the worker's periodic collection catches any other). */
   private async discard(root: string): Promise<void> {
     const index = await readFileIndex(root).catch(() => null);
-    const blobs = index ? await blobsOf(root, index) : [];
+    const variants = index ? await unlinkReleaseFiles(this.store, root, index) : [];
     await this.removeFiles(root);
-    await this.store.release(blobs);
+    await this.store.release(variants);
   }
 
-  /** Removes a release's directory, index and variants (not its blobs). */
+  /** Removes a release's directory, index and variants (a pack, or a folder of links before packs; not its blobs). */
   private async removeFiles(root: string): Promise<void> {
-    for (const path of [root, variantsDir(root), fileIndexPath(root)]) await rm(path, { recursive: true, force: true });
+    const remove = (path: string) => rm(path, { recursive: true, force: true });
+    // The index last, as before: what names the release's blobs outlives its files.
+    await Promise.all([root, variantsPack(root), variantsDir(root)].map(remove));
+    await remove(fileIndexPath(root));
   }
 
   async restore(specs: ReleaseSpec[], report: ReleaseReports): Promise<void> {

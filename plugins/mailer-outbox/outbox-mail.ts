@@ -18,6 +18,6 @@ export const OutboxMailSchema = new EntitySchema<OutboxMail>({
     to: { type: 'string', length: 320, index: true },
     subject: { type: 'string', length: 300 },
     text: { type: 'text' },
-    createdAt: { type: 'datetime', index: true },
+    createdAt: { type: 'Date', index: true },
   },
 });

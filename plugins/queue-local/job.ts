@@ -27,10 +27,10 @@ export const JobRowSchema = new EntitySchema<JobRow>({
     key: { type: 'string', length: 200, nullable: true, unique: true },
     payload: { type: 'json' },
     state: { type: 'string', length: 16 },
-    availableAt: { type: 'datetime' },
-    leaseUntil: { type: 'datetime', nullable: true },
+    availableAt: { type: 'Date' },
+    leaseUntil: { type: 'Date', nullable: true },
     leaseOwner: { type: 'string', length: 64, nullable: true },
     deliveries: { type: 'integer' },
-    createdAt: { type: 'datetime' },
+    createdAt: { type: 'Date' },
   },
 });

@@ -100,6 +100,15 @@ export class LocalStorage implements Storage, Lifecycle {
     }
   }
 
+  async localFile(key: string): Promise<string> {
+    const path = this.pathOf(key);
+    const s = await stat(path).catch((err) =>
+      Promise.reject(missing(err) ? notFound(`Object ${key}`) : storageError(err)),
+    );
+    if (!s.isFile()) throw notFound(`Object ${key}`);
+    return path;
+  }
+
   async stat(key: string): Promise<ObjectInfo | null> {
     const path = this.pathOf(key);
     try {

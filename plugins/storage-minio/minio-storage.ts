@@ -49,6 +49,8 @@ export interface MinioStorageOptions {
    * size.
    */
   partBytes?: number;
+  /** Keys one list request asks for (S3 gives at most 1000, the default): `list` holds one such page at a time. */
+  listPageKeys?: number;
   /** Where a failed background sweep is reported. */
   warn?(obj: object, msg: string): void;
 }
@@ -89,12 +91,14 @@ export class MinioStorage implements Storage, Lifecycle {
   private readonly client: Client;
   private readonly bucket: string;
   private readonly partBytes: number;
+  private readonly listPageKeys: number;
   private sweeper?: NodeJS.Timeout;
 
   constructor(private readonly options: MinioStorageOptions) {
     this.client = options.client;
     this.bucket = options.bucket;
     this.partBytes = Math.max(options.partBytes ?? MIN_PART_BYTES, MIN_PART_BYTES);
+    this.listPageKeys = Math.min(Math.max(options.listPageKeys ?? 1000, 1), 1000);
     this.direct = new MinioDirectUploads(options.client, options.presigner ?? options.client, options.bucket);
   }
 
@@ -121,8 +125,8 @@ export class MinioStorage implements Storage, Lifecycle {
       await client.makeBucket(bucket, region);
     }
     const cutoff = Date.now() - STALE_TEMP_MS;
-    for (const o of await this.listRaw(TMP_PREFIX))
-      if (o.modifiedAt.getTime() < cutoff) await this.client.removeObject(bucket, o.key);
+    for await (const page of this.pages(TMP_PREFIX))
+      for (const o of page) if (o.modifiedAt.getTime() < cutoff) await this.client.removeObject(bucket, o.key);
     await this.abortStaleUploads();
     this.sweeper = setInterval(
       () =>
@@ -226,22 +230,39 @@ export class MinioStorage implements Storage, Lifecycle {
     await s3('delete an object', () => this.client.removeObject(this.bucket, key));
   }
 
+  /**
+   * Lists page by page (listPageKeys a request), holding one page at a time. S3 lists in key order; some
+   * S3-protocol servers order only within what one answer holds, so each page is sorted, and a page that
+   * starts before the one before it ended (such a server, past one page) rejects with HoistError('unavailable')
+   * rather than give keys out of order or twice.
+   */
   async *list(prefix: string): AsyncIterable<ObjectInfo> {
     checkPrefix(prefix);
-    // S3 lists in key order already; some S3-protocol servers do not, so the order is made sure of.
-    const objects = (await this.listRaw(prefix)).filter((o) => isStorageKey(o.key));
-    yield* objects.sort((a, b) => (a.key < b.key ? -1 : 1));
+    let last: string | null = null;
+    for await (const page of this.pages(prefix)) {
+      const objects = page.filter((o) => isStorageKey(o.key)).sort((a, b) => (a.key < b.key ? -1 : 1));
+      if (!objects.length) continue;
+      if (last !== null && objects[0].key <= last)
+        throw new HoistError(
+          'unavailable',
+          `The S3 server listed ${objects[0].key} after ${last}: it does not list keys in order`,
+        );
+      yield* objects;
+      last = objects[objects.length - 1].key;
+    }
   }
 
-  /** Every object under `prefix`, valid key or not. */
-  private async listRaw(prefix: string): Promise<ObjectInfo[]> {
-    return s3('list objects', async () => {
-      const out: ObjectInfo[] = [];
-      for await (const o of this.client.listObjectsV2(this.bucket, prefix, true)) {
-        if (o.name) out.push({ key: o.name, size: o.size, modifiedAt: o.lastModified });
-      }
-      return out;
-    });
+  /** The objects under `prefix`, valid key or not, one answer of the server at a time. */
+  private async *pages(prefix: string): AsyncGenerator<ObjectInfo[]> {
+    let token = '';
+    for (;;) {
+      const page = await s3('list objects', () =>
+        this.client.listObjectsV2Query(this.bucket, prefix, token, '', this.listPageKeys, ''),
+      );
+      yield page.objects.flatMap((o) => (o.name ? [{ key: o.name, size: o.size, modifiedAt: o.lastModified }] : []));
+      if (!page.isTruncated) return;
+      token = page.nextContinuationToken;
+    }
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { AbstractSqlConnection } from '@mikro-orm/knex';
 import {
   chmodSync,
   existsSync,
@@ -46,7 +47,7 @@ test(
       await k.get<Storage>(STORAGE).put('uploads/modes.zip', Readable.from([Buffer.from('zip')]));
       const inside = await withWorkspace(dataDir, 'modes', async (dir) => ({
         work: modeOf(join(dataDir, 'work')),
-        dir: modeOf(dir),
+        dir: modeOf(await dir()),
       }));
       assert.equal(inside, { work: '711', dir: '711' }, 'the workspace and work/ let the sandbox uid through');
 
@@ -74,6 +75,46 @@ test(
     }
   },
 );
+
+test('each SQLite connection: WAL, synchronous=normal (or full when set), a busy wait; bad values fail', async () => {
+  const modes: Record<string, unknown> = {};
+  for (const sqliteSynchronous of [undefined, 'full']) {
+    const dataDir = join(root, `sync-${sqliteSynchronous ?? 'default'}`);
+    const k = await boot(
+      loadConfig(
+        {},
+        { dataDir, db: 'sqlite', logLevel: 'silent', ...(sqliteSynchronous ? { sqliteSynchronous } : {}) },
+      ),
+      { log: createLogger('silent') },
+    );
+    try {
+      const conn = k.orm.em.getConnection() as AbstractSqlConnection;
+      const read = async () => {
+        const [journal] = await conn.execute<{ journal_mode: string }[]>('pragma journal_mode');
+        const [sync] = await conn.execute<{ synchronous: number }[]>('pragma synchronous');
+        const [busy] = await conn.execute<{ timeout: number }[]>('pragma busy_timeout');
+        return [journal.journal_mode, sync.synchronous, busy.timeout];
+      };
+      const first = await read();
+      // The libsql dialect replaces a connection older than 10 s: the next one must be set up the same.
+      const pool = conn.getKnex().client;
+      const old = await pool.acquireConnection();
+      old.__created = 0;
+      await pool.releaseConnection(old);
+      const replaced = await read();
+      const now = await pool.acquireConnection();
+      await pool.releaseConnection(now);
+      assert.is.not(now, old);
+      assert.equal(replaced, first);
+      modes[sqliteSynchronous ?? 'default'] = first;
+    } finally {
+      await k.stop();
+    }
+  }
+  // SQLite's numbers: 1 is NORMAL, 2 is FULL.
+  assert.equal(modes, { default: ['wal', 1, 5000], full: ['wal', 2, 5000] });
+  assert.throws(() => loadConfig({ HOIST_SQLITE_SYNCHRONOUS: 'off' }, { dataDir: root }), /HOIST_SQLITE_SYNCHRONOUS/);
+});
 
 test('an existing data directory with loose modes is corrected at start', async () => {
   const dataDir = join(root, 'loose');

@@ -18,6 +18,7 @@ else
       prepare: (spec, control) => (made.add(spec.deploymentId), d.prepare(spec, control)),
       remove: (id) => d.remove(id),
       restore: (specs, report) => d.restore(specs, report),
+      runningReleases: () => d.runningReleases!(),
     });
     return {
       deployer: track(current),

@@ -23,7 +23,9 @@ deployerContract('deployer-local', async () => {
     },
     spoil: (spec) => rm(join(release(spec.deploymentId), 'server.js')),
     leftovers: async (id) =>
-      [id, `${id}.variants`, `${id}.index.json`].filter((p) => existsSync(release(p))).map((p) => `releases/${p}`),
+      [id, `${id}.variants.pack`, `${id}.variants`, `${id}.index.json`]
+        .filter((p) => existsSync(release(p)))
+        .map((p) => `releases/${p}`),
     async cleanup() {
       await (current as Deployer & Lifecycle).stop?.();
       await kernel.stop();

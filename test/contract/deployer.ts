@@ -209,6 +209,22 @@ export function deployerContract(name: string, make: () => Promise<DeployerUnder
     assert.equal(await ctx.d.leftovers(spec.deploymentId), []);
   });
 
+  test('runningReleases names each release that runs, once; not one removed', async (ctx) => {
+    const { deployer } = ctx.d;
+    if (!deployer.runningReleases) return; // optional: such a deployer's releases stop on its drain timer alone
+    const one = await release(ctx, 'static', { 'index.html': 'one' });
+    const two = await release(ctx, 'static', { 'index.html': 'two' });
+    await deployer.prepare(one, control());
+    await deployer.prepare(two, control());
+    const listed = await deployer.runningReleases();
+    assert.ok(listed.includes(one.deploymentId) && listed.includes(two.deploymentId), JSON.stringify(listed));
+    assert.is(new Set(listed).size, listed.length, 'each once');
+    await deployer.remove(one.deploymentId);
+    const after = await deployer.runningReleases();
+    assert.not.ok(after.includes(one.deploymentId), 'a removed release is not named');
+    assert.ok(after.includes(two.deploymentId));
+  });
+
   test('two releases run side by side, each answering with its own files', async (ctx) => {
     const one = await release(ctx, 'node', { 'server.js': server('first') });
     const two = await release(ctx, 'node', { 'server.js': server('second') });

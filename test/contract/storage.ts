@@ -1,4 +1,7 @@
 import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { setImmediate as tick } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
@@ -6,7 +9,7 @@ import { runInNewContext } from 'node:vm';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HoistError } from '../../core/errors.js';
-import type { Storage } from '../../core/ports/storage.js';
+import { objectFile, type Storage } from '../../core/ports/storage.js';
 
 /** A storage under test, fresh and empty. */
 export interface StorageUnderTest {
@@ -214,6 +217,30 @@ export function storageContract(name: string, make: () => Promise<StorageUnderTe
   test('get of a missing key is not_found', async ({ s }) => {
     assertCode(await rejection(s.storage.get('uploads/none.zip')), 'not_found');
     assertCode(await rejection(s.storage.get('uploads/none.zip', { start: 0 })), 'not_found');
+  });
+
+  test('objectFile: a local file with the bytes of the object (its own file with localFile, else a copy)', async ({
+    s,
+  }) => {
+    const dir = await mkdtemp(join(tmpdir(), 'hoist-object-file-'));
+    try {
+      const bytes = Buffer.from('zip bytes '.repeat(1000));
+      await s.storage.put('uploads/v1.zip', chunked(bytes));
+      const copy = join(dir, 'copy.zip');
+      const file = await objectFile(s.storage, 'uploads/v1.zip', async () => copy);
+      assert.equal(await readFile(file), bytes);
+      // A backend that keeps plain files is read in place: no copy is made.
+      assert.is(file === copy, !s.storage.localFile);
+      const none = objectFile(s.storage, 'uploads/none.zip', async () => join(dir, 'none.zip'));
+      assertCode(await rejection(none), 'not_found');
+      if (s.storage.localFile) {
+        assertCode(await rejection(s.storage.localFile('uploads/none.zip')), 'not_found');
+        assertCode(await rejection(s.storage.localFile('../outside.zip')), 'invalid_request');
+        assertCode(await rejection(s.storage.localFile('uploads')), 'not_found');
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('delete removes the object and is idempotent', async ({ s }) => {

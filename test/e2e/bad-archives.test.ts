@@ -330,8 +330,8 @@ test(
       const em = deep.running.kernel.orm.em.fork();
       const releases = readdirSync(join(dataDir, 'releases'));
       const id = other.result.deployment_id;
-      // A static release is its directory, its file index and its precompressed variants, beside it.
-      const want = [id, `${id}.index.json`, `${id}.variants`];
+      // A static release is its directory, its file index and its pack of precompressed variants, beside it.
+      const want = [id, `${id}.index.json`, `${id}.variants.pack`];
       assert.equal(releases, want, "only the other account's release is on disk");
       assert.equal(readdirSync(far), [], 'no workspace is left behind');
       assert.is(await em.count(Deployment, { status: 'live' }), 1);

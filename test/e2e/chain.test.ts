@@ -1,8 +1,9 @@
 // legs: db
+import type { AbstractSqlConnection } from '@mikro-orm/knex';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gatedProject } from '../helpers/gated-build.js';
-import { hostOf, liveHoist, type LiveHoist } from '../helpers/live.js';
+import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 import { footprint } from '../helpers/raw-http.js';
 
 let h: LiveHoist;
@@ -79,6 +80,29 @@ test('concurrent uploads to one project: one chain starts, the others get 409; o
   });
   p.open();
   assert.is((await h.waitFor(token, running)).status, 'succeeded');
+});
+
+test('a new project and its chains rewrite no row they did not change (no update of a creation date)', async () => {
+  const knex = (kernel().orm.em.getConnection() as AbstractSqlConnection).getKnex();
+  const updates: string[] = [];
+  const seen = (q: { sql: string }) => void (/^\s*update/i.test(q.sql) && updates.push(q.sql));
+  knex.on('query', seen);
+  try {
+    const first = await upload(await zipOf({ 'index.html': 'first' }), { name: 'no-rewrites' });
+    assert.is(first.status, 202, JSON.stringify(first.body));
+    assert.is((await h.waitFor(token, first.body.operation.id)).status, 'succeeded');
+    // The second goes live over the first: the path that reads the live release.
+    const second = await upload(await zipOf({ 'index.html': 'second' }), { projectId: first.body.project.id });
+    assert.is((await h.waitFor(token, second.body.operation.id)).status, 'succeeded');
+    assert.is((await h.site(hostOf(first.body.project.url))).body, 'second');
+  } finally {
+    knex.off('query', seen);
+  }
+  assert.ok(updates.length > 0, 'the chain wrote its operations');
+  assert.equal(
+    updates.filter((sql) => /created_at/.test(sql)),
+    [],
+  );
 });
 
 test.run();

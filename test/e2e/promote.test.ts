@@ -260,4 +260,39 @@ test('promote of a Node.js release starts it again from its kept release', async
   assert.is((await h.site(one.host)).body, 'node-one');
 });
 
+/** A site whose build script writes dist/index.html holding `marker`. */
+const builtSite = (marker: string) =>
+  zipOf({
+    'package.json': JSON.stringify({
+      name: 'built',
+      scripts: {
+        build: `node -e "const f=require('fs');f.mkdirSync('dist');f.writeFileSync('dist/index.html','${marker}')"`,
+      },
+    }),
+  });
+
+test('promote of a static release built into its output directory (dist/) ships no build of its own', async () => {
+  const created = await fetch(`${h.api}/api/v1/projects/`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'promote-dist', settings: { output_directory: 'dist' } }),
+  });
+  const { id: projectId } = await created.json();
+  assert.is(created.status, 201);
+  const { host } = await deploy(await builtSite('page-A'), { projectId });
+  await deploy(await builtSite('page-B'), { projectId });
+  assert.is((await h.site(host)).body, 'page-B');
+  const [, first] = await releasesOf(projectId);
+  assert.is(first.promotable, true, JSON.stringify(first));
+  const res = await promote(projectId, first.id);
+  assert.is(res.status, 202, JSON.stringify(res.body));
+  const op = await h.waitFor(token, res.body.operation.id);
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  assert.is((await h.site(host)).body, 'page-A');
+  // The upload holds no dist/: nothing is built or packed for the promote, which resumes what was kept.
+  assert.is(op.build_log, null, JSON.stringify(op.build_log));
+  assert.match(op.stages.build.skip_reason, `promote: release ${first.id}`);
+  assert.is((await h.get(token, `/api/v1/projects/${projectId}/builds`)).body.builds.length, 2);
+});
+
 test.run();

@@ -97,6 +97,7 @@ test('after a real deploy, the version, build, deployment and release records sh
       options: {},
       created_at: undefined,
       analysis: undefined,
+      archive_removed_at: null,
     },
   );
   assert.match(v.created_at, ISO);
@@ -124,6 +125,7 @@ test('after a real deploy, the version, build, deployment and release records sh
   assert.is(b1.log_url, `${base()}/builds/${b1.id}/log`);
   assert.match(b1.created_at, ISO);
   assert.match(b1.finished_at, ISO);
+  assert.equal([b1.artifact_removed_at, b1.log_removed_at], [null, null]);
   assert.equal((await h.get(token, `${base()}/builds/${b1.id}`)).body, b1);
 
   const deployments = await h.get(token, `${base()}/deployments`);

@@ -55,6 +55,9 @@ export interface LiveHoist {
 
 let n = 0;
 
+/** How long one request of these helpers may take: a hang fails its test with a message, not the file timeout. */
+const REQUEST_MS = 60_000;
+
 /** Starts api, worker and edge on a fresh kernel (ports chosen by the OS). */
 export async function liveHoist(overrides: Partial<HoistConfig> = {}): Promise<LiveHoist> {
   const kernel = await testKernel({ stuckAfterSeconds: 3, ...overrides });
@@ -91,13 +94,18 @@ export async function liveHoist(overrides: Partial<HoistConfig> = {}): Promise<L
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, ...headers },
         body: form,
+        signal: AbortSignal.timeout(REQUEST_MS),
       });
     },
     async get(token, path) {
-      return json(await fetch(`${api}${path}`, { headers: { authorization: `Bearer ${token}` } }));
+      const signal = AbortSignal.timeout(REQUEST_MS);
+      return json(await fetch(`${api}${path}`, { headers: { authorization: `Bearer ${token}` }, signal }));
     },
     async post(token, path) {
-      return json(await fetch(`${api}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` } }));
+      const signal = AbortSignal.timeout(REQUEST_MS);
+      return json(
+        await fetch(`${api}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal }),
+      );
     },
     async waitFor(
       token,
@@ -125,6 +133,7 @@ export async function liveHoist(overrides: Partial<HoistConfig> = {}): Promise<L
               resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }),
             );
         });
+        req.setTimeout(REQUEST_MS, () => req.destroy(new Error(`GET ${host}${path}: no answer in ${REQUEST_MS} ms`)));
         req.on('error', reject);
       });
     },

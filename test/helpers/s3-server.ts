@@ -31,6 +31,12 @@ export interface S3Server {
 }
 
 /**
+ * The Node flags s3rver needs: its continuation tokens (a listing longer than one page) are DES-encrypted, a cipher
+ * OpenSSL 3 keeps in its legacy provider; without it the second page of a listing is a 500.
+ */
+export const S3RVER_NODE_FLAGS = ['--openssl-legacy-provider'];
+
+/**
  * Starts s3rver (see s3-server-process.ts for the few S3 calls added to it, and its verification
  * of Signature Version 4, which s3rver lacks) on port 0 over a fresh temp directory, and resolves
  * once it listens.
@@ -39,7 +45,7 @@ export async function startS3Server(): Promise<S3Server> {
   const dir = mkdtempSync(join(tmpdir(), 'hoist-s3-'));
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', fileURLToPath(new URL('./s3-server-process.ts', import.meta.url)), dir],
+    [...S3RVER_NODE_FLAGS, '--import', 'tsx', fileURLToPath(new URL('./s3-server-process.ts', import.meta.url)), dir],
     {
       stdio: ['pipe', 'pipe', 'inherit'],
     },

@@ -7,6 +7,7 @@ import {
   type LocalToLiveAnswer,
   type Operation,
 } from '../../../client/hoist-client.js';
+import { HoistApiError } from '../../../client/errors.js';
 import { ask, type Question } from '../remote/ask.js';
 import { listFolder, manifestOf, zipFiles, type FolderFile } from '../remote/archive.js';
 import { CliError, usage } from '../remote/cli-error.js';
@@ -272,7 +273,7 @@ async function sendOnlyNew(
   dir: string,
 ): Promise<{ answer: LocalToLiveAnswer; bytes: number } | null> {
   const entries = await manifestOf(files);
-  const manifest = await client.uploadManifest(entries);
+  const manifest = await manifestWithin(client, entries, view);
   if (!manifest) return null;
   const missing = new Set(manifest.missing);
   const fresh = files.filter((_, i) => missing.delete(entries[i].sha256));
@@ -286,4 +287,31 @@ async function sendOnlyNew(
   upload.onProgress(0, zip?.length ?? 0);
   const answer = await client.localToLive(zip, { ...fields, manifest_id: manifest.id }, upload);
   return { answer, bytes: zip?.length ?? 0 };
+}
+
+/** The longest `hoist deploy` waits in all for the server to take its manifest again after 429 rate_limited. */
+export const MANIFEST_WAIT_MS = 90_000;
+
+/**
+ * Sends the manifest; while the server answers 429 rate_limited with a `retry_after` (seconds) that still ends
+ * within `waitMs` of the first try, says so and waits it out, then sends it again. Any other answer, or a wait
+ * past the bound, is thrown as it came.
+ */
+async function manifestWithin(
+  client: HoistClient,
+  entries: Awaited<ReturnType<typeof manifestOf>>,
+  view: DeployView,
+  waitMs = MANIFEST_WAIT_MS,
+): Promise<Awaited<ReturnType<HoistClient['uploadManifest']>>> {
+  const until = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await client.uploadManifest(entries);
+    } catch (err) {
+      const seconds = err instanceof HoistApiError && err.status === 429 ? Number(err.details.retry_after) : NaN;
+      if (!Number.isFinite(seconds) || seconds < 0 || Date.now() + seconds * 1000 > until) throw err;
+      view.info(`The server takes no more manifests for now (rate_limited); waiting ${seconds} s as it asks…`);
+      await new Promise((done) => setTimeout(done, seconds * 1000));
+    }
+  }
 }

@@ -22,7 +22,8 @@ const Limits = {
     '(releases kept, the live one included; older ones are pruned and can no longer be promoted), ' +
     'preview_ttl_hours per preview (hours a preview serves on its own host before it expires), ' +
     'kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used ' +
-    'go) and kept_file_days per file (days a kept file stays after the last manifest or upload that used it).',
+    'go), kept_file_days per file (days a kept file stays after the last manifest or upload that used it) and ' +
+    'upload_manifests_per_hour per account (manifests sent in any hour; past it 429 rate_limited).',
   properties: Object.fromEntries(limitKeys.map((k) => [k, count])),
 } as const;
 

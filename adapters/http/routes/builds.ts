@@ -62,7 +62,9 @@ const builds: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         summary: 'Read the full log of a build',
         description:
           'The whole stored build log as text/plain (capped at 5 MB, then marked ' +
-          'truncated). It is stored when the build ends: 404 until then. With `Accept: ' +
+          'truncated). It is stored when the build ends: 404 until then; 410 gone once removed ' +
+          '(log_removed_at on the build: HOIST_BUILD_LOG_DAYS after the build, unless a retained release uses ' +
+          'it). With `Accept: ' +
           'text/event-stream`, Server-Sent Events instead, at any time: `log` events (data: `{build_id, ' +
           'from, lines}`) with the lines written so far and then as they come, heartbeat comments, and ' +
           'the end of the stream once the build has ended. Event ids are line counts (across the ' +
@@ -73,7 +75,7 @@ const builds: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         produces: ['text/plain'],
         response: {
           200: { description: 'The build log.', content: { 'text/plain': { schema: { type: 'string' } } } },
-          ...errorResponses(400, 401, 404, 429, 503),
+          ...errorResponses(400, 401, 404, 410, 429, 503),
         },
       },
     },
@@ -102,7 +104,9 @@ const builds: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       "again with the project's current settings (fix them first if the build failed " +
       'because of them), then Deploy. ' +
       'The retried build record is left as it was; the new run makes a new build ' +
-      'record. Any build can be retried (a failed one, or a good one to rebuild it). ' +
+      'record. Any build can be retried (a failed one, or a good one to rebuild it) while its archive is ' +
+      'kept: once removed (archive_removed_at on the version), 409 not_retryable with details.reason ' +
+      'archive_removed. ' +
       'The answer has action build_retry_queued.',
     action: 'build_retry_queued',
     retry: (accountId, projectId, id, by) => records.retryBuild(accountId, projectId, id, by),

@@ -62,7 +62,8 @@ const deployments: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
       'start and Deploy runs at once (progress starts at 70). ' +
       'The new deployment record has the same build_id. Use it to bring back an earlier ' +
       'release or to re-run a failed Deploy; a build without an artifact is refused ' +
-      'with 409 not_retryable (retry the build instead). ' +
+      'with 409 not_retryable (retry the build instead), and so is one whose artifact was removed (details.reason ' +
+      'artifact_removed, see artifact_removed_at on the build). ' +
       'The answer has action deployment_retry_queued.',
     action: 'deployment_retry_queued',
     retry: (accountId, projectId, id, by) => records.retryDeployment(accountId, projectId, id, by),

@@ -185,7 +185,8 @@ const operations: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => 
         summary: 'Retry a failed or canceled deployment',
         description:
           `failed or canceled → running (a new attempt) that resumes from the stage that ` +
-          `did not finish, reusing finished stages' outputs. Otherwise 409 not_retryable; ` +
+          `did not finish, reusing finished stages' outputs. Otherwise 409 not_retryable (details.reason ` +
+          `archive_removed or artifact_removed when that stage's input was removed, HOIST_DEPLOYMENT_FILE_DAYS on); ` +
           `409 deployment_in_progress while another deployment of the project ` +
           `runs.\n\n${transitions}`,
         security: bearer,

@@ -48,7 +48,9 @@ const uploadManifests: FastifyPluginAsync<RouteOptions> = async (app, { kernel }
           'first; a new file there is no room for is deployed but not kept): a file sent before may be `missing` ' +
           'again, never while a manifest that found it can be used. A path that leaves the site (absolute, `..`, ' +
           'backslash, control characters), is longer than 255 bytes a name or 1,024 in all, or is listed ' +
-          `twice → 400; more than ${MANIFEST_MAX_FILES} files → 400; a body over ${BODY_LIMIT} bytes → 413.`,
+          `twice → 400; more than ${MANIFEST_MAX_FILES} files → 400; a body over ${BODY_LIMIT} bytes → 413. ` +
+          "An account sends at most its plan's `upload_manifests_per_hour` manifests in any hour (every one counts, " +
+          'valid or not); past it 429 rate_limited with Retry-After (and `details.limit`), and nothing is stored.',
         security: bearer,
         body: {
           type: 'object',
@@ -68,7 +70,7 @@ const uploadManifests: FastifyPluginAsync<RouteOptions> = async (app, { kernel }
               total_size: { type: 'integer' },
             },
           },
-          ...errorResponses(400, 401, 413, 415),
+          ...errorResponses(400, 401, 413, 415, 429),
         },
       },
     },

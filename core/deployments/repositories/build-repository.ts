@@ -23,9 +23,9 @@ export interface BuildRepository {
   update(id: string, fields: BuildUpdate): Promise<void>;
   /** Ends the operation's running builds as canceled (an unfinished run's, or an earlier delivery's). */
   cancelRunning(operationId: string): Promise<void>;
-  /** The operation's newest succeeded or skipped build with an artifact, or null. */
+  /** The operation's newest succeeded or skipped build with an artifact still kept, or null. */
   shippable(operationId: string): Promise<ShippableBuild | null>;
-  /** The project's build `id` when it still has an artifact (the one a redeploy ships), or null. */
+  /** The project's build `id` when it still has its artifact, not removed (the one a redeploy ships), or null. */
   reusable(id: string, projectId: string): Promise<ShippableBuild | null>;
   /** The same repository writing in `tx` (a stage's success transaction). */
   within(tx: EntityManager): BuildRepository;
@@ -35,7 +35,7 @@ export interface BuildRepository {
 export class OrmBuildRepository extends OrmRepository implements BuildRepository {
   async create(fields: NewBuild): Promise<string> {
     const build = Object.assign(new Build(), { ...fields, createdAt: this.clock.now() });
-    await this.db.persist(build).flush();
+    await this.db.insert(Build, build);
     return build.id;
   }
 
@@ -55,14 +55,16 @@ export class OrmBuildRepository extends OrmRepository implements BuildRepository
     return this.shippableOf(
       await this.db.findOne(
         Build,
-        { operationId, status: { $in: ['succeeded', 'skipped'] }, artifactKey: { $ne: null } },
+        { operationId, status: { $in: ['succeeded', 'skipped'] }, artifactKey: { $ne: null }, artifactRemovedAt: null },
         { orderBy: { createdAt: 'desc' } },
       ),
     );
   }
 
   async reusable(id: string, projectId: string): Promise<ShippableBuild | null> {
-    return this.shippableOf(await this.db.findOne(Build, { id, projectId, artifactKey: { $ne: null } }));
+    return this.shippableOf(
+      await this.db.findOne(Build, { id, projectId, artifactKey: { $ne: null }, artifactRemovedAt: null }),
+    );
   }
 
   within(tx: EntityManager): BuildRepository {

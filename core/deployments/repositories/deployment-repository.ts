@@ -39,7 +39,7 @@ export interface DeploymentRepository {
 export class OrmDeploymentRepository extends OrmRepository implements DeploymentRepository {
   async create(fields: NewDeployment): Promise<string> {
     const deployment = Object.assign(new Deployment(), { ...fields, createdAt: this.clock.now() });
-    await this.db.persist(deployment).flush();
+    await this.db.insert(Deployment, deployment);
     return deployment.id;
   }
 

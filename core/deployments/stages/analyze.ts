@@ -1,12 +1,12 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { join } from 'node:path';
-import { StageError } from '../../errors.js';
+import { HoistError, StageError } from '../../errors.js';
 import type { Analyzer, Detection } from '../../ports/analyzer.js';
 import type { Archive, ArchiveManifest, ArchiveReader } from '../../ports/archive.js';
-import type { Storage } from '../../ports/storage.js';
+import { objectFile, type Storage } from '../../ports/storage.js';
 import type { VersionRepository } from '../repositories/version-repository.js';
 import type { StageContext, StageImpl } from '../stage-runner.js';
-import { download, withWorkspace } from '../workspace.js';
+import { withWorkspace } from '../workspace.js';
 
 /** The Analyze result stored on the Version and shown in the operation's child state. */
 export interface Analysis extends Detection {
@@ -29,15 +29,27 @@ export function settingsOf(ctx: Pick<StageContext, 'project' | 'version'>) {
   };
 }
 
-/** Downloads the version's archive to `<dir>/upload.zip` and checks its shape; returns the path and the manifest. */
+/**
+ * The version's archive as a local file (in place, or copied to `upload.zip` in the workspace), its shape checked;
+ * returns its path and the manifest. StageError('archive_removed') when FileRetention removed it.
+ */
 export async function fetchVersion(
   storage: Storage,
   archive: Archive,
   ctx: StageContext,
-  dir: string,
+  dir: () => Promise<string>,
 ): Promise<{ zip: string; manifest: ArchiveManifest }> {
-  const zip = join(dir, 'upload.zip');
-  await download(storage, ctx.version.archiveKey, zip, ctx.signal);
+  const removed = () =>
+    new StageError('archive_removed', 'The archive of this version was removed from storage; upload it again');
+  if (ctx.version.archiveRemovedAt) throw removed();
+  const zip = await objectFile(
+    storage,
+    ctx.version.archiveKey,
+    async () => join(await dir(), 'upload.zip'),
+    ctx.signal,
+  ).catch((err) => {
+    throw err instanceof HoistError && err.code === 'not_found' ? removed() : err;
+  });
   return { zip, manifest: await archive.inspect(zip, { rootDirectory: settingsOf(ctx).root_directory }) };
 }
 

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { StageError } from '../../errors.js';
@@ -42,9 +43,10 @@ export class BuildStage implements StageImpl {
   ) {}
 
   async run(ctx: StageContext) {
-    const { build, storeLog } = await this.produce(ctx, false);
+    const { build, done, storeLog } = await this.produce(ctx, false);
     return {
-      also: (tx: EntityManager) => this.builds.within(tx).update(build, { status: 'succeeded', finished: true }),
+      also: (tx: EntityManager) =>
+        this.builds.within(tx).update(build, { ...done, status: 'succeeded', finished: true }),
       // Off the chain's path: the next stage can start meanwhile (the log is not_found until it is stored).
       after: storeLog,
     };
@@ -54,22 +56,27 @@ export class BuildStage implements StageImpl {
     await this.builds.cancelRunning(ctx.operation.id);
   }
 
-  /** Packs the upload as the artifact of a skip_build operation, once; a redeploy ships the build it names. */
+  /**
+   * Packs the upload as the artifact of a skip_build operation, once; a redeploy ships the build it names, and a
+   * promote ships none (Deploy resumes the release from what the deployer kept).
+   */
   async skipped(ctx: StageContext): Promise<void> {
-    if ((ctx.operation.state as unknown as OperationState).buildId) return;
+    const state = ctx.operation.state as unknown as OperationState;
+    if (state.buildId || state.promote) return;
     if (await this.builds.shippable(ctx.operation.id)) return;
     await (await this.produce(ctx, true)).storeLog();
   }
 
   /**
    * Makes the version's artifact: with `skipCommands` the source tree (output directory applied) is
-   * packed as is (skip_build). Returns the build's id (it is still `running` unless skipped) and what stores
-   * its whole log; a failed build's log is stored before it throws.
+   * packed as is (skip_build). Returns the build's id (it is still `running` unless skipped), what its row is to get
+   * when the stage succeeds (the artifact, the log's summary: written by then when skipped), and what stores its
+   * whole log; a failed build's log is stored before it throws.
    */
   private async produce(
     ctx: StageContext,
     skipCommands: boolean,
-  ): Promise<{ build: string; storeLog: () => Promise<void> }> {
+  ): Promise<{ build: string; done: BuildUpdate; storeLog: () => Promise<void> }> {
     const analysis = ctx.version.analysis as unknown as Analysis | null;
     if (!analysis) throw new StageError('build_no_analysis', 'The version has no Analyze result; retry the operation');
     await this.builds.cancelRunning(ctx.operation.id);
@@ -86,7 +93,8 @@ export class BuildStage implements StageImpl {
     const log = new BuildLog();
     // A retried operation has its snapshot already; a first run's is taken just before the build runs.
     let redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
-    let flushed = 0;
+    // The first lines wait with the rest of their second too: a build that ends sooner writes them once, at its end.
+    let flushed = this.clock.now().getTime();
     let pending: NodeJS.Timeout | null = null;
     // The lines as written, for event streams in any process (LogChunks); a failed write is made up by the next.
     const chunks = this.logChunks?.writer(ctx.operation.id, build);
@@ -115,7 +123,6 @@ export class BuildStage implements StageImpl {
     try {
       await withWorkspace(this.dataDir, `build-${ctx.operation.id}`, async (dir) => {
         const { zip, manifest } = await fetchVersion(this.storage, this.archive, ctx, dir);
-        const artifact = join(dir, 'artifact.zip');
         const builder = skipCommands ? null : this.builders.find((b) => b.supports(analysis));
         if (builder === undefined)
           throw new StageError('build_unsupported', `No builder handles runtime ${analysis.runtime}`);
@@ -137,7 +144,8 @@ export class BuildStage implements StageImpl {
           write(`Artifact: the upload ${packed.artifactKey}${folder} (${packed.artifactSize} bytes), as it is`);
           return;
         }
-        const workspace = join(dir, 'src');
+        const workspace = join(await dir(), 'src');
+        const artifact = join(await dir(), 'artifact.zip');
         await this.archive.extract(zip, manifest, workspace, ctx.signal);
         let outputDir = join(workspace, analysis.outputDir);
         if (builder) {
@@ -152,6 +160,19 @@ export class BuildStage implements StageImpl {
             progress: (f) => ctx.progress(0.1 + 0.8 * f),
           }));
         }
+        // skip_build packs the upload as it is: the folder it serves must be in it (a builder checks its own output).
+        if (
+          !builder &&
+          !(await stat(outputDir).then(
+            (s) => s.isDirectory(),
+            () => false,
+          ))
+        )
+          throw new StageError(
+            'build_output_missing',
+            `The upload has no output directory "${analysis.outputDir}" to deploy as it is (skip_build). ` +
+              'Upload the built files, or check output_directory.',
+          );
         await this.archive.pack(outputDir, artifact);
         const stored = await this.storage.putContentAddressed('artifacts', createReadStream(artifact), {
           suffix: '.zip',
@@ -177,8 +198,9 @@ export class BuildStage implements StageImpl {
       throw err;
     }
     await appendChunk();
-    await this.builds.update(build, { ...packed, log: log.summary, finished: skipCommands });
-    return { build, storeLog: () => this.storeLog(logKey, log) };
+    const done = { ...packed, log: log.summary };
+    if (skipCommands) await this.builds.update(build, { ...done, finished: true });
+    return { build, done, storeLog: () => this.storeLog(logKey, log) };
   }
 
   private async storeLog(key: string, log: BuildLog): Promise<void> {

@@ -9,14 +9,12 @@ import { previewUrl, projectUrl } from '../../projects/project-url.js';
 import type { PlanLimits } from '../../billing/plans.js';
 import { routesChanged } from '../host-routes.js';
 import { releaseSpec } from '../release-specs.js';
+import { DRAIN_MS } from '../retirement.js';
 import type { RoutingTable } from '../routing-table.js';
 import type { BuildRepository } from '../repositories/build-repository.js';
 import type { DeploymentRepository } from '../repositories/deployment-repository.js';
 import type { StageContext, StageImpl } from '../stage-runner.js';
 import type { Analysis } from './analyze.js';
-
-/** How long a replaced release keeps its files, so requests already reading them finish. */
-const DRAIN_MS = 30_000;
 
 /**
  * Deploy: the deployer makes the release ready; then, in the transaction that records the stage's
@@ -27,7 +25,9 @@ const DRAIN_MS = 30_000;
  * earlier one from what it kept, and the same switch makes it live again.
  *
  * After each switch the plan's release_retention decides what stays: the replaced release is suspended
- * (kept for a promote) or removed, and older superseded releases beyond the count are pruned.
+ * (kept for a promote) or removed once drained (DRAIN_MS, on a timer of this process; a release the timer
+ * missed, the process having stopped, is stopped by a worker's Retirement), and older superseded releases
+ * beyond the count are pruned.
  *
  * A preview (its version's `target`) switches nothing: the release goes up on its own host until the plan's
  * preview_ttl_hours have passed. Promoting a preview that still serves makes it live as it runs.
@@ -68,10 +68,12 @@ export class DeployStage implements StageImpl {
         'The build to redeploy has no artifact any more; retry the build instead',
       );
     if (!build) throw new StageError('deploy_no_build', 'The operation has no build to deploy; retry it');
-    // Read before anything is started: a variable that does not decrypt fails the stage with nothing to undo.
-    const env = await this.environment.forRuntime(ctx.operation.id, ctx.project.id);
-    await this.abandon(ctx);
     const analysis = ctx.version.analysis as unknown as Analysis;
+    // Read before anything is started: a variable that does not decrypt fails the stage with nothing to undo. A
+    // static release runs nothing: it gets none.
+    const env =
+      analysis.runtime === 'static' ? {} : await this.environment.forRuntime(ctx.operation.id, ctx.project.id);
+    await this.abandon(ctx);
     const preview = ctx.version.options.target === 'preview';
     const deploymentId = await this.deployments.create({
       accountId: ctx.operation.accountId,
@@ -176,15 +178,17 @@ export class DeployStage implements StageImpl {
 
   /** Takes down releases this operation prepared that never went live. */
   async abandon(ctx: StageContext): Promise<void> {
-    // A switch previewed in a transaction that did not commit is read again as it stands.
-    await routesChanged(this.changes, ctx.project.id, this.log);
     const promoted = (ctx.operation.state as unknown as OperationState).promote;
+    const running = await this.deployments.running(ctx.operation.id);
+    // A switch previewed in a transaction that did not commit (its release is still running) is read again as it
+    // stands.
+    if (promoted || running.length) await routesChanged(this.changes, ctx.project.id, this.log);
     // A promote that did not go live stops what it resumed, unless the release serves (live already, or a preview).
     if (promoted) {
       const status = (await this.deployments.find(promoted))?.status;
       if (status !== 'live' && status !== 'preview') await this.deployer.suspend?.(promoted);
     }
-    for (const id of await this.deployments.running(ctx.operation.id)) {
+    for (const id of running) {
       await this.deployer.remove(id);
       await this.deployments.cancel(id);
     }

@@ -3,15 +3,23 @@ import { createReadStream } from 'node:fs';
 import { chmod, link, lstat, mkdir, readdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { atMost } from '../../../core/plugin.js';
 
 /** How long a temporary file in the store, or an unreferenced blob, is left alone by a periodic collection. */
 export const BLOB_GRACE_MS = 10 * 60_000;
 
+/** How many blob names a store remembers having (about 100 bytes each: 10 MB when full). */
+export const REMEMBERED_BLOBS = 100_000;
+
+/** How many blobs a release removes at once (each a few disk calls in the libuv pool). */
+const PARALLEL = 8;
+
+/** A blob's name; `.br` and `.gz` ones are the variants of releases stored before variant packs (still collected). */
 const BLOB_NAME = /^[0-9a-f]{64}(-x)?(\.br|\.gz)?$/;
 
-/** A blob's name: its SHA-256, `-x` for an executable file, then the variant's extension (`.br`, `.gz`). */
-export function blobName(sha256: string, executable = false, variant = ''): string {
-  return `${sha256}${executable ? '-x' : ''}${variant}`;
+/** A blob's name: its SHA-256, `-x` for an executable file. */
+export function blobName(sha256: string, executable = false): string {
+  return `${sha256}${executable ? '-x' : ''}`;
 }
 
 /** A blob's file mode: read-only, executable for a `-x` name. */
@@ -34,6 +42,8 @@ export async function sha256Of(path: string): Promise<string> {
 export class BlobStore {
   /** Shard folders known to exist (a collection never removes one). */
   private readonly shards = new Set<string>();
+  /** The blobs this store took or linked lately, least recent first (see put). */
+  private readonly had = new Set<string>();
 
   constructor(readonly dir: string) {}
 
@@ -54,6 +64,7 @@ export class BlobStore {
       if (code === 'ENOENT') return null;
       if (code !== 'EEXIST') throw this.explained(err, target);
     }
+    this.remember(name);
     const { size, mtimeMs } = await lstat(target);
     return { size, mtimeMs };
   }
@@ -62,9 +73,11 @@ export class BlobStore {
    * Makes `target` (which must not exist) the blob `name` holding `data`: a link to the blob when the store has it;
    * otherwise `data` is written there, read-only (0444, 0555 when executable), and becomes the blob, so its bytes
    * are written once. Resolves to the blob's modification time. A crash leaves either no blob or a whole one.
+   * Only a blob this store had lately is asked for first: any other is most likely new, and is written without a
+   * link that fails first (when it was there after all, as after a restart, the file is replaced by a link to it).
    */
   async put(name: string, target: string, data: Buffer): Promise<number> {
-    const there = await this.link(name, target);
+    const there = this.had.has(name) ? await this.link(name, target) : null;
     if (there) return there.mtimeMs;
     await this.shard(name);
     await writeFile(target, data, { flag: 'wx', mode: modeOf(name) });
@@ -84,12 +97,20 @@ export class BlobStore {
     await this.share(file, name);
   }
 
+  /** Remembers that the store has the blob `name` (beyond REMEMBERED_BLOBS, the least recent is forgotten). */
+  private remember(name: string): void {
+    this.had.delete(name);
+    this.had.add(name);
+    if (this.had.size > REMEMBERED_BLOBS) this.had.delete(this.had.values().next().value!);
+  }
+
   /** Makes the read-only `file` the blob `name`, or, when the store has that blob already, a link to it. */
   private async share(file: string, name: string): Promise<void> {
     const blob = this.pathOf(name);
     for (let attempt = 1; ; attempt++) {
       try {
         await link(file, blob);
+        this.remember(name);
         return;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
@@ -105,43 +126,8 @@ export class BlobStore {
         throw err;
       }
       await rename(temp, file);
+      this.remember(name);
       return;
-    }
-  }
-
-  /**
-   * Adds a blob written by `write` (into the temporary path it gets, in the store) unless it is there, and links
-   * it at `target`. Resolves to the blob's size, or null when `keep` refused what was written (nothing kept).
-   */
-  async add(
-    name: string,
-    target: string,
-    write: (temp: string) => Promise<void>,
-    keep: (size: number) => boolean = () => true,
-  ): Promise<number | null> {
-    const blob = this.pathOf(name);
-    await this.shard(name);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await link(blob, target);
-        return (await lstat(target)).size;
-      } catch (err) {
-        // Linked already (two files of one release with the same content share their variant).
-        if ((err as NodeJS.ErrnoException).code === 'EEXIST') return (await lstat(target)).size;
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 3) throw err;
-      }
-      const temp = join(this.dir, name.slice(0, 2), `.${name}.${randomBytes(4).toString('hex')}.tmp`);
-      try {
-        await write(temp);
-        const { size } = await lstat(temp);
-        if (!keep(size)) return null;
-        await chmod(temp, modeOf(name));
-        await link(temp, blob).catch((err: NodeJS.ErrnoException) => {
-          if (err.code !== 'EEXIST') throw err;
-        });
-      } finally {
-        await unlink(temp).catch(() => {});
-      }
     }
   }
 
@@ -151,7 +137,11 @@ export class BlobStore {
    */
   async release(names: Iterable<string>): Promise<number> {
     let removed = 0;
-    for (const name of new Set(names)) if (await this.removeIfUnused(this.pathOf(name), 0)) removed++;
+    await atMost(PARALLEL, new Set(names), async (name) => {
+      if (!(await this.removeIfUnused(this.pathOf(name), 0))) return;
+      this.had.delete(name);
+      removed++;
+    });
     return removed;
   }
 
@@ -167,7 +157,9 @@ export class BlobStore {
       for (const name of await readdir(join(this.dir, shard)).catch(() => [] as string[])) {
         const temp = name.startsWith('.') && name.endsWith('.tmp');
         if (!temp && !BLOB_NAME.test(name)) continue;
-        if (await this.removeIfUnused(join(this.dir, shard, name), graceMs)) removed++;
+        if (!(await this.removeIfUnused(join(this.dir, shard, name), graceMs))) continue;
+        this.had.delete(name);
+        removed++;
       }
     }
     return removed;

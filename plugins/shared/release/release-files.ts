@@ -1,16 +1,18 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, resolve, sep } from 'node:path';
+import { lstat, mkdir, readFile, realpath, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { basename, dirname, resolve, sep } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, createBrotliCompress, createGzip, gzip } from 'node:zlib';
 import { mime } from '@fastify/send';
 import type { FileIndex, FileVariant, IndexedFile } from '../../../core/ports/file-index.js';
-import { fileIndexPath, variantsDir } from '../../../core/ports/file-index.js';
+import { fileIndexPath, variantsPack } from '../../../core/ports/file-index.js';
 import type { ArchiveContent } from '../../../core/ports/archive.js';
+import { atMost } from '../../../core/plugin.js';
 import { blobName, type BlobStore } from './blob-store.js';
+import { VariantPack, type KnownVariants, type PackedVariant } from './variant-pack.js';
 
 /** Files smaller than this are not precompressed (the headers would eat the gain). */
 export const COMPRESS_MIN_BYTES = 1024;
@@ -48,26 +50,35 @@ export type ReleaseFileSource = (fn: (file: ArchiveContent) => Promise<void>) =>
  * Writes every file `source` gives into the release directory `root` (created; it must not exist), each file a
  * link to its blob in the store (its bytes written once, into the release, when the blob is new), and returns the
  * release's index: sizes, types, strong ETags from the SHA-256, and, with `precompress` (static releases), brotli
- * and gzip variants of compressible files of 1 KB or more, kept only when smaller, stored as blobs too and linked
- * under `variantsDir(root)` (the index names them relative to the folder holding `finalRoot`, where the release
- * will be, `root` by default). Each file is read out of the source once: a small one is hashed, written and
- * compressed from memory while the next ones are read (up to PARALLEL at once: file creation waits on the disk);
- * a large one is written as it streams by, then read back for its variants.
+ * and gzip variants of compressible files of 1 KB or more, kept only when smaller, appended to the release's one
+ * pack `variantsPack(root)` as they are made (files of the same content share theirs; the index names the pack
+ * relative to the folder holding `finalRoot`, where the release will be, `root` by default). The variants `known`
+ * gives for a content are copied out of the pack holding them instead (none when it knows they were not smaller;
+ * compressed after all when that pack is gone or another one). Each file is read
+ * out of the source once: a small one is hashed, written and compressed from memory while the next ones are read
+ * (up to PARALLEL at once: file creation waits on the disk); a large one is written as it streams by, then read
+ * back for its variants. A failure leaves no release directory, no pack, and no blob that only it made.
  */
 export async function storeReleaseFiles(
   store: BlobStore,
   root: string,
   source: ReleaseFileSource,
-  opts: { precompress: boolean; signal?: AbortSignal; finalRoot?: string; brotliQuality?: number },
+  opts: {
+    precompress: boolean;
+    signal?: AbortSignal;
+    finalRoot?: string;
+    brotliQuality?: number;
+    known?: (sha256: string) => KnownVariants | undefined;
+  },
 ): Promise<FileIndex> {
   const found = new Map<string, IndexedFile>();
-  const variantRoot = variantsDir(root);
-  const dir = basename(variantsDir(opts.finalRoot ?? root));
+  const packPath = variantsPack(root);
+  const named = basename(variantsPack(opts.finalRoot ?? root));
   const quality = opts.brotliQuality ?? BROTLI_QUALITY;
   await mkdir(root, { recursive: false });
-  if (opts.precompress) await mkdir(variantRoot);
   // Files are made under the real path, as extraction makes them: whatever lies outside is never followed again.
   const base = await realpath(root);
+  const pack = opts.precompress ? await VariantPack.create(packPath).catch(failedIn(root)) : null;
   const dirs = new Set([base]);
   const pending = new Set<Promise<void>>();
   /** The blobs this release's files are, or may have become, as far as it came. */
@@ -98,17 +109,17 @@ export async function storeReleaseFiles(
           touched.add(blobName(sha, file.executable));
           entry.mtimeMs = stored?.mtimeMs ?? (await store.put(blobName(sha, file.executable), target, file.data!));
           if (!variants) return;
-          // Files of the same content share their variants' links: made once.
+          // Files of the same content share their variants: made once.
           const from = { file: target, data: file.data ?? null, size: file.size, quality };
           let made = compressed.get(sha);
-          if (!made)
-            compressed.set(
-              sha,
-              (made = Promise.all([
-                variant(store, sha, '.br', from, join(variantRoot, `${sha}.br`), dir),
-                variant(store, sha, '.gz', from, join(variantRoot, `${sha}.gz`), dir),
-              ])),
-            );
+          if (!made) {
+            const known = opts.known?.(sha);
+            made = Promise.all([
+              variant(pack!, 'br', from, named, known?.br),
+              variant(pack!, 'gzip', from, named, known?.gzip),
+            ]);
+            compressed.set(sha, made);
+          }
           const [br, gzip] = await made;
           if (br) entry.br = br;
           if (gzip) entry.gzip = gzip;
@@ -120,15 +131,12 @@ export async function storeReleaseFiles(
     failures.unshift(err);
   } finally {
     await Promise.all(pending);
+    await pack?.close().catch((err) => void failures.push(err));
   }
   if (failures.length) {
-    // Nothing of a release that failed stays: its files, then the blobs no other release links to.
-    const names = [...touched].flatMap((name) => [
-      name,
-      ...['.br', '.gz'].map((v) => blobName(name.slice(0, 64), false, v)),
-    ]);
-    for (const path of [root, variantRoot]) await rm(path, { recursive: true, force: true });
-    await store.release(names);
+    // Nothing of a release that failed stays: its files and pack, then the blobs no other release links to.
+    for (const path of [root, packPath]) await rm(path, { recursive: true, force: true });
+    await store.release(touched);
     throw failures[0];
   }
   // In path order whatever order the files came in: the same release gives the same index.
@@ -178,59 +186,89 @@ export async function readFileIndex(root: string): Promise<FileIndex | null> {
   return text === null ? null : (JSON.parse(text) as FileIndex);
 }
 
-/** The names of the blobs a release links to, from its index and the modes of its files (for BlobStore.release). */
-export async function blobsOf(root: string, index: FileIndex): Promise<string[]> {
-  const names: string[] = [];
-  for (const [path, file] of Object.entries(index.files)) {
-    const st = await lstat(join(root, path)).catch(() => null);
-    if (st) names.push(blobName(file.etag.slice(1, -1), (st.mode & 0o111) !== 0));
-    for (const v of [file.br, file.gzip]) if (v) names.push(basename(v.path));
-  }
-  return names;
+/**
+ * Unlinks the files of the release at `root` that its index names, each with its blob when nothing else links to
+ * it any more (BlobStore.release), PARALLEL at once: one walk, where naming the blobs, removing the directory and
+ * releasing them took three. The folders, and whatever the index does not name, are left for the caller to remove.
+ * Resolves to the blobs of the variants of a release stored before variant packs (`<sha256>.br`), to release
+ * once the folder linking them is gone.
+ */
+export async function unlinkReleaseFiles(store: BlobStore, root: string, index: FileIndex): Promise<string[]> {
+  const base = resolve(root);
+  const variants: string[] = [];
+  await atMost(PARALLEL, Object.entries(index.files), async ([path, file]) => {
+    for (const v of [file.br, file.gzip]) if (v && v.offset === undefined) variants.push(basename(v.path));
+    const target = resolve(base, path);
+    if (!target.startsWith(base + sep)) return;
+    const st = await lstat(target).catch(() => null);
+    if (!st?.isFile()) return;
+    await unlink(target);
+    await store.release([blobName(file.etag.slice(1, -1), (st.mode & 0o111) !== 0)]);
+  });
+  return variants;
 }
 
+/** Removes the release directory made for a store that could not start, and rethrows why. */
+const failedIn = (root: string) => async (err: unknown) => {
+  await rm(root, { recursive: true, force: true });
+  throw err;
+};
+
+/**
+ * The variant of a file in `encoding`, appended to `pack` when smaller than the file; undefined when not. `known`:
+ * where it is already (copied from there when that pack is still the same), or null when known not smaller.
+ */
 async function variant(
-  store: BlobStore,
-  sha: string,
-  ext: '.br' | '.gz',
+  pack: VariantPack,
+  encoding: Encoding,
   source: { file: string; data: Buffer | null; size: number; quality: number },
-  target: string,
-  dir: string,
+  path: string,
+  known?: PackedVariant | null,
 ): Promise<FileVariant | undefined> {
+  if (known === null) return undefined;
+  // A pack that cannot be read as it was known is no reason to fail: the variant is made again.
+  const copied = known ? await pack.copy(known).catch(() => null) : null;
+  if (copied !== null) return { path, size: known!.size, offset: copied };
   const { file, data, size, quality } = source;
-  const name = blobName(sha, false, ext);
-  const path = `${dir}/${basename(target)}`;
-  // Linked under the release's variants folder; when the blob is there, it is not compressed again.
-  const linked = await store.link(name, target);
-  if (linked) return { path, size: linked.size };
   if (data) {
-    const compressed = await compressBuffer(ext, data, quality);
+    const compressed = await compressBuffer(encoding, data, quality);
     if (compressed.length >= size) return undefined;
-    await store.put(name, target, compressed);
-    return { path, size: compressed.length };
+    return { path, size: compressed.length, offset: await pack.append(compressed) };
   }
-  const write = (temp: string) =>
-    pipeline(createReadStream(file), compressStream(ext, size, quality), createWriteStream(temp, { flags: 'wx' }));
-  const kept = await store.add(name, target, write, (compressed) => compressed < size);
-  return kept === null ? undefined : { path, size: kept };
+  const kept = await pack.appendBelow(size, createReadStream(file), compressStream(encoding, size, quality));
+  return kept ? { path, ...kept } : undefined;
 }
+
+type Encoding = 'br' | 'gzip';
+
+/**
+ * Brotli's window (its size less 16 bytes) fitted to the file, no smaller than brotli's least (1 KB) and no larger
+ * than its default (4 MB): a larger one finds nothing more in a smaller file, but costs its allocation on every
+ * call (about half of the CPU of compressing a 20 KB file).
+ */
+const brotliWindow = (size: number) =>
+  Math.min(
+    constants.BROTLI_DEFAULT_WINDOW,
+    Math.max(constants.BROTLI_MIN_WINDOW_BITS, Math.ceil(Math.log2(size + 16))),
+  );
 
 const brotliOptions = (size: number, quality: number) => ({
   params: {
     [constants.BROTLI_PARAM_QUALITY]: quality,
     [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
     [constants.BROTLI_PARAM_SIZE_HINT]: size,
+    [constants.BROTLI_PARAM_LGWIN]: brotliWindow(size),
   },
 });
 const brotliAsync = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);
 
-function compressBuffer(ext: '.br' | '.gz', data: Buffer, quality: number): Promise<Buffer> {
-  return ext === '.gz'
+function compressBuffer(encoding: Encoding, data: Buffer, quality: number): Promise<Buffer> {
+  return encoding === 'gzip'
     ? gzipAsync(data, { level: GZIP_LEVEL })
     : brotliAsync(data, brotliOptions(data.length, quality));
 }
 
-function compressStream(ext: '.br' | '.gz', size: number, quality: number) {
-  return ext === '.gz' ? createGzip({ level: GZIP_LEVEL }) : createBrotliCompress(brotliOptions(size, quality));
+function compressStream(encoding: Encoding, size: number, quality: number) {
+  return encoding === 'gzip' ? createGzip({ level: GZIP_LEVEL }) : createBrotliCompress(brotliOptions(size, quality));
 }

@@ -1,13 +1,11 @@
-import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { Archive, ArchiveManifest } from '../../../core/ports/archive.js';
-import type { Storage } from '../../../core/ports/storage.js';
+import { objectFile, type Storage } from '../../../core/ports/storage.js';
 
 /**
- * Copies a release's artifact (a ZIP in Storage) to `<work>/artifact.zip` (`work` is a workspace of the caller)
- * and checks it with every check of the Archive port. `prefix` (ReleaseSpec.artifactRoot) takes only that folder
- * of the artifact as the root.
+ * A release's artifact (a ZIP in Storage) as a local file: in place, or copied to `<work>/artifact.zip` (`work` is
+ * a workspace of the caller); checks it with every check of the Archive port. `prefix` (ReleaseSpec.artifactRoot)
+ * takes only that folder of the artifact as the root.
  */
 export async function fetchArtifact(
   deps: { storage: Storage; archive: Archive },
@@ -16,8 +14,7 @@ export async function fetchArtifact(
   signal?: AbortSignal,
   prefix?: string,
 ): Promise<{ zip: string; manifest: ArchiveManifest }> {
-  const zip = join(work, 'artifact.zip');
-  await pipeline(await deps.storage.get(artifactKey), createWriteStream(zip), { signal });
+  const zip = await objectFile(deps.storage, artifactKey, async () => join(work, 'artifact.zip'), signal);
   return { zip, manifest: await deps.archive.inspect(zip, { rootDirectory: prefix }) };
 }
 

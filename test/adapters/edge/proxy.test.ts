@@ -6,7 +6,8 @@ import { createReleaseProxy, type ForwardingOptions } from '../../../adapters/ed
 import { rawRequest } from '../../helpers/raw-http.js';
 
 // A release that answers with the method, path and headers it got (HTTP), or writes them after a 101 (upgrade).
-// `/status` answers 418 with a reason, a header of the edge's own and hop-by-hop ones of its own.
+// `/big` answers 8 MB, `/cut` the start of an answer before its connection is cut. `/status` answers 418 with a
+// reason, a header of the edge's own and hop-by-hop ones of its own.
 const seen = (req: http.IncomingMessage) => ({
   method: req.method,
   url: req.url,
@@ -14,7 +15,13 @@ const seen = (req: http.IncomingMessage) => ({
   raw: req.rawHeaders,
   port: req.socket.remotePort,
 });
+const BIG = Buffer.alloc(8 * 1024 * 1024, 'hoist');
 const release = http.createServer((req, res) => {
+  if (req.url === '/big') return res.end(BIG);
+  if (req.url === '/cut') {
+    res.writeHead(200, { 'content-length': '100000' }).write('a start');
+    return void setTimeout(() => res.socket?.destroy(), 20);
+  }
   if (req.url === '/status') {
     res.statusMessage = 'I am a teapot here';
     res.setHeader('x-hoist-release', 'the app says');
@@ -178,6 +185,8 @@ test(
         ['HEAD', '/', { connection: 'close' }],
         ['GET', '//double//slash?', { connection: 'close', trailer: 'x-check' }],
         ['GET', '/%7Euser/%2e%2E/x', { connection: 'close', 'x-forwarded-for': '6.6.6.6' }],
+        ['GET', "/assets/a.b-1.js?v=1&w=%20&q=/?'", { connection: 'close' }],
+        ['GET', '/a/.well-known/x?', { connection: 'close' }],
       ];
       for (const [method, path, headers] of asks) {
         // The port differs (X-Forwarded-Host, -Port, Host): each is asked with the same Host.
@@ -223,6 +232,45 @@ test('plain keeps its connection to the release open between requests, and the c
   } finally {
     agent.destroy();
     await f.close();
+  }
+});
+
+test('plain streams a large answer to a slow client whole, holding the release back meanwhile', async () => {
+  const f = await front({ trustProxy: false, appsScheme: 'http' }, 'plain');
+  try {
+    const body = await new Promise<Buffer>((resolve, reject) =>
+      http
+        .get(`${f.url}/big`, (r) => {
+          const chunks: Buffer[] = [];
+          r.pause();
+          setTimeout(() => r.resume(), 300);
+          r.on('data', (d: Buffer) => chunks.push(d)).on('end', () => resolve(Buffer.concat(chunks)));
+        })
+        .on('error', reject),
+    );
+    assert.is(body.length, BIG.length);
+    assert.ok(body.equals(BIG), "the bytes are the release's");
+  } finally {
+    await f.close();
+  }
+});
+
+test('web and plain cut the connection of a client whose answer the release cuts, rather than hang', async () => {
+  for (const via of ['web', 'plain'] as const) {
+    const f = await front({ trustProxy: false, appsScheme: 'http' }, via);
+    try {
+      const seenByClient = await new Promise<string>((resolve) =>
+        http
+          .get(`${f.url}/cut`, (r) => {
+            let body = '';
+            r.on('data', (d) => (body += d)).on('error', (e) => resolve(`${r.statusCode} ${body} ${e.message}`));
+          })
+          .on('error', (e) => resolve(e.message)),
+      );
+      assert.is(seenByClient, '200 a start aborted', via);
+    } finally {
+      await f.close();
+    }
   }
 });
 

@@ -5,6 +5,7 @@ import { EnvironmentVariable } from '../../../core/entities/environment-variable
 import { EnvironmentSnapshot } from '../../../core/entities/environment-snapshot.js';
 import { Project } from '../../../core/entities/project.js';
 import { ProjectKey } from '../../../core/entities/project-key.js';
+import { ENVIRONMENT_SERVICE, type EnvironmentService } from '../../../core/environment/environment-service.js';
 import { liveHoist, zipOf, type LiveHoist } from '../../helpers/live.js';
 
 const SECRET = `s3cr3t-${Math.random().toString(36).slice(2)}-value`;
@@ -312,6 +313,10 @@ test('deleting a project removes its variables, snapshots and key', async () => 
   const id = res.body.project.id as string;
   await h.waitFor(other, res.body.operation.id);
   const em = h.running.kernel.orm.em.fork();
+  // A static release runs nothing and takes no snapshot: one is taken as a Node.js release's deploy takes it.
+  assert.is(await em.count(EnvironmentSnapshot, { projectId: id }), 0);
+  const environment = h.running.kernel.get<EnvironmentService>(ENVIRONMENT_SERVICE);
+  assert.equal(await environment.forRuntime(res.body.operation.id, id), { API_KEY: SECRET });
   assert.is(await em.count(ProjectKey, { projectId: id }), 1);
   assert.is(await em.count(EnvironmentSnapshot, { projectId: id }), 1);
   const del = await call(other, 'DELETE', `/projects/${id}/`);

@@ -9,7 +9,15 @@ const dir = mkdtempSync(join(tmpdir(), 'hoist-file-index-'));
 const root = join(dir, 'release-1');
 const file = { size: 2000, type: 'text/html; charset=utf-8', etag: `"${'a'.repeat(64)}"`, mtimeMs: 1 };
 const stored = {
-  files: { 'index.html': { ...file, br: { path: `release-1.variants/${'a'.repeat(64)}.br`, size: 500 } } },
+  files: {
+    'index.html': {
+      ...file,
+      br: { path: 'release-1.variants.pack', size: 500, offset: 0 },
+      gzip: { path: 'release-1.variants.pack', size: 600, offset: 500 },
+    },
+    // As releases stored before packs name their variants: each a whole file.
+    'old.html': { ...file, br: { path: `release-1.variants/${'a'.repeat(64)}.br`, size: 500 } },
+  },
 };
 
 test('a release without an index reads null', async () => {
@@ -19,7 +27,11 @@ test('a release without an index reads null', async () => {
 test('the index is read with absolute variant paths, then served from memory', async () => {
   writeFileSync(fileIndexPath(root), JSON.stringify(stored));
   const index = await fileIndexOf(root);
-  assert.is(index!.files['index.html']!.br!.path, join(dir, 'release-1.variants', `${'a'.repeat(64)}.br`));
+  const { br, gzip } = index!.files['index.html']!;
+  assert.equal(br, { path: join(dir, 'release-1.variants.pack'), size: 500, offset: 0 });
+  assert.equal(gzip, { path: join(dir, 'release-1.variants.pack'), size: 600, offset: 500 });
+  assert.is(index!.files['old.html']!.br!.path, join(dir, 'release-1.variants', `${'a'.repeat(64)}.br`));
+  assert.is(index!.files['old.html']!.br!.offset, undefined);
   assert.is(index!.files['index.html']!.size, 2000);
   // Read once: a change on disk is not seen until the process forgets it.
   writeFileSync(fileIndexPath(root), JSON.stringify({ files: {} }));

@@ -7,10 +7,11 @@ import { OPERATION_STORE } from '../../../adapters/deployment-services.js';
 import type { Kernel } from '../../../adapters/kernel.js';
 import { Operation } from '../../../core/entities/operation.js';
 import { Version } from '../../../core/entities/version.js';
-import type { OperationStore, StageJob } from '../../../core/deployments/operation-store.js';
+import { OperationStore, type StageJob } from '../../../core/deployments/operation-store.js';
 import { StageRunner, type StageImpl } from '../../../core/deployments/stage-runner.js';
 import { type OperationState } from '../../../core/operations/state-machine.js';
-import type { JobControl } from '../../../core/ports/queue.js';
+import { CLOCK } from '../../../core/ports/clock.js';
+import { QUEUE, type JobControl } from '../../../core/ports/queue.js';
 import { deploymentRows } from '../../helpers/deployment-rows.js';
 import { testKernel } from '../../helpers/kernel.js';
 
@@ -211,5 +212,29 @@ test(
     assert.equal([done.status, done.token, done.released], ['succeeded', 2, undefined]);
   },
 );
+
+test('a store writes on the operation as it last wrote it; on what is stored once another process wrote', async () => {
+  const store = kernel.get<OperationStore>(OPERATION_STORE);
+  // Another process's store: the operation it writes moves on under this one's remembered copy.
+  const other = new OperationStore(kernel.orm.em, kernel.get(QUEUE), kernel.get(CLOCK));
+  const { op } = await operation();
+  const claimed = await store.apply(op.id, { type: 'stage_started', stage: 'analyze', attempt: 1, leaseMs: 60_000 });
+  const token = claimed.t.state.stages.analyze.token;
+  const ours = { stage: 'analyze' as const, attempt: 1, token };
+  // A heartbeat from elsewhere (a newer revision): this store's next write reads it instead of overwriting it.
+  await other.apply(op.id, { type: 'heartbeat', ...ours });
+  const beat = await stateOf(op.id);
+  await store.apply(op.id, { type: 'stage_progress', ...ours, fraction: 0.5 });
+  const after = await stateOf(op.id);
+  assert.is(after.revision, beat.revision + 1);
+  assert.is(after.state.stages.analyze.status, 'running');
+  // A cancel from elsewhere: this store's success on its remembered copy is refused by what is stored.
+  await other.apply(op.id, { type: 'cancel_requested' });
+  const canceled = await stateOf(op.id);
+  const late = await store.apply(op.id, { type: 'stage_succeeded', ...ours });
+  assert.ok(late.t.noop, 'the success after a cancel wrote nothing');
+  assert.equal(await stateOf(op.id), canceled);
+  assert.is(canceled.state.status, 'canceled');
+});
 
 test.run();

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -29,10 +29,17 @@ test('workspaces left by a process that is gone are removed at start; a live pro
 test('a workspace is tagged with its process and removed when done', async () => {
   let seen = '';
   await withWorkspace(dataDir, 'build-op9', async (dir) => {
-    seen = dir;
-    assert.match(dir, new RegExp(`build-op9-p${process.pid}-`));
+    seen = await dir();
+    assert.is(await dir(), seen, 'one directory, however often it is asked for');
+    assert.match(seen, new RegExp(`build-op9-p${process.pid}-`));
   });
   assert.not.ok(existsSync(seen));
+});
+
+test('a workspace nobody asked for is never made', async () => {
+  const before = readdirSync(join(dataDir, 'work'));
+  assert.is(await withWorkspace(dataDir, 'analyze-op10', async () => 7), 7);
+  assert.equal(readdirSync(join(dataDir, 'work')), before);
 });
 
 test(

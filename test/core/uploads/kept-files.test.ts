@@ -4,6 +4,8 @@ import { Readable } from 'node:stream';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Kernel } from '../../../adapters/kernel.js';
+import { RateLimiter } from '../../../core/auth/rate-limiter.js';
+import { EntitlementService } from '../../../core/billing/entitlement-service.js';
 import { Account } from '../../../core/entities/account.js';
 import { KeptFile } from '../../../core/entities/kept-file.js';
 import { ARCHIVE } from '../../../core/ports/archive.js';
@@ -187,6 +189,7 @@ test('expired manifests are removed from Storage and then answer 410 gone, unkno
     kernel.get(WORKSPACES),
     clock,
     kernel.config.maxArchiveBytes,
+    { limiter: new RateLimiter(em(), clock), entitlements: new EntitlementService(em()) },
   );
   const m = await manifests.create(a, [{ path: 'index.html', sha256: sha('x'), size: 1 }]);
   assert.is(await manifests.removeExpired(), 0);

@@ -1,15 +1,35 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { StageError } from '../../../core/errors.js';
-import { fileIndexOf, fileIndexPath, variantsDir } from '../../../core/deployments/file-index.js';
+import {
+  fileIndexOf,
+  fileIndexPath,
+  variantsDir,
+  variantsPack,
+  type FileVariant,
+} from '../../../core/deployments/file-index.js';
 import { DEPLOYER, type Deployer, type ReleaseSpec } from '../../../core/ports/deployer.js';
 import { STORAGE, type Storage } from '../../../core/ports/storage.js';
 import { BlobStore } from '../../../plugins/shared/release/blob-store.js';
+import { saveFileIndex } from '../../../plugins/shared/release/release-files.js';
 import type { Kernel } from '../../../adapters/kernel.js';
 import { testKernel } from '../../helpers/kernel.js';
 import { zipOf } from '../../helpers/live.js';
@@ -22,6 +42,8 @@ let storage: Storage;
 let blobs: BlobStore;
 const control = () => ({ signal: new AbortController().signal, log: () => {}, report: new RecordedReports() });
 const sha = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
+/** A variant's bytes, out of its pack. */
+const inPack = (v: FileVariant) => readFileSync(v.path).subarray(v.offset, v.offset! + v.size);
 
 test.before(async () => {
   kernel = await testKernel({ deployer: 'local' });
@@ -58,6 +80,31 @@ const js = 'export const answer = 42;\n'.repeat(200);
 const css = 'body{margin:0}';
 const png = randomBytes(4096);
 
+test('a redeploy copies the variants of unchanged files out of the last pack, and keeps them after it', async () => {
+  const a = await deploy({ 'index.html': '<h1>a</h1>', 'app.js': js });
+  const was = (await fileIndexOf(a.root))!.files['app.js']!.br!;
+  // Packs are never rewritten: this one is, in place (same inode, size and time), only to see where b's came from.
+  const pack = variantsPack(a.root);
+  const reference = `${pack}.time`;
+  execFileSync('touch', ['-r', pack, reference]);
+  chmodSync(pack, 0o644);
+  const marked = Buffer.alloc(was.size, 'x');
+  const fd = openSync(pack, 'r+');
+  writeSync(fd, marked, 0, marked.length, was.offset);
+  closeSync(fd);
+  chmodSync(pack, 0o444);
+  execFileSync('touch', ['-r', reference, pack]);
+  rmSync(reference);
+  const b = await deploy({ 'index.html': '<h1>b</h1>', 'app.js': js });
+  const index = (await fileIndexOf(b.root))!;
+  assert.is(index.files['app.js']!.br!.path, variantsPack(b.root));
+  assert.ok(inPack(index.files['app.js']!.br!).equals(marked), 'copied, not compressed');
+  await deployer.remove(a.id);
+  assert.ok(inPack(index.files['app.js']!.br!).equals(marked), 'in its own pack');
+  assert.ok(gunzipSync(inPack(index.files['app.js']!.gzip!)).equals(Buffer.from(js)));
+  await deployer.remove(b.id);
+});
+
 test('a file shared by two releases is stored once and survives the removal of one of them', async () => {
   const a = await deploy({ 'index.html': '<h1>a</h1>', 'app.js': js });
   const b = await deploy({ 'index.html': '<h1>b</h1>', 'app.js': js });
@@ -68,7 +115,7 @@ test('a file shared by two releases is stored once and survives the removal of o
   await deployer.remove(a.id);
   assert.not.ok(existsSync(a.root));
   assert.not.ok(existsSync(fileIndexPath(a.root)));
-  assert.not.ok(existsSync(variantsDir(a.root)));
+  assert.not.ok(existsSync(variantsPack(a.root)));
   // a's own page is gone from the store; what b uses is still there, whole.
   assert.not.ok(existsSync(blobs.pathOf(sha('<h1>a</h1>'))));
   assert.ok(existsSync(blobs.pathOf(sha(js))));
@@ -87,11 +134,10 @@ test('garbage collection removes blobs no release links to', async () => {
   // As if b's directory went without its blobs being released (a crash during remove, an older version).
   const { rm } = await import('node:fs/promises');
   await rm(b.root, { recursive: true });
-  await rm(variantsDir(b.root), { recursive: true });
   assert.ok(existsSync(blobs.pathOf(sha('orphaned page'))));
   // The deployer's own collection keeps what is still in its grace period.
   assert.is(await deployer.collectGarbage!(), 0);
-  assert.is(await blobs.collect(0), 4, 'page, script and its two variants');
+  assert.is(await blobs.collect(0), 2, 'page and script (their variants are in the pack, not blobs)');
   assert.equal(storeContents(), [sha('kept page')]);
   assert.is(readFileSync(join(a.root, 'index.html'), 'utf8'), 'kept page');
   await deployer.remove(a.id);
@@ -137,17 +183,22 @@ test('the index has sizes, types, strong ETags, and variants only for compressib
     const original = readFileSync(join(r.root, path));
     assert.is(file.size, original.length, path);
     assert.ok(file.br && file.gzip, `${path} has both variants`);
-    assert.ok(file.br.path.startsWith(`${variantsDir(r.root)}/`), file.br.path);
+    assert.is(file.br.path, variantsPack(r.root));
     assert.ok(file.br.size < file.size && file.gzip.size < file.size, path);
-    assert.is(statSync(file.br.path).size, file.br.size);
-    assert.equal(brotliDecompressSync(readFileSync(file.br.path)), original, `${path} brotli`);
-    assert.equal(gunzipSync(readFileSync(file.gzip.path)), original, `${path} gzip`);
+    assert.equal(brotliDecompressSync(inPack(file.br)), original, `${path} brotli`);
+    assert.equal(gunzipSync(inPack(file.gzip)), original, `${path} gzip`);
   }
   assert.is(index.files['app.js']!.type, 'application/javascript; charset=utf-8');
-  assert.is(index.files['copy.js']!.br!.path, index.files['app.js']!.br!.path, 'same content, same variant');
-  assert.ok(existsSync(blobs.pathOf(`${sha(js)}.br`)));
+  assert.equal(index.files['copy.js']!.br, index.files['app.js']!.br, 'same content, same variant');
+  // The deploy made the release's 7 files (6 blobs: two share one), its index and one pack.
+  const releases = readdirSync(join(kernel.config.dataDir, 'releases')).filter((p) => p.startsWith(r.id));
+  assert.equal(releases.sort(), [r.id, `${r.id}.index.json`, `${r.id}.variants.pack`]);
+  assert.not.ok(
+    storeContents().some((name) => /\.(br|gz)$/.test(name)),
+    'no variant blob',
+  );
   await deployer.remove(r.id);
-  assert.not.ok(existsSync(blobs.pathOf(`${sha(js)}.br`)));
+  assert.not.ok(existsSync(variantsPack(r.root)));
   assert.not.ok(existsSync(fileIndexPath(r.root)));
 });
 
@@ -162,9 +213,35 @@ test('a Node.js release is links to the store too, with no variants', async () =
   await deployer.prepare(s, control());
   const root = join(kernel.config.dataDir, 'releases', s.deploymentId);
   assert.is(statSync(join(root, 'big.js')).ino, statSync(blobs.pathOf(sha(js))).ino);
-  assert.not.ok(existsSync(variantsDir(root)));
+  assert.not.ok(existsSync(variantsPack(root)));
   await deployer.remove(s.deploymentId);
   assert.not.ok(existsSync(blobs.pathOf(sha(js))));
+});
+
+test('a release stored before packs (each variant a blob) is removed with its blobs', async () => {
+  // Written as deployer-local wrote a static release before variant packs.
+  const id = randomUUID();
+  const root = join(kernel.config.dataDir, 'releases', id);
+  const br = brotliCompressSync(js);
+  mkdirSync(root);
+  mkdirSync(variantsDir(root));
+  await blobs.put(sha(js), join(root, 'app.js'), Buffer.from(js));
+  await blobs.put(`${sha(js)}.br`, join(variantsDir(root), `${sha(js)}.br`), br);
+  const file = { size: js.length, type: 'application/javascript; charset=utf-8', etag: `"${sha(js)}"`, mtimeMs: 1 };
+  await saveFileIndex(root, {
+    files: { 'app.js': { ...file, br: { path: `${id}.variants/${sha(js)}.br`, size: br.length } } },
+  });
+  const variant = (await fileIndexOf(root))!.files['app.js']!.br!;
+  assert.equal(readFileSync(variant.path), br, 'read as a whole file');
+  await deployer.remove(id);
+  assert.not.ok(existsSync(variantsDir(root)));
+  assert.not.ok(existsSync(blobs.pathOf(`${sha(js)}.br`)), 'its variant blob released');
+  assert.equal(storeContents(), []);
+  // A variant blob that nothing links to any more is collected too.
+  mkdirSync(join(blobs.dir, sha(css).slice(0, 2)), { recursive: true });
+  writeFileSync(blobs.pathOf(`${sha(css)}.gz`), 'orphan');
+  assert.is(await blobs.collect(0), 1);
+  assert.equal(storeContents(), []);
 });
 
 const page = { name: 'index.html', data: '<h1>hostile</h1>' };

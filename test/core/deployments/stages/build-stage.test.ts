@@ -79,9 +79,10 @@ test('a build runs the builder, stores its output and log; it succeeds only in t
   assert.is(builds.rows.length, 1);
   const [build] = builds.rows;
   assert.is(build.status, 'running');
-  assert.is(artifactOf(storage, build.artifactKey), 'packed app.js');
+  assert.is(build.artifactKey, undefined, 'the build names its artifact in the success transaction');
   await result.also!(null as never);
   assert.is(build.status, 'succeeded');
+  assert.is(artifactOf(storage, build.artifactKey), 'packed app.js');
   assert.ok(build.finished);
   // The whole log is stored after the commit, off the chain's path.
   assert.is(artifactOf(storage, build.logKey), undefined);
@@ -113,7 +114,9 @@ test('a build log storage refuses is logged as a warning; the build goes on with
 test('a builder that needs nothing run ships the upload as the artifact, with the folder to serve', async () => {
   const { builds, storage, stage } = setup([{ ...builder(), outputWithoutBuild: () => 'public' }]);
   const before = [...storage.objects.keys()];
-  await stage.run(stageContext());
+  await (
+    await stage.run(stageContext())
+  ).also!(null as never);
   const [build] = builds.rows;
   assert.equal(
     [build.artifactKey, build.artifactRoot, build.artifactSha256, build.artifactSize],
@@ -129,10 +132,14 @@ test('a builder that needs nothing run ships the upload as the artifact, with th
 
 test('the folder of an upload shipped as is lies under its root directory; the whole upload has none', async () => {
   const { builds, stage } = setup([{ ...builder(), outputWithoutBuild: () => 'public/' }]);
-  await stage.run(stageContext({ upload: { root_directory: './site/' } }));
+  await (
+    await stage.run(stageContext({ upload: { root_directory: './site/' } }))
+  ).also!(null as never);
   assert.is(builds.rows[0].artifactRoot, 'site/public');
   const whole = setup([{ ...builder(), outputWithoutBuild: () => '.' }]);
-  await whole.stage.run(stageContext());
+  await (
+    await whole.stage.run(stageContext())
+  ).also!(null as never);
   assert.equal([whole.builds.rows[0].artifactKey, whole.builds.rows[0].artifactRoot], ['uploads/site.zip', null]);
 });
 
@@ -155,6 +162,33 @@ test('skip_build: when Deploy starts, Build packs the upload as is, once; a rede
   assert.is(builds.rows.length, 1, 'a redelivery packs nothing more');
   await stage.skipped(stageContext({ upload: { skip_build: true }, buildId: build.id }));
   assert.is(builds.rows.length, 1, 'a redeploy packs nothing');
+});
+
+test('a promote packs nothing: its release was built into an output directory the upload lacks', async () => {
+  const { builds, stage } = setup();
+  const ctx = stageContext({ analysis: { outputDir: 'dist' } });
+  ctx.operation.state = { promote: 'release-1' };
+  await stage.skipped(ctx);
+  assert.is(builds.rows.length, 0);
+});
+
+test('skip_build with an output directory the upload lacks fails build_output_missing; nothing is stored', async () => {
+  const { builds, storage, stage } = setup();
+  const before = [...storage.objects.keys()];
+  const ctx = stageContext({ upload: { skip_build: true }, analysis: { outputDir: 'dist' } });
+  const err = await stage.skipped(ctx).then(
+    () => null,
+    (e) => e,
+  );
+  assert.instance(err, StageError);
+  assert.is(err.code, 'build_output_missing');
+  assert.match(err.message, 'output directory "dist"');
+  const stored = [...storage.objects.keys()].filter((k) => !k.startsWith('logs/'));
+  assert.equal(stored, before, 'no artifact stored (the failed build keeps its log)');
+  assert.not.ok(
+    builds.rows.some((b) => b.artifactKey),
+    'no build names an artifact',
+  );
 });
 
 test('abandon cancels the running build; a version without an Analyze result is refused', async () => {

@@ -54,7 +54,7 @@ test("ships the operation's build; the route switches on success, superseding th
   const result = await stage.run(ctx);
   assert.is(prepared.length, 1);
   assert.is(prepared[0].artifactKey, `artifacts/${build}.zip`);
-  assert.equal(prepared[0].env, { GREETING: 'hello' });
+  assert.equal(prepared[0].env, {}, 'a static release runs nothing: it gets no variable');
   assert.is(prepared[0].slug, 'site');
   const made = deployments.byId(prepared[0].deploymentId);
   assert.is(made.status, 'running', 'not live before the stage succeeds');
@@ -67,6 +67,14 @@ test("ships the operation's build; the route switches on success, superseding th
   assert.equal(made.target, { kind: 'static', root: `/releases/${made.id}` });
   assert.is(deployments.byId(before).status, 'superseded');
   assert.is(deployments.live.get(ctx.project.id), made.id);
+});
+
+test('a Node.js release gets the variables of its runtime scope', async () => {
+  const { builds, prepared, stage } = setup();
+  const ctx = stageContext({ analysis: { runtime: 'node', startCommand: 'node server.js' } });
+  await builtFor(builds, ctx);
+  await stage.run(ctx);
+  assert.equal(prepared[0].env, { GREETING: 'hello' });
 });
 
 test('a redeploy ships the build its state names, and fails when that build has no artifact any more', async () => {

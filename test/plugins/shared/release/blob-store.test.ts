@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -100,35 +101,44 @@ test('a blob collected while a file is being adopted is added again', async () =
   assert.is(statSync(store.pathOf(name)).nlink, 2);
 });
 
-test('add writes a blob once, links it, and keeps nothing that keep refuses', async () => {
+test('adopt rejects, without looping, when the file is gone', async () => {
   const { store, work } = fresh();
-  let writes = 0;
-  const write = async (temp: string) => {
-    writes++;
-    await writeFile(temp, 'compressed', { flag: 'wx' });
-  };
-  const name = blobName('a'.repeat(64), false, '.br');
-  assert.is(await store.add(name, join(work, 'one.br'), write), 10);
-  assert.is(await store.add(name, join(work, 'two.br'), write), 10);
-  // The same target twice (two files of a release with the same content): its size, no error.
-  assert.is(await store.add(name, join(work, 'two.br'), write), 10);
-  assert.is(writes, 1);
-  assert.is(statSync(store.pathOf(name)).nlink, 3);
-  const refused = blobName('b'.repeat(64), false, '.gz');
-  assert.is(await store.add(refused, join(work, 'x.gz'), write, () => false), null);
-  assert.not.ok(existsSync(store.pathOf(refused)));
-  assert.not.ok(existsSync(join(work, 'x.gz')));
-  assert.equal(readdirSync(join(store.dir, 'bb')), []);
-});
-
-test('add and adopt reject, without looping, when the place to link at is gone', async () => {
-  const { store, work } = fresh();
-  const name = blobName('c'.repeat(64), false, '.gz');
-  const write = (temp: string) => writeFile(temp, 'bytes');
-  const err = await store.add(name, join(work, 'missing', 'x.gz'), write).catch((e: NodeJS.ErrnoException) => e);
-  assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
   const gone = await store.adopt(join(work, 'missing.txt'), blobName('d'.repeat(64))).catch((e) => e);
   assert.is((gone as NodeJS.ErrnoException).code, 'ENOENT');
+});
+
+test('put links a blob the store has, even one this process never saw (after a restart)', async () => {
+  const { store, work } = fresh();
+  const name = await adopted(store, join(work, 'a.txt'), 'kept');
+  const before = statSync(store.pathOf(name));
+  const restarted = new BlobStore(store.dir);
+  const mtimeMs = await restarted.put(name, join(work, 'b.txt'), Buffer.from('kept'));
+  const after = statSync(store.pathOf(name));
+  assert.is(statSync(join(work, 'b.txt')).ino, before.ino, 'a link to the blob');
+  assert.is(after.nlink, 3);
+  assert.is(after.mtimeMs, before.mtimeMs, 'the blob is not written again');
+  assert.is(mtimeMs, before.mtimeMs);
+  // Known now: the next put links it at once.
+  await restarted.put(name, join(work, 'c.txt'), Buffer.from('kept'));
+  assert.is(statSync(join(work, 'c.txt')).ino, before.ino);
+  assert.equal(readdirSync(work).sort(), ['a.txt', 'b.txt', 'c.txt'], 'no temporary file left');
+});
+
+test('put writes again a blob that was released after the store had it', async () => {
+  const { store, work } = fresh();
+  const data = Buffer.from('comes and goes');
+  const name = blobName(createHash('sha256').update(data).digest('hex'));
+  await store.put(name, join(work, 'a.txt'), data);
+  rmSync(join(work, 'a.txt'));
+  assert.is(await store.release([name]), 1);
+  await store.put(name, join(work, 'b.txt'), data);
+  assert.is(await readFile(store.pathOf(name), 'utf8'), 'comes and goes');
+  assert.is(statSync(join(work, 'b.txt')).ino, statSync(store.pathOf(name)).ino);
+  // Removed behind the store's back (another process's collection): put still writes it again.
+  rmSync(join(work, 'b.txt'));
+  rmSync(store.pathOf(name));
+  await store.put(name, join(work, 'c.txt'), data);
+  assert.is(statSync(join(work, 'c.txt')).ino, statSync(store.pathOf(name)).ino);
 });
 
 test.after(() => rmSync(root, { recursive: true, force: true }));

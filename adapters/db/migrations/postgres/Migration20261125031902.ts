@@ -1,0 +1,15 @@
+import { Migration } from '@mikro-orm/migrations';
+
+export class Migration20261125031902 extends Migration {
+
+  override async up(): Promise<void> {
+    this.addSql(`alter table "build_log_chunks" add column "in_storage" boolean not null default false;`);
+    this.addSql(`create index "build_log_chunks_in_storage_created_at_index" on "build_log_chunks" ("in_storage", "created_at");`);
+  }
+
+  override async down(): Promise<void> {
+    this.addSql(`drop index "build_log_chunks_in_storage_created_at_index";`);
+    this.addSql(`alter table "build_log_chunks" drop column "in_storage";`);
+  }
+
+}

@@ -1,0 +1,143 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { Readable } from 'node:stream';
+import { join } from 'node:path';
+import { brotliCompressSync, brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { variantsDir } from '../../../core/ports/file-index.js';
+import { serveStatic, type StaticRelease } from '../../../adapters/edge/static-files.js';
+import { BlobStore } from '../../../plugins/shared/release/blob-store.js';
+import {
+  readFileIndex,
+  saveFileIndex,
+  storeReleaseFiles,
+  type ReleaseFileSource,
+} from '../../../plugins/shared/release/release-files.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'hoist-static-files-'));
+const store = new BlobStore(join(dir, 'blobs'));
+const css = Buffer.from('body { color: #123456; }\n'.repeat(400));
+const js = Buffer.from('export const answer = 42;\n'.repeat(600));
+// Past the edge's in-memory file size (1 MB) once compressed: its variants are streamed out of the pack.
+const big = Buffer.from(randomBytes(1536 * 1024).toString('hex'));
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+let server: http.Server;
+let release: StaticRelease;
+let old: StaticRelease;
+
+/** A release stored as deployer-local stores it (files, index, one pack of variants), beside the store. */
+async function stored(id: string, files: Record<string, Buffer>): Promise<string> {
+  const root = join(dir, id);
+  const source: ReleaseFileSource = async (fn) => {
+    for (const [path, bytes] of Object.entries(files)) {
+      const whole = bytes.length <= 1024 * 1024;
+      await fn({
+        path,
+        size: bytes.length,
+        executable: false,
+        ...(whole ? { data: bytes } : { stream: Readable.from([bytes]) }),
+      });
+    }
+  };
+  await saveFileIndex(root, await storeReleaseFiles(store, root, source, { precompress: true }));
+  return root;
+}
+
+test.before(async () => {
+  const root = await stored('r1', { 'style.css': css, 'app.js': js, 'big.js': big });
+  release = { deploymentId: 'r1', root, headers: {} };
+  // A release stored before packs: a file and its brotli variant, each a blob, the variant linked under <id>.variants/.
+  const oldRoot = join(dir, 'r0');
+  mkdirSync(oldRoot);
+  mkdirSync(variantsDir(oldRoot));
+  await store.put(sha(css), join(oldRoot, 'style.css'), css);
+  const br = brotliCompressSync(css);
+  await store.put(`${sha(css)}.br`, join(variantsDir(oldRoot), `${sha(css)}.br`), br);
+  const file = { size: css.length, type: 'text/css; charset=utf-8', etag: `"${sha(css)}"`, mtimeMs: Date.now() };
+  await saveFileIndex(oldRoot, {
+    files: { 'style.css': { ...file, br: { path: `r0.variants/${sha(css)}.br`, size: br.length } } },
+  });
+  old = { deploymentId: 'r0', root: oldRoot, headers: {} };
+  server = http.createServer((req, res) => {
+    const answering = serveStatic(req, res, req.headers['x-release'] === 'r0' ? old : release);
+    if (answering) answering.catch(() => res.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+});
+test.after(async () => {
+  await new Promise((resolve) => server?.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A request to the test server; the body as bytes. */
+function get(path: string, headers: Record<string, string> = {}, method = 'GET') {
+  const { port } = server.address() as AddressInfo;
+  return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+    http
+      .request({ host: '127.0.0.1', port, path, method, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res
+          .on('data', (c: Buffer) => chunks.push(c))
+          .on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      })
+      .on('error', reject)
+      .end();
+  });
+}
+
+test('br and gzip come out of the pack, decoding to the file, again (from memory the second time)', async () => {
+  const index = (await readFileIndex(release.root))!;
+  const offsets = ['style.css', 'app.js'].flatMap((p) => [index.files[p]!.br!.offset, index.files[p]!.gzip!.offset]);
+  assert.is(new Set(offsets).size, 4, `the variants lie at different offsets: ${offsets.join()}`);
+  for (const [path, bytes] of [
+    ['/style.css', css],
+    ['/app.js', js],
+    ['/big.js', big],
+  ] as const)
+    for (let i = 0; i < 2; i++) {
+      const br = await get(path, { 'accept-encoding': 'br' });
+      assert.is(br.status, 200);
+      assert.is(br.headers['content-encoding'], 'br');
+      assert.is(br.headers.vary, 'accept-encoding');
+      assert.is(Number(br.headers['content-length']), br.body.length);
+      assert.ok(brotliDecompressSync(br.body).equals(bytes), `${path} br, time ${i + 1}`);
+      const gz = await get(path, { 'accept-encoding': 'gzip' });
+      assert.is(gz.headers['content-encoding'], 'gzip');
+      assert.is(Number(gz.headers['content-length']), gz.body.length);
+      assert.ok(gunzipSync(gz.body).equals(bytes), `${path} gzip, time ${i + 1}`);
+      assert.ok((await get(path)).body.equals(bytes), `${path} identity`);
+    }
+  const bigBr = (await readFileIndex(release.root))!.files['big.js']!.br!;
+  assert.ok(bigBr.size > 1024 * 1024, 'big.js is streamed from the pack, not held');
+});
+
+test('HEAD gets the variant headers and no body; a Range gets bytes of the file, not of a variant', async () => {
+  const head = await get('/app.js', { 'accept-encoding': 'gzip' }, 'HEAD');
+  assert.is(head.status, 200);
+  assert.is(head.headers['content-encoding'], 'gzip');
+  assert.is(Number(head.headers['content-length']), (await get('/app.js', { 'accept-encoding': 'gzip' })).body.length);
+  assert.is(head.body.length, 0);
+  const part = await get('/app.js', { range: 'bytes=26-51', 'accept-encoding': 'br, gzip' });
+  assert.is(part.status, 206);
+  assert.is(part.headers['content-encoding'], undefined);
+  assert.is(part.headers['content-range'], `bytes 26-51/${js.length}`);
+  assert.is(part.body.toString(), js.subarray(26, 52).toString());
+});
+
+test('a release stored before packs is served its variants as whole files', async () => {
+  const br = await get('/style.css', { 'accept-encoding': 'br', 'x-release': 'r0' });
+  assert.is(br.headers['content-encoding'], 'br');
+  assert.ok(brotliDecompressSync(br.body).equals(css));
+  const again = await get('/style.css', { 'accept-encoding': 'br', 'x-release': 'r0' });
+  assert.ok(again.body.equals(br.body));
+  const plain = await get('/style.css', { 'accept-encoding': 'gzip', 'x-release': 'r0' });
+  assert.is(plain.headers['content-encoding'], undefined, 'it had no gzip variant');
+  assert.ok(plain.body.equals(css));
+});
+
+test.run();
