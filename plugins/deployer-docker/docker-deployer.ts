@@ -31,6 +31,7 @@ import {
   releaseImageTag,
   releaseLabels,
   releaseTmpfs,
+  runningReleaseIds,
   unhealthy,
   waitUntilAnswering,
 } from '../shared/docker/release-image.js';
@@ -212,12 +213,8 @@ export class DockerDeployer implements Deployer, Lifecycle {
     }
   }
 
-  /** The deployments of the running containers labelled `hoist.managed=true` (packing containers carry none). */
-  async runningReleases(): Promise<string[]> {
-    const running = await this.docker.listContainers({
-      filters: { label: ['hoist.managed=true'], status: ['running'] },
-    });
-    return [...new Set(running.map((c) => c.Labels['hoist.deployment']).filter(Boolean))];
+  runningReleases(): Promise<string[]> {
+    return runningReleaseIds(this.docker);
   }
 
   /**

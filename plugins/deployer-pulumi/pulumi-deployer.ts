@@ -23,6 +23,7 @@ import { guardReleaseNetwork } from '../shared/docker/firewall.js';
 import { lastLogLines } from '../shared/docker/logs.js';
 import {
   releaseContainerName,
+  runningReleaseIds,
   stageBuildContext,
   unhealthy,
   waitUntilAnswering,
@@ -131,6 +132,11 @@ export class PulumiDeployer implements Deployer {
         await report.failed(spec.deploymentId, (err as Error).message);
       }
     }
+  }
+
+  /** The releases' containers run on the Docker engine, labelled as deployer-docker's. */
+  runningReleases(): Promise<string[]> {
+    return runningReleaseIds(this.docker);
   }
 
   /**

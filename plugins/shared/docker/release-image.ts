@@ -1,3 +1,4 @@
+import type Docker from 'dockerode';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +26,15 @@ export const RUNTIME_DIR = fileURLToPath(new URL('./runtime/', import.meta.url))
 /** Labels on everything a Docker deployer creates; cleanup only ever touches objects carrying them. */
 export function releaseLabels(spec: Pick<ReleaseSpec, 'deploymentId' | 'projectId'>): Record<string, string> {
   return { 'hoist.managed': 'true', 'hoist.deployment': spec.deploymentId, 'hoist.project': spec.projectId };
+}
+
+/**
+ * The deployments of the running containers labelled `hoist.managed=true` on `docker`, each once, whichever Docker
+ * deployer or Hoist started them (packing containers carry no deployment label).
+ */
+export async function runningReleaseIds(docker: Docker): Promise<string[]> {
+  const running = await docker.listContainers({ filters: { label: ['hoist.managed=true'], status: ['running'] } });
+  return [...new Set(running.map((c) => c.Labels['hoist.deployment']).filter(Boolean))];
 }
 
 /** The image tag and container name of a release. */
