@@ -20,15 +20,24 @@ export interface EscapeTarget {
 const SECRET = 'hoist-escape-secret-7f3a';
 
 /**
+ * A node -e program (no double quotes in it) that connects to every target at once, prints `ESCAPED connect
+ * host:port` for each that answers, and exits when each has connected, failed or timed out (1.5 s).
+ */
+function connectAll(targets: (readonly [string, number])[]): string {
+  const list = targets.map(([h, p]) => `['${h}',${p}]`).join(',');
+  return (
+    `let n=${targets.length};const done=()=>{if(--n===0)process.exit(0)};` +
+    `for(const [h,p] of [${list}]){const s=require('net').connect(p,h);s.setTimeout(1500);` +
+    `s.on('connect',()=>{console.log('ESCAPED connect '+h+':'+p);s.destroy();done()});` +
+    `s.on('error',done);s.on('timeout',()=>{s.destroy();done()})}`
+  );
+}
+
+/**
  * A shell script that tries every way out the issue lists and prints `ESCAPED <what>` for each
  * that works. `ports` are host ports to connect to (Hoist's services), `dataDir` the host path.
  */
 export function escapeScript(dataDir: string, otherWorkspace: string, ports: number[]): string {
-  const connect = (host: string, port: number) =>
-    `node -e "const ` +
-    `s=require('net').connect(${port},'${host}');s.setTimeout(1500);s.on('connect',()=>{console.log('ESCAPED ` +
-    `connect ` +
-    `${host}:${port}');process.exit(0)});s.on('error',()=>process.exit(0));s.on('timeout',()=>process.exit(0))"`;
   // The host's loopback, slirp's gateway to it, and every address of the host's own interfaces.
   const own = Object.values(networkInterfaces()).flatMap((l) =>
     (l ?? []).filter((a) => a.family === 'IPv4').map((a) => a.address),
@@ -44,7 +53,9 @@ export function escapeScript(dataDir: string, otherWorkspace: string, ports: num
     `cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -q ${SECRET} && echo "ESCAPED read Hoist's environment"`,
     `for f in /usr/escape /etc/escape ${dataDir}/escape /escape; do (echo x > "$f") ` +
       `2>/dev/null && echo "ESCAPED wrote $f"; done`,
-    ...hostAddresses.flatMap((h) => ports.map((p) => connect(h, p))),
+    // Every connection at once from one node process: one node start per address and port took longer than the
+    // run's time limit on a loaded machine.
+    `node -e "${connectAll(hostAddresses.flatMap((h) => ports.map((p) => [h, p] as const)))}"`,
     // Last, and after the report: it ends every process of the run, this shell's parents included.
     'echo attempts-done',
     `kill -9 -1 2>/dev/null; true`,
