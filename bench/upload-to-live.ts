@@ -17,6 +17,7 @@ import { boot } from '../adapters/kernel.js';
 import { loadConfig } from '../config/load.js';
 import { ACCOUNT_SERVICE, type AccountService } from '../core/accounts/account-service.js';
 import { DEPLOYER, type Deployer } from '../core/ports/deployer.js';
+import type { LocalDeployer } from '../plugins/deployer-local/local-deployer.js';
 import { SANDBOX, type Sandbox } from '../core/ports/sandbox.js';
 import { sseEvents } from '../client/operation-stream.js';
 
@@ -233,6 +234,8 @@ try {
     releases.push(op.result.deployment_id);
     while (!(await request(edge, { headers: { host } })).body.includes(marker)) await sleep(1);
     const t3 = performance.now();
+    // The variants deployer-local makes after the switch are this deploy's CPU too (not its time to live).
+    await (running.kernel.get<Deployer>(DEPLOYER) as Partial<LocalDeployer>).variantsMade?.(op.result.deployment_id);
     const cpu = process.cpuUsage(cpu0);
     const sql = statementCount - sql0;
     if (i === 0) statements.clear();
@@ -287,8 +290,8 @@ try {
       'seen, less created_at → finished_at; edge: succeeded seen → new page served;',
   );
   console.log(
-    'cpu: CPU time of this process (server and client) per deploy, the figure other ' +
-      'load on the machine disturbs least.',
+    'cpu: CPU time of this process (server and client) per deploy, the variants made after the switch ' +
+      'included: the figure other load on the machine disturbs least.',
   );
   console.log('sql: SQL statements sent per deploy (transaction control included); the most frequent:');
   for (const [text, n] of [...statements].sort((a, b) => b[1] - a[1]).slice(0, SQL_TOP))

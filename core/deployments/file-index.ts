@@ -9,19 +9,32 @@ const MAX_CACHED = 2_000;
 /** An absent index (a release deployed before indexes existed) is looked for again after this long. */
 const ABSENT_TTL_MS = 5_000;
 
+/**
+ * How often an index whose variants are pending is read again, at most: every 25 ms for a minute, then every 5 s
+ * (its deployer stopped while compressing, and makes them again once it is back).
+ */
+const PENDING_RECHECK_MS = 25;
+const PENDING_SLOW_AFTER_MS = 60_000;
+const PENDING_SLOW_RECHECK_MS = 5_000;
+
 const cache = new Map<string, FileIndex>();
 const absent = new Map<string, number>();
+/** Releases whose held index is pending: when it may be read again. */
+const recheck = new Map<string, number>();
 
 /**
  * The file index of the static release at `root`, read once and kept in memory (the least recently
  * used are dropped past 2,000 releases), or null when the release has none (deployed before indexes
- * existed: serve it from the disk). Variant paths are absolute.
+ * existed: serve it from the disk). Variant paths are absolute. An index whose variants are pending is
+ * read again in the background (at most every 25 ms, every 5 s after a minute) until one without that mark
+ * replaces it.
  */
 export async function fileIndexOf(root: string): Promise<FileIndex | null> {
   const hit = cache.get(root);
   if (hit) {
     cache.delete(root);
     cache.set(root, hit);
+    if (hit.variantsPending !== undefined) readAgain(root, hit);
     return hit;
   }
   const missedAt = absent.get(root);
@@ -33,9 +46,38 @@ export async function fileIndexOf(root: string): Promise<FileIndex | null> {
     return null;
   }
   absent.delete(root);
-  cache.set(root, index);
-  if (cache.size > MAX_CACHED) cache.delete(cache.keys().next().value!);
+  hold(root, index);
   return index;
+}
+
+function hold(root: string, index: FileIndex): void {
+  cache.set(root, index);
+  if (index.variantsPending !== undefined) recheck.set(root, Date.now() + PENDING_RECHECK_MS);
+  else recheck.delete(root);
+  if (cache.size > MAX_CACHED) {
+    const oldest = cache.keys().next().value!;
+    cache.delete(oldest);
+    recheck.delete(oldest);
+  }
+}
+
+/**
+ * Reads the held index of `root` again in the background when its variants are pending and it was not read
+ * lately (the edge serves from the held one meanwhile).
+ */
+function readAgain(root: string, held: FileIndex): void {
+  const at = recheck.get(root);
+  const now = Date.now();
+  if (at === undefined || now < at) return;
+  const slow = now - held.variantsPending! > PENDING_SLOW_AFTER_MS;
+  recheck.set(root, now + (slow ? PENDING_SLOW_RECHECK_MS : PENDING_RECHECK_MS));
+  loadFileIndex(root).then(
+    (index) => {
+      // Only the same release, still held: one forgotten (removed) meanwhile is not brought back.
+      if (index && cache.get(root) === held) hold(root, index);
+    },
+    () => {},
+  );
 }
 
 /**
@@ -44,7 +86,10 @@ export async function fileIndexOf(root: string): Promise<FileIndex | null> {
  */
 export function heldFileIndex(root: string): FileIndex | null | undefined {
   const hit = cache.get(root);
-  if (hit) return hit;
+  if (hit) {
+    if (hit.variantsPending !== undefined) readAgain(root, hit);
+    return hit;
+  }
   const missedAt = absent.get(root);
   return missedAt !== undefined && Date.now() - missedAt < ABSENT_TTL_MS ? null : undefined;
 }
@@ -53,6 +98,7 @@ export function heldFileIndex(root: string): FileIndex | null | undefined {
 export function forgetFileIndex(root: string): void {
   cache.delete(root);
   absent.delete(root);
+  recheck.delete(root);
 }
 
 async function loadFileIndex(root: string): Promise<FileIndex | null> {

@@ -38,6 +38,12 @@ export interface IndexedFile {
  */
 export interface FileIndex {
   files: Record<string, IndexedFile>;
+  /**
+   * Set while the release's variants are still being made (epoch ms of when that began): the release serves
+   * already, its files as they are, and a reader that holds this index reads it again now and then
+   * (core/deployments/file-index.ts) until the index without it replaces it.
+   */
+  variantsPending?: number;
 }
 
 /** Where a release's index is kept: beside its root, so the release directory holds only the site's files. */

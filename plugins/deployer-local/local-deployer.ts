@@ -1,7 +1,7 @@
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StageError } from '../../core/errors.js';
-import type { Lifecycle } from '../../core/plugin.js';
+import type { Lifecycle, Logger } from '../../core/plugin.js';
 import type { Archive } from '../../core/ports/archive.js';
 import type {
   Deployer,
@@ -17,12 +17,13 @@ import { fetchArtifact } from '../shared/release/unpack-artifact.js';
 import { BlobStore } from '../shared/release/blob-store.js';
 import { KnownVariantsMemory } from '../shared/release/known-variants.js';
 import {
+  addReleaseVariants,
   readFileIndex,
   saveFileIndex,
   storeReleaseFiles,
   unlinkReleaseFiles,
 } from '../shared/release/release-files.js';
-import { fileIndexPath, variantsDir, variantsPack } from '../../core/ports/file-index.js';
+import { fileIndexPath, variantsDir, variantsPack, type FileIndex } from '../../core/ports/file-index.js';
 import { directStart } from '../shared/release/npm-start.js';
 import { nodeHeapCap } from '../shared/sandbox/run-tenant.js';
 import { Supervisor } from './supervisor.js';
@@ -40,6 +41,8 @@ export interface LocalDeployerOptions {
   diskMb: number;
   /** How long a Node.js release has to answer HTTP before its deploy fails. */
   healthTimeoutMs: number;
+  /** Where a static release whose variants could not be made is reported. */
+  log?: Pick<Logger, 'warn'>;
 }
 
 /**
@@ -50,12 +53,16 @@ export interface LocalDeployerOptions {
  * sandbox, with its port published on the host's loopback for the edge alone (restarted with
  * backoff after a crash, reported at its new address; a crash loop is reported and ends it). Its
  * `npm start` runs the start script without npm when npm would do nothing more (directStart). A static release
- * copies the precompressed variants of files it shares with a release stored lately out of that one's pack.
+ * is ready, and goes live, before its precompressed variants are made: they follow in the background (its index
+ * says so until they are there; the edge serves its files as they are meanwhile), copied out of the pack of a
+ * release stored lately for files the two share.
  */
 export class LocalDeployer implements Deployer, Lifecycle {
   private readonly running = new Map<string, Supervisor>();
   private readonly store: BlobStore;
   private readonly variants = new KnownVariantsMemory();
+  /** Static releases whose variants are being made, by deployment id. */
+  private readonly compressing = new Map<string, { abort: AbortController; done: Promise<void> }>();
 
   constructor(
     private readonly workspaces: Workspaces,
@@ -79,29 +86,25 @@ export class LocalDeployer implements Deployer, Lifecycle {
       );
     const root = this.dir(spec.deploymentId);
     await mkdir(join(this.opts.dataDir, 'releases'), { recursive: true });
+    let index: FileIndex;
     await this.workspaces.run(`deploy-${spec.deploymentId}`, async (work) => {
       const staging = join(work, 'release');
       const deps = { storage: this.storage, archive: this.archive };
       const { zip, manifest } = await fetchArtifact(deps, spec.artifactKey, work, control.signal, spec.artifactRoot);
-      // Each file becomes a link to its blob; a static release also gets its index and its pack of precompressed
-      // variants, beside it.
-      const precompress = spec.runtime === 'static';
+      // Each file becomes a link to its blob; the release's index goes beside it (a static release's marked as
+      // waiting for its variants).
       const files = (fn: Parameters<Archive['each']>[2]) => this.archive.each(zip, manifest, fn, control.signal);
-      const index = await storeReleaseFiles(this.store, staging, files, {
-        precompress,
-        signal: control.signal,
-        finalRoot: root,
-        known: (sha) => this.variants.get(sha),
-      });
+      index = await storeReleaseFiles(this.store, staging, files, { precompress: false, signal: control.signal });
       await this.removeFiles(root);
-      if (precompress) await rename(variantsPack(staging), variantsPack(root));
+      if (spec.runtime === 'static') index.variantsPending = Date.now();
       await saveFileIndex(root, index);
       await rename(staging, root);
-      // Only what a redeploy may copy instead of compressing: the release is in place whether or not it is learnt.
-      if (precompress) await this.variants.learn(index, variantsPack(root)).catch(() => {});
     });
     control.log(`Release ${spec.deploymentId} unpacked`);
-    if (spec.runtime === 'static') return { kind: 'static', root };
+    if (spec.runtime === 'static') {
+      this.compressLater(spec.deploymentId, root, index!);
+      return { kind: 'static', root };
+    }
     try {
       return await this.run(spec, root, control.report, control.signal);
     } catch (err) {
@@ -110,7 +113,57 @@ export class LocalDeployer implements Deployer, Lifecycle {
     }
   }
 
+  /**
+   * Makes the precompressed variants of the static release `id` at `root`, in place and serving, in the background:
+   * its pack, then its index without `variantsPending`. When that fails the index loses the mark all the same
+   * (readers stop looking; its files are served as they are). remove() and stop() abort it and wait for it.
+   */
+  private compressLater(id: string, root: string, index: FileIndex): void {
+    const abort = new AbortController();
+    const done = (async () => {
+      try {
+        const full = await addReleaseVariants(root, index, {
+          signal: abort.signal,
+          known: (sha) => this.variants.get(sha),
+        });
+        abort.signal.throwIfAborted();
+        await saveFileIndex(root, full);
+        // Only what a redeploy may copy instead of compressing: the variants are there whether or not it is learnt.
+        await this.variants.learn(full, variantsPack(root)).catch(() => {});
+      } catch (err) {
+        if (abort.signal.aborted) return;
+        this.opts.log?.warn({ err, deploymentId: id }, 'the precompressed variants of a release were not made');
+        const { variantsPending: _, ...plain } = index;
+        await saveFileIndex(root, plain).catch(() => {});
+      }
+    })().finally(() => this.compressing.delete(id));
+    this.compressing.set(id, { abort, done });
+  }
+
+  /** Makes the variants of static release `id` again when a stop cut them off (its index still waits for them). */
+  private async compressPending(id: string): Promise<void> {
+    const root = this.dir(id);
+    const index = await readFileIndex(root).catch(() => null);
+    if (!index || index.variantsPending === undefined || this.compressing.has(id)) return;
+    // What the stopped run had written of its pack, if anything, is no one's.
+    await rm(variantsPack(root), { force: true });
+    this.compressLater(id, root, index);
+  }
+
+  /** Resolves once the variants of release `id` are made, or it has none to make (tests and benchmarks wait here). */
+  async variantsMade(id: string): Promise<void> {
+    await this.compressing.get(id)?.done;
+  }
+
+  /** Stops making the variants of release `id`, and waits until that has stopped. */
+  private async stopCompressing(id: string): Promise<void> {
+    const work = this.compressing.get(id);
+    work?.abort.abort();
+    await work?.done;
+  }
+
   async remove(deploymentId: string): Promise<void> {
+    await this.stopCompressing(deploymentId);
     await this.running.get(deploymentId)?.stop();
     this.running.delete(deploymentId);
     await this.discard(this.dir(deploymentId));
@@ -156,6 +209,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
 
   async restore(specs: ReleaseSpec[], report: ReleaseReports): Promise<void> {
     for (const spec of specs) {
+      if (spec.runtime === 'static') await this.compressPending(spec.deploymentId);
       if (spec.runtime !== 'node' || this.running.has(spec.deploymentId) || !spec.startCommand) continue;
       const root = this.dir(spec.deploymentId);
       if (!(await stat(root).catch(() => null))) continue;
@@ -166,6 +220,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
   }
 
   async stop(): Promise<void> {
+    await Promise.all([...this.compressing.keys()].map((id) => this.stopCompressing(id)));
     await Promise.all([...this.running.values()].map((s) => s.stop()));
     this.running.clear();
   }

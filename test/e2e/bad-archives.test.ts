@@ -5,6 +5,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { quoteName } from '../../plugins/archive-zip/archive-error.js';
 import { Deployment } from '../../core/entities/deployment.js';
+import { DEPLOYER } from '../../core/ports/deployer.js';
+import type { LocalDeployer } from '../../plugins/deployer-local/local-deployer.js';
 import { Project } from '../../core/entities/project.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 import { rawZip, unixAttrs } from '../helpers/raw-zip.js';
@@ -328,8 +330,10 @@ test(
         assert.is(site.status, 404);
       }
       const em = deep.running.kernel.orm.em.fork();
-      const releases = readdirSync(join(dataDir, 'releases'));
       const id = other.result.deployment_id;
+      // Its variants follow the switch: their pack is there once they are made.
+      await (deep.running.kernel.get(DEPLOYER) as LocalDeployer).variantsMade(id);
+      const releases = readdirSync(join(dataDir, 'releases'));
       // A static release is its directory, its file index and its pack of precompressed variants, beside it.
       const want = [id, `${id}.index.json`, `${id}.variants.pack`];
       assert.equal(releases, want, "only the other account's release is on disk");

@@ -74,6 +74,11 @@ test.before(async () => {
   host = hostOf(body.project.url);
   projectId = body.project.id;
   release = (await get('/')).headers['x-hoist-release'] as string;
+  // The precompressed variants follow the switch (deployer-local makes them after it): served within moments.
+  for (let i = 0; i < 500; i++) {
+    if ((await get('/style.css', { 'accept-encoding': 'br' })).headers['content-encoding'] === 'br') break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
 });
 test.after(async () => h?.close());
 

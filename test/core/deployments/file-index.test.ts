@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { fileIndexOf, fileIndexPath, forgetFileIndex } from '../../../core/deployments/file-index.js';
+import { fileIndexOf, fileIndexPath, forgetFileIndex, heldFileIndex } from '../../../core/deployments/file-index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hoist-file-index-'));
 const root = join(dir, 'release-1');
@@ -38,6 +38,42 @@ test('the index is read with absolute variant paths, then served from memory', a
   assert.is(await fileIndexOf(root), index);
   forgetFileIndex(root);
   assert.equal((await fileIndexOf(root))!.files, {});
+});
+
+test('an index whose variants are pending is read again until they are there', async () => {
+  const pending = join(dir, 'release-pending');
+  const page = { ...file, etag: `"${'b'.repeat(64)}"` };
+  writeFileSync(fileIndexPath(pending), JSON.stringify({ files: { 'index.html': page }, variantsPending: Date.now() }));
+  const first = (await fileIndexOf(pending))!;
+  assert.is(first.files['index.html']!.br, undefined);
+  const br = { path: 'release-pending.variants.pack', size: 500, offset: 0 };
+  writeFileSync(fileIndexPath(pending), JSON.stringify({ files: { 'index.html': { ...page, br } } }));
+  // The held one answers at once; a read in the background replaces it within a few tens of milliseconds.
+  assert.is(heldFileIndex(pending), first);
+  let now = first;
+  for (let i = 0; i < 100 && now === first; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    now = heldFileIndex(pending)!;
+  }
+  assert.equal(now.files['index.html']!.br, { ...br, path: join(dir, 'release-pending.variants.pack') });
+  assert.is(now.variantsPending, undefined);
+  // Done: not read again.
+  writeFileSync(fileIndexPath(pending), JSON.stringify({ files: {}, variantsPending: Date.now() }));
+  await new Promise((r) => setTimeout(r, 60));
+  assert.is(heldFileIndex(pending), now);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.is(await fileIndexOf(pending), now);
+});
+
+test('a pending index forgotten meanwhile (its release removed) is not brought back by its read', async () => {
+  const gone = join(dir, 'release-gone');
+  writeFileSync(fileIndexPath(gone), JSON.stringify({ files: {}, variantsPending: Date.now() }));
+  await fileIndexOf(gone);
+  await new Promise((r) => setTimeout(r, 30));
+  heldFileIndex(gone);
+  forgetFileIndex(gone);
+  await new Promise((r) => setTimeout(r, 30));
+  assert.is(heldFileIndex(gone), undefined);
 });
 
 test('an index that is not JSON rejects rather than serving nothing', async () => {

@@ -29,6 +29,7 @@ import {
 import { DEPLOYER, type Deployer, type ReleaseSpec } from '../../../core/ports/deployer.js';
 import { STORAGE, type Storage } from '../../../core/ports/storage.js';
 import { BlobStore } from '../../../plugins/shared/release/blob-store.js';
+import type { LocalDeployer } from '../../../plugins/deployer-local/local-deployer.js';
 import { saveFileIndex } from '../../../plugins/shared/release/release-files.js';
 import type { Kernel } from '../../../adapters/kernel.js';
 import { testKernel } from '../../helpers/kernel.js';
@@ -61,10 +62,12 @@ async function spec(zip: Buffer, runtime: 'static' | 'node' = 'static'): Promise
   return { deploymentId, projectId: randomUUID(), slug: 's', runtime, artifactKey, startCommand, env: {} };
 }
 
+/** Deploys a static release and waits for its variants, which follow its switch. */
 async function deploy(files: Record<string, string | Buffer>): Promise<{ id: string; root: string }> {
   const s = await spec(await zipOf(files));
   const target = await deployer.prepare(s, control());
   assert.is(target.kind, 'static');
+  await (deployer as LocalDeployer).variantsMade(s.deploymentId);
   return { id: s.deploymentId, root: (target as { root: string }).root };
 }
 
@@ -200,6 +203,63 @@ test('the index has sizes, types, strong ETags, and variants only for compressib
   await deployer.remove(r.id);
   assert.not.ok(existsSync(variantsPack(r.root)));
   assert.not.ok(existsSync(fileIndexPath(r.root)));
+});
+
+test('a static release is ready before its variants, which follow into its pack and index', async () => {
+  const s = await spec(await zipOf({ 'index.html': '<h1>soon</h1>', 'app.js': js, 'logo.png': png }));
+  const target = (await deployer.prepare(s, control())) as { root: string };
+  // As prepare left it: every file in place, the index marked as waiting for its variants.
+  const ready = JSON.parse(readFileSync(fileIndexPath(target.root), 'utf8'));
+  assert.type(ready.variantsPending, 'number');
+  assert.is(readFileSync(join(target.root, 'app.js'), 'utf8'), js);
+  assert.is(ready.files['app.js'].etag, `"${sha(js)}"`);
+  await (deployer as LocalDeployer).variantsMade(s.deploymentId);
+  const made = JSON.parse(readFileSync(fileIndexPath(target.root), 'utf8'));
+  assert.is(made.variantsPending, undefined);
+  assert.equal(Object.keys(made.files), Object.keys(ready.files), 'the same files');
+  const app = made.files['app.js'];
+  assert.is(app.br.path, `${s.deploymentId}.variants.pack`);
+  const { br, gzip } = (await fileIndexOf(target.root))!.files['app.js']!;
+  assert.is(brotliDecompressSync(inPack(br!)).toString(), js);
+  assert.is(gunzipSync(inPack(gzip!)).toString(), js);
+  assert.is(made.files['logo.png'].br, undefined, 'not compressible');
+  await deployer.remove(s.deploymentId);
+});
+
+test('a release removed while its variants are made leaves nothing behind', async () => {
+  const before = storeContents();
+  // Enough text that the variants are still being made when remove() comes.
+  const many: Record<string, string> = {};
+  for (let i = 0; i < 40; i++) many[`assets/f${i}.js`] = `/* ${i} */ ${randomBytes(6000).toString('base64')}`;
+  const s = await spec(await zipOf({ 'index.html': '<h1>gone</h1>', ...many }));
+  const { root } = (await deployer.prepare(s, control())) as { root: string };
+  await deployer.remove(s.deploymentId);
+  const releases = readdirSync(join(kernel.config.dataDir, 'releases')).filter((p) => p.startsWith(s.deploymentId));
+  assert.equal(releases, [], 'no directory, index or pack');
+  assert.not.ok(existsSync(variantsPack(root)));
+  assert.equal(storeContents(), before);
+});
+
+test('variants a stop cut off are made when the release is restored', async () => {
+  const s = await spec(await zipOf({ 'index.html': '<h1>restored</h1>', 'app.js': js }));
+  const { root } = (await deployer.prepare(s, control())) as { root: string };
+  await (deployer as LocalDeployer).variantsMade(s.deploymentId);
+  // As a stop in the middle leaves it: the index still waiting, part of a pack.
+  const index = JSON.parse(readFileSync(fileIndexPath(root), 'utf8'));
+  for (const file of Object.values(index.files) as { br?: unknown; gzip?: unknown }[]) {
+    delete file.br;
+    delete file.gzip;
+  }
+  rmSync(variantsPack(root));
+  writeFileSync(variantsPack(root), 'half a pack');
+  await saveFileIndex(root, { ...index, variantsPending: Date.now() - 120_000 });
+  await deployer.restore([s], new RecordedReports());
+  await (deployer as LocalDeployer).variantsMade(s.deploymentId);
+  const made = JSON.parse(readFileSync(fileIndexPath(root), 'utf8'));
+  assert.is(made.variantsPending, undefined);
+  const br = { ...made.files['app.js'].br, path: variantsPack(root) };
+  assert.is(brotliDecompressSync(inPack(br)).toString(), js);
+  await deployer.remove(s.deploymentId);
 });
 
 test('a Node.js release is links to the store too, with no variants', async () => {
