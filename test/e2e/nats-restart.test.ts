@@ -73,7 +73,9 @@ test('a NATS restart mid-build: the build finishes, the operation succeeds, late
     'the first deployment finished',
   );
   assert.is((await op(first)).status, 'succeeded', JSON.stringify(await op(first)));
-  assert.is(await site(), 'first');
+  // The edge is another process: the switch reaches it on the change feed, moments after the commit the API shows
+  // (well within the routing table's 30 s revalidation, which would hide a lost announcement).
+  await until(async () => (await site()) === 'first', 'the edge serving the first release', 10_000);
 
   const second = await deploy('second');
   await until(
@@ -81,7 +83,7 @@ test('a NATS restart mid-build: the build finishes, the operation succeeds, late
     'the second deployment finished',
   );
   assert.is((await op(second)).status, 'succeeded', JSON.stringify(await op(second)));
-  assert.is(await site(), 'second');
+  await until(async () => (await site()) === 'second', 'the edge serving the second release', 10_000);
 });
 
 test.run();
