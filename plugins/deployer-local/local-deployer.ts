@@ -61,8 +61,13 @@ export class LocalDeployer implements Deployer, Lifecycle {
   private readonly running = new Map<string, Supervisor>();
   private readonly store: BlobStore;
   private readonly variants = new KnownVariantsMemory();
-  /** Static releases whose variants are being made, by deployment id. */
-  private readonly compressing = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Static releases whose variants are being made or wait their turn, by deployment id. */
+  private readonly compressing = new Map<string, { abort: AbortController; done: Promise<void>; started: boolean }>();
+  /**
+   * The last release's variants in line: one release's at a time (each fills the libuv pool, which the edge's and
+   * storage's file reads share), as when they were made inside the Deploy stage.
+   */
+  private compressionLine: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly workspaces: Workspaces,
@@ -114,13 +119,17 @@ export class LocalDeployer implements Deployer, Lifecycle {
   }
 
   /**
-   * Makes the precompressed variants of the static release `id` at `root`, in place and serving, in the background:
-   * its pack, then its index without `variantsPending`. When that fails the index loses the mark all the same
-   * (readers stop looking; its files are served as they are). remove() and stop() abort it and wait for it.
+   * Makes the precompressed variants of the static release `id` at `root`, in place and serving, in the background
+   * (after those of the releases before it): its pack, then its index without `variantsPending`. When that fails
+   * the index loses the mark all the same (readers stop looking; its files are served as they are). remove() and
+   * stop() abort it, and wait for it once it has started.
    */
   private compressLater(id: string, root: string, index: FileIndex): void {
     const abort = new AbortController();
-    const done = (async () => {
+    const work = { abort, done: Promise.resolve(), started: false };
+    const done = this.compressionLine.then(async () => {
+      if (abort.signal.aborted) return;
+      work.started = true;
       try {
         const full = await addReleaseVariants(root, index, {
           signal: abort.signal,
@@ -136,8 +145,10 @@ export class LocalDeployer implements Deployer, Lifecycle {
         const { variantsPending: _, ...plain } = index;
         await saveFileIndex(root, plain).catch(() => {});
       }
-    })().finally(() => this.compressing.delete(id));
-    this.compressing.set(id, { abort, done });
+    });
+    this.compressionLine = done;
+    work.done = done.finally(() => this.compressing.delete(id));
+    this.compressing.set(id, work);
   }
 
   /** Makes the variants of static release `id` again when a stop cut them off (its index still waits for them). */
@@ -155,11 +166,11 @@ export class LocalDeployer implements Deployer, Lifecycle {
     await this.compressing.get(id)?.done;
   }
 
-  /** Stops making the variants of release `id`, and waits until that has stopped. */
+  /** Stops making the variants of release `id`, and waits until that has stopped (one still in line never starts). */
   private async stopCompressing(id: string): Promise<void> {
     const work = this.compressing.get(id);
     work?.abort.abort();
-    await work?.done;
+    if (work?.started) await work.done;
   }
 
   async remove(deploymentId: string): Promise<void> {

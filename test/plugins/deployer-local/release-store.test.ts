@@ -226,17 +226,32 @@ test('a static release is ready before its variants, which follow into its pack 
   await deployer.remove(s.deploymentId);
 });
 
-test('a release removed while its variants are made leaves nothing behind', async () => {
+test('a release removed while its variants are made, or wait their turn, leaves nothing behind', async () => {
   const before = storeContents();
-  // Enough text that the variants are still being made when remove() comes.
-  const many: Record<string, string> = {};
-  for (let i = 0; i < 40; i++) many[`assets/f${i}.js`] = `/* ${i} */ ${randomBytes(6000).toString('base64')}`;
-  const s = await spec(await zipOf({ 'index.html': '<h1>gone</h1>', ...many }));
-  const { root } = (await deployer.prepare(s, control())) as { root: string };
-  await deployer.remove(s.deploymentId);
-  const releases = readdirSync(join(kernel.config.dataDir, 'releases')).filter((p) => p.startsWith(s.deploymentId));
-  assert.equal(releases, [], 'no directory, index or pack');
-  assert.not.ok(existsSync(variantsPack(root)));
+  // Enough text that the variants are still being made when remove() comes; the second's wait for the first's.
+  const site = (name: string) => {
+    const many: Record<string, string> = { 'index.html': `<h1>${name}</h1>` };
+    for (let i = 0; i < 40; i++) many[`assets/f${i}.js`] = `/* ${name} ${i} */ ${randomBytes(6000).toString('base64')}`;
+    return zipOf(many);
+  };
+  const [first, second] = [await spec(await site('first')), await spec(await site('second'))];
+  await deployer.prepare(first, control());
+  await deployer.prepare(second, control());
+  await deployer.remove(second.deploymentId);
+  await deployer.remove(first.deploymentId);
+  for (const s of [first, second]) {
+    const left = readdirSync(join(kernel.config.dataDir, 'releases')).filter((p) => p.startsWith(s.deploymentId));
+    assert.equal(left, [], 'no directory, index or pack');
+  }
+  // Nothing comes back once the line has run.
+  await (deployer as LocalDeployer).variantsMade(second.deploymentId);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(
+    readdirSync(join(kernel.config.dataDir, 'releases')).filter(
+      (p) => p.startsWith(first.deploymentId) || p.startsWith(second.deploymentId),
+    ),
+    [],
+  );
   assert.equal(storeContents(), before);
 });
 
