@@ -108,7 +108,9 @@ test('two workers on one stream take stages from each other; no stage runs twice
       ['succeeded'],
       'one build ran',
     );
-    assert.is(await site(projects[i].name), `hello ${projects[i].name}`, 'the edge process serves the release');
+    // The edge process learns of the switch on the change feed, moments after the commit the API shows.
+    const name = projects[i].name;
+    await until(async () => (await site(name)) === `hello ${name}`, `the edge process serving ${name}`, 10_000);
   }
   const [a, b] = await Promise.all(workers.map(stagesRun));
   assert.is(a + b, 12, `every stage ran once in all (${a} + ${b})`);
@@ -120,9 +122,14 @@ test('a redelivered job of a finished stage is acknowledged and changes nothing'
   p.open();
   const id = await deploy(p, 'again');
   await until(() => finished(id), 'deployment finished');
+  const queue = c.kernel.get<Queue>(QUEUE);
+  const drained = async () =>
+    JSON.stringify(await queue.depth!(STAGE_TOPIC)) === JSON.stringify({ waiting: 0, running: 0 });
+  // The operation shows succeeded at its commit; its last job is counted (and acknowledged) once the worker's
+  // work after the commit is done too.
+  await until(drained, "the deployment's jobs acknowledged");
   const before = await c.kernel.orm.em.fork().findOneOrFail(Operation, { id });
   const ranBefore = (await Promise.all(workers.map(stagesRun))).reduce((x, y) => x + y);
-  const queue = c.kernel.get<Queue>(QUEUE);
   // The same stage and attempt under another key, as a redelivery after the de-duplication window would be.
   for (const stage of ['analyze', 'build', 'deploy'] as const) {
     await queue.enqueue<StageJob>(STAGE_TOPIC, { operationId: id, stage, attempt: 1 }, { key: `again-${stage}` });
@@ -131,10 +138,7 @@ test('a redelivered job of a finished stage is acknowledged and changes nothing'
     async () => (await Promise.all(workers.map(stagesRun))).reduce((x, y) => x + y) === ranBefore + 3,
     'the three jobs handled',
   );
-  await until(
-    async () => JSON.stringify(await queue.depth!(STAGE_TOPIC)) === JSON.stringify({ waiting: 0, running: 0 }),
-    'the jobs acknowledged',
-  );
+  await until(drained, 'the jobs acknowledged');
   const after = await c.kernel.orm.em.fork().findOneOrFail(Operation, { id });
   assert.is(after.revision, before.revision, 'the operation was not written');
   assert.equal((await buildsOf(id)).length, 1, 'no build ran again');
@@ -166,7 +170,8 @@ test('kill -9 of a worker mid-build: the other worker takes the stage over and t
     ['canceled', 'succeeded'],
     "the dead worker's build was superseded",
   );
-  assert.is(await site('killed'), 'survived');
+  // The edge is another process: the switch reaches it on the change feed, moments after the commit the API shows.
+  await until(async () => (await site('killed')) === 'survived', 'the edge serving the release', 10_000);
 });
 
 test.run();
