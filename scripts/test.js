@@ -2,7 +2,8 @@
 // Builds dist/, then runs every test file (test/**/*.test.ts) in its own process, two at a time, and prints one
 // closing line "N passed, N failed, N skipped". Files whose first line is "// legs: db" run once
 // per database leg: SQLite, then PostgreSQL (skipped, and said so, when PostgreSQL is unreachable). A file that
-// fails runs once more (HOIST_TEST_RETRIES=1); one that passes then is named as flaky, with its failed run's output.
+// fails runs once more (HOIST_TEST_RETRIES=1), alone, after the others; one that passes then is named as flaky,
+// with its failed run's output.
 // Usage: npm test [-- <path filter>...]   HOIST_TEST_LEGS=sqlite|postgres|sqlite,postgres
 // The production backends: HOIST_DB=postgres HOIST_QUEUE=nats HOIST_STORAGE=minio HOIST_DEPLOYER=docker
 // npm test -- test/e2e  (test/helpers/backends.ts; an S3 server is started here when none is named).
@@ -97,9 +98,12 @@ let passed = 0,
   skipped = 0;
 const failures = [];
 const flaky = [];
-// A file that fails is run once more (HOIST_TEST_RETRIES): a file that then passes counts as passed, and is
+// A file that fails is run once more (HOIST_TEST_RETRIES), after every other file and alone, so that the other
+// file running beside it (two cores) is not what fails it again: a file that then passes counts as passed, and is
 // named as flaky, with what its failed run printed, in the summary and at the end.
 const RETRIES = Number(process.env.HOIST_TEST_RETRIES ?? 1);
+/** Files that failed their first run, with it, to run again once the others are done. */
+const again = [];
 /** The lines of uvu's report of a failed test (its name, the assertion, the first frames). */
 const failureLines = (out) => {
   const lines = out.split('\n');
@@ -139,16 +143,31 @@ const runOnce = ({ file, leg }) =>
       resolve({ ok, skip, bad, out, secs: ((Date.now() - began) / 1000).toFixed(0) });
     });
   });
+const nameOf = (job) => (job.leg ? `${job.file} [${job.leg}]` : job.file);
+/** Runs a file; one that fails is kept to run again later (see `again`) while retries are allowed. */
 const run = async (job) => {
-  const name = job.leg ? `${job.file} [${job.leg}]` : job.file;
-  let r = await runOnce(job);
-  for (let retry = 0; r.bad && retry < RETRIES; retry++) {
-    console.log(`FLAKY? ${name}  (${r.bad} failed; ${r.secs} s): run again`);
+  const r = await runOnce(job);
+  if (r.bad && RETRIES > 0) {
+    console.log(`FLAKY? ${nameOf(job)}  (${r.bad} failed; ${r.secs} s): run again, alone, at the end`);
     for (const line of failureLines(r.out)) console.log(`     ! ${line.trim()}`);
-    const again = await runOnce(job);
-    if (!again.bad) flaky.push({ name, out: r.out });
-    r = again;
+    again.push({ job, first: r });
+    return;
   }
+  report(job, r);
+};
+/** Runs a file that failed once more, up to RETRIES times in all, and reports it. */
+const rerun = async ({ job, first }) => {
+  let r = first;
+  for (let retry = 0; r.bad && retry < RETRIES; retry++) {
+    if (retry > 0) console.log(`FLAKY? ${nameOf(job)}  (${r.bad} failed; ${r.secs} s): run again`);
+    const next = await runOnce(job);
+    if (!next.bad) flaky.push({ name: nameOf(job), out: r.out });
+    r = next;
+  }
+  report(job, r);
+};
+const report = (job, r) => {
+  const name = nameOf(job);
   passed += r.ok;
   skipped += r.skip;
   failed += r.bad;
@@ -168,6 +187,7 @@ await Promise.all(
     while (queue.length) await run(queue.shift());
   }),
 );
+for (const failedOnce of again) await rerun(failedOnce);
 
 for (const f of flaky) console.log(`\n===== ${f.name} (flaky: its failed run) =====\n${f.out}`);
 for (const f of failures) console.log(`\n===== ${f.name} =====\n${f.out}`);
