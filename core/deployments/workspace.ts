@@ -26,7 +26,8 @@ export async function withWorkspace<T>(
     return await fn(dir);
   } finally {
     const path = await made.dir?.catch(() => null);
-    if (path) await rm(path, { recursive: true, force: true });
+    // Retried a few times: a file that appears while the tree is removed makes rmdir fail with ENOTEMPTY.
+    if (path) await rm(path, { recursive: true, force: true, maxRetries: 3 });
   }
 }
 
@@ -41,7 +42,7 @@ export async function sweepWorkspaces(dataDir: string): Promise<number> {
   for (const name of await readdir(work).catch(() => [] as string[])) {
     const pid = Number(/-p(\d+)-[^-]+$/.exec(name)?.[1] ?? 0);
     if (pid && pid !== process.pid && alive(pid)) continue;
-    await rm(join(work, name), { recursive: true, force: true });
+    await rm(join(work, name), { recursive: true, force: true, maxRetries: 3 });
     removed++;
   }
   return removed;
