@@ -96,7 +96,7 @@ function answer(
     name = rel && !pathname.endsWith('/') && !extname(rel) ? `${rel}.html` : null;
   const file = name !== null && Object.hasOwn(files, name) ? files[name] : null;
   if (!file) return notFound(req, res, release);
-  return indexed(req, res, release, name!, file);
+  return indexed(req, res, release, name!, file, index.variantsPending !== undefined);
 }
 
 /** A release without a file index (deployed before indexes existed): the disk is asked. */
@@ -125,21 +125,25 @@ async function fromDisk(
   return viaSend(req, res, file, headers, found.size);
 }
 
-/** A file the release's index names: from memory, a precompressed variant, or the disk. */
+/**
+ * A file the release's index names: from memory, a precompressed variant, or the disk. `pending`: the index's
+ * variants are still being made (the answer varies by Accept-Encoding all the same when the file will have some).
+ */
 function indexed(
   req: IncomingMessage,
   res: ServerResponse,
   release: StaticRelease,
   name: string,
   file: IndexedFile,
+  pending: boolean,
 ): void | Promise<void> {
   const asked = req.headers;
-  if (matches(asked['if-none-match'], file.etag)) return end(res, 304, headersOf(release, file, VALIDATORS));
+  if (matches(asked['if-none-match'], file.etag)) return end(res, 304, headersOf(release, file, VALIDATORS, pending));
   if (asked.range || asked['if-modified-since'])
-    return viaSend(req, res, join(release.root, name), headersOf(release, file, VALIDATORS), file.size);
+    return viaSend(req, res, join(release.root, name), headersOf(release, file, VALIDATORS, pending), file.size);
   const encoding = chosenEncoding(asked['accept-encoding'], !!file.br, !!file.gzip);
   const variant = encoding === 'br' ? file.br : encoding === 'gzip' ? file.gzip : undefined;
-  res.writeHead(200, headersOf(release, file, encoding));
+  res.writeHead(200, headersOf(release, file, encoding, pending));
   if (req.method === 'HEAD') return void res.end();
   const source = variant ?? file;
   const bytes = heldFiles.get(source);
@@ -193,7 +197,11 @@ async function holdAndSend(res: ServerResponse, source: IndexedFile | FileVarian
   res.end(bytes);
 }
 
-const vary = (file: IndexedFile): OutgoingHttpHeaders => (file.br || file.gzip ? { vary: 'accept-encoding' } : {});
+/** Vary when the file has a variant, or will have one (its index's variants are pending). */
+const vary = (file: IndexedFile, pending: boolean): OutgoingHttpHeaders =>
+  file.br || file.gzip || (pending && file.size >= COMPRESS_MIN_BYTES && COMPRESSIBLE.test(file.type))
+    ? { vary: 'accept-encoding' }
+    : {};
 
 /** The headers of a 304, which @fastify/send completes for ranges and If-Modified-Since. */
 const VALIDATORS = 'validators';
@@ -201,14 +209,14 @@ type Answer = 'br' | 'gzip' | null | typeof VALIDATORS;
 
 /** The headers of `file` in `release` for `answer` (a 200 as an encoding, null: identity), built once and kept. */
 const built = new WeakMap<IndexedFile, WeakMap<OutgoingHttpHeaders, Map<Answer, OutgoingHttpHeaders>>>();
-function headersOf(release: StaticRelease, file: IndexedFile, answer: Answer): OutgoingHttpHeaders {
+function headersOf(release: StaticRelease, file: IndexedFile, answer: Answer, pending: boolean): OutgoingHttpHeaders {
   let byRelease = built.get(file);
   if (!byRelease) built.set(file, (byRelease = new WeakMap()));
   let byAnswer = byRelease.get(release.headers);
   if (!byAnswer) byRelease.set(release.headers, (byAnswer = new Map()));
   const hit = byAnswer.get(answer);
   if (hit) return hit;
-  const validators = { ...release.headers, etag: file.etag, 'cache-control': REVALIDATE, ...vary(file) };
+  const validators = { ...release.headers, etag: file.etag, 'cache-control': REVALIDATE, ...vary(file, pending) };
   let headers: OutgoingHttpHeaders = validators;
   if (answer !== VALIDATORS) {
     const variant = answer === 'br' ? file.br : answer === 'gzip' ? file.gzip : undefined;

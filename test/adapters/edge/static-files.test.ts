@@ -12,6 +12,7 @@ import { variantsDir } from '../../../core/ports/file-index.js';
 import { serveStatic, type StaticRelease } from '../../../adapters/edge/static-files.js';
 import { BlobStore } from '../../../plugins/shared/release/blob-store.js';
 import {
+  addReleaseVariants,
   readFileIndex,
   saveFileIndex,
   storeReleaseFiles,
@@ -29,9 +30,10 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 let server: http.Server;
 let release: StaticRelease;
 let old: StaticRelease;
+let pending: StaticRelease | null = null;
 
 /** A release stored as deployer-local stores it (files, index, one pack of variants), beside the store. */
-async function stored(id: string, files: Record<string, Buffer>): Promise<string> {
+async function stored(id: string, files: Record<string, Buffer>, precompress = true): Promise<string> {
   const root = join(dir, id);
   const source: ReleaseFileSource = async (fn) => {
     for (const [path, bytes] of Object.entries(files)) {
@@ -44,7 +46,7 @@ async function stored(id: string, files: Record<string, Buffer>): Promise<string
       });
     }
   };
-  await saveFileIndex(root, await storeReleaseFiles(store, root, source, { precompress: true }));
+  await saveFileIndex(root, await storeReleaseFiles(store, root, source, { precompress }));
   return root;
 }
 
@@ -64,7 +66,8 @@ test.before(async () => {
   });
   old = { deploymentId: 'r0', root: oldRoot, headers: {} };
   server = http.createServer((req, res) => {
-    const answering = serveStatic(req, res, req.headers['x-release'] === 'r0' ? old : release);
+    const asked = req.headers['x-release'];
+    const answering = serveStatic(req, res, asked === 'r0' ? old : asked === 'r2' ? pending! : release);
     if (answering) answering.catch(() => res.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -127,6 +130,28 @@ test('HEAD gets the variant headers and no body; a Range gets bytes of the file,
   assert.is(part.headers['content-encoding'], undefined);
   assert.is(part.headers['content-range'], `bytes 26-51/${js.length}`);
   assert.is(part.body.toString(), js.subarray(26, 52).toString());
+});
+
+test('a release whose variants are pending is served as it is, varying, until its index has them', async () => {
+  const root = await stored('r2', { 'style.css': css, 'tiny.css': Buffer.from('a{}') }, false);
+  const index = (await readFileIndex(root))!;
+  await saveFileIndex(root, { ...index, variantsPending: Date.now() });
+  pending = { deploymentId: 'r2', root, headers: {} };
+  const asBr = () => get('/style.css', { 'accept-encoding': 'br', 'x-release': 'r2' });
+  const first = await asBr();
+  assert.is(first.headers['content-encoding'], undefined);
+  assert.equal(first.body, css);
+  assert.match(String(first.headers.vary), /accept-encoding/i, 'it will have a variant');
+  const tiny = await get('/tiny.css', { 'accept-encoding': 'br', 'x-release': 'r2' });
+  assert.is(tiny.headers.vary, undefined, 'under 1 KB: never a variant');
+  await saveFileIndex(root, await addReleaseVariants(root, index, {}));
+  let now = first;
+  for (let i = 0; i < 200 && now.headers['content-encoding'] !== 'br'; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    now = await asBr();
+  }
+  assert.is(now.headers['content-encoding'], 'br', 'the index read again has the variants');
+  assert.equal(brotliDecompressSync(now.body), css);
 });
 
 test('a release stored before packs is served its variants as whole files', async () => {
