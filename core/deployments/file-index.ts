@@ -52,8 +52,9 @@ export async function fileIndexOf(root: string): Promise<FileIndex | null> {
 
 function hold(root: string, index: FileIndex): void {
   cache.set(root, index);
-  if (index.variantsPending !== undefined) recheck.set(root, Date.now() + PENDING_RECHECK_MS);
-  else recheck.delete(root);
+  // A pending index read again keeps the time readAgain set (every 5 s after a minute, not every 25 ms).
+  if (index.variantsPending === undefined) recheck.delete(root);
+  else if (!recheck.has(root)) recheck.set(root, Date.now() + PENDING_RECHECK_MS);
   if (cache.size > MAX_CACHED) {
     const oldest = cache.keys().next().value!;
     cache.delete(oldest);

@@ -65,6 +65,29 @@ test('an index whose variants are pending is read again until they are there', a
   assert.is(await fileIndexOf(pending), now);
 });
 
+test('an index pending for over a minute is read again only every 5 s', async () => {
+  const stale = join(dir, 'release-stale');
+  const pendingSince = Date.now() - 120_000;
+  writeFileSync(fileIndexPath(stale), JSON.stringify({ files: {}, variantsPending: pendingSince }));
+  const first = (await fileIndexOf(stale))!;
+  await new Promise((r) => setTimeout(r, 30));
+  // Read again once (still pending: another object), then not for 5 s.
+  heldFileIndex(stale);
+  let held = first;
+  for (let i = 0; i < 100 && held === first; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    held = heldFileIndex(stale)!;
+  }
+  assert.is.not(held, first, 'read again after 25 ms');
+  assert.is(held.variantsPending, pendingSince);
+  writeFileSync(fileIndexPath(stale), JSON.stringify({ files: { 'a.html': file } }));
+  for (let i = 0; i < 10; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    assert.is(heldFileIndex(stale), held, 'not read again within 5 s');
+  }
+  forgetFileIndex(stale);
+});
+
 test('a pending index forgotten meanwhile (its release removed) is not brought back by its read', async () => {
   const gone = join(dir, 'release-gone');
   writeFileSync(fileIndexPath(gone), JSON.stringify({ files: {}, variantsPending: Date.now() }));
