@@ -8,7 +8,7 @@ import { RequestContext } from '@mikro-orm/core';
 import type { AbstractSqlConnection } from '@mikro-orm/knex';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yazl from 'yazl';
@@ -143,6 +143,21 @@ const ms = (a: string | null, b: string | null) => (a && b ? new Date(b).getTime
 const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
 
 const dataDir = mkdtempSync(join(tmpdir(), 'hoist-bench-'));
+
+/**
+ * CPU to create FILES files of the site's size in a new folder of the data directory, as a deploy's new blobs are
+ * (written at once, no thread pool): the disk's floor under "cpu". It can differ between folders of one disk (on
+ * a machine just started, files in a new folder of /tmp took 1.2 ms each at first, in one of /work 0.02 ms).
+ */
+function fileCreationCpu(): number {
+  const dir = mkdtempSync(join(dataDir, 'floor-'));
+  const bytes = randomBytes(Math.floor(SITE_BYTES / FILES));
+  const cpu = process.cpuUsage();
+  for (let i = 0; i < FILES; i++) writeFileSync(join(dir, String(i)), bytes, { flag: 'wx' });
+  const used = process.cpuUsage(cpu);
+  rmSync(dir, { recursive: true, force: true });
+  return (used.user + used.system) / 1000;
+}
 const { HOIST_DEPLOYER, HOIST_SANDBOX } = process.env;
 const config = loadConfig({ HOIST_DEPLOYER, HOIST_SANDBOX }, { dataDir, port: 0, edgePort: 0, logLevel: 'silent' });
 const load0 = loadavg()[0];
@@ -274,6 +289,10 @@ try {
   );
   console.log(
     `load average ${load0.toFixed(1)} at start, ${loadavg()[0].toFixed(1)} at end (${availableParallelism()} cores)`,
+  );
+  console.log(
+    `data directory ${dataDir}: creating ${FILES} files of ${Math.floor(SITE_BYTES / FILES / 1000)} KB there ` +
+      `takes ${fileCreationCpu().toFixed(1)} ms of CPU (the disk's floor under cpu; TMPDIR moves it)`,
   );
   console.log(`${'ms'.padEnd(12)} ${['median', 'p95', 'min', 'max'].map((h) => h.padStart(7)).join(' ')}`);
   for (const key of Object.keys(rows[0])) {

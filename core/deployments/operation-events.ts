@@ -1,6 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { Build } from '../entities/build.js';
-import { Operation } from '../entities/operation.js';
 import { invalid, notFound } from '../errors.js';
 import type { ChangeFeed } from '../ports/change-feed.js';
 import { token } from '../tokens.js';
@@ -104,7 +103,7 @@ class Wakeup {
 export class OperationEvents {
   constructor(
     private readonly em: EntityManager,
-    private readonly viewsOn: (em: EntityManager) => Pick<OperationViews, 'view'>,
+    private readonly viewsOn: (em: EntityManager) => Pick<OperationViews, 'find' | 'view'>,
     private readonly logs: Pick<LogChunks, 'after' | 'afterInBuild'>,
     private readonly changes: ChangeFeed,
     private readonly pollMs = 1000,
@@ -118,9 +117,9 @@ export class OperationEvents {
     const wakeup = new Wakeup(this.changes, id);
     try {
       while (!signal.aborted) {
-        const em = this.em.fork();
+        const views = this.viewsOn(this.em.fork());
         // Read before the lines: a terminal operation's lines are all written by then.
-        const op = await em.findOne(Operation, { id, accountId });
+        const op = await views.find(accountId, id);
         if (!op) throw notFound('Operation');
         const done = TERMINAL.includes(op.status);
         let more = false;
@@ -142,7 +141,7 @@ export class OperationEvents {
         seen = sig;
         if (moved) {
           at.revision = Math.max(at.revision, op.revision);
-          const view = await this.viewsOn(em).view(op);
+          const view = await views.view(op);
           // A stage's heartbeat alone moves the revision every few seconds: not worth an event, unless it is the last.
           const key = withoutHeartbeats(view);
           if (key !== shown || done) yield { event: 'state', id: eventId(at), data: view };

@@ -88,15 +88,23 @@ export class OperationViews {
     const kept = this.finished?.get(id, now);
     if (kept?.accountId === accountId) return kept.view;
     const epoch = this.finished?.epoch ?? 0;
-    // A plain query: the entity load cost several times the query on every poll.
-    const row = await this.row<OperationRow>(OPERATION_QUERY, [id, accountId]);
-    if (!row) throw notFound('Operation');
-    const view = await this.view(operationOf(row));
+    const op = await this.find(accountId, id);
+    if (!op) throw notFound('Operation');
+    const view = await this.view(op);
     if (FINISHED.has(view.status)) {
-      const tags = row.project_id ? [id, projectOperations(row.project_id)] : [id];
+      const tags = op.projectId ? [id, projectOperations(op.projectId)] : [id];
       this.finished?.put(id, { accountId, view }, tags, now, epoch);
     }
     return view;
+  }
+
+  /**
+   * The account's operation with `id` as stored, or null: a plain query, not an entity (not managed), since every
+   * poll and every wake of an event stream reads it, and the entity load cost several times the query.
+   */
+  async find(accountId: string, id: string): Promise<Operation | null> {
+    const row = await this.row<OperationRow>(OPERATION_QUERY, [id, accountId]);
+    return row ? operationOf(row) : null;
   }
 
   /** Builds the view of an operation. */

@@ -3,6 +3,7 @@ import { HoistError } from '../errors.js';
 import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { Version } from '../entities/version.js';
+import { loadById } from '../entities/load-by-id.js';
 import { StageError } from '../errors.js';
 import { deterministicFailure } from '../operations/stage-error.js';
 import { STAGES, type OperationState, type Stage, type Transition } from '../operations/state-machine.js';
@@ -77,8 +78,12 @@ export class StageRunner {
     const token = started.t.state.stages[stage].token;
 
     const em = this.em.fork();
-    const version = await em.findOneOrFail(Version, { id: started.op.versionId! });
-    const project = await em.findOneOrFail(Project, { id: started.op.projectId! });
+    const [version, project] = await Promise.all([
+      loadById(em, Version, started.op.versionId!),
+      loadById(em, Project, started.op.projectId!),
+    ]);
+    // Gone with its project (a deletion): the queue gives the job up after its deliveries.
+    if (!version || !project) throw new Error(`operation ${operationId} has no version or project any more`);
     const abort = new AbortController();
     const onStop = () => abort.abort(new Error('worker stopping'));
     control.signal.addEventListener('abort', onStop, { once: true });

@@ -104,14 +104,21 @@ export class LocalQueue implements Queue, Lifecycle {
   async position(topic: string, key: string): Promise<QueuePosition> {
     const em = this.em.fork();
     const workers = this.workers.get(topic) ?? 0;
-    const job = await em.findOne(JobRow, { topic, key });
+    // A plain query, not an entity: every poll of a running operation asks (the entity load cost several times it).
+    const [job] = await em
+      .getConnection()
+      .execute<{ id: string; state: string; created_at: Date | number }[]>(
+        'select id, state, created_at from jobs where topic = ? and key = ?',
+        [topic, key],
+      );
     if (!job) return { jobsAhead: 0, state: 'gone', workers };
     if (job.state === 'running') return { jobsAhead: 0, state: 'running', workers };
     // Jobs enqueued in the same millisecond are ordered by id, as `claim` takes them.
+    const createdAt = new Date(job.created_at);
     const jobsAhead = await em.count(JobRow, {
       topic,
       state: 'waiting',
-      $or: [{ createdAt: { $lt: job.createdAt } }, { createdAt: job.createdAt, id: { $lt: job.id } }],
+      $or: [{ createdAt: { $lt: createdAt } }, { createdAt, id: { $lt: job.id } }],
     });
     return { jobsAhead, state: 'waiting', workers };
   }
