@@ -27,6 +27,19 @@ export interface LogLines {
   lines: string[];
 }
 
+/** The number of the operation's next build-log line: after its lines so far (0 for none). */
+async function nextLine(em: EntityManager, operationId: string): Promise<number> {
+  const [row] = await em
+    .getConnection()
+    .execute<{ last: number | string | null }[]>(
+      'select max(to_line) as last from build_log_chunks where operation_id = ?',
+      [operationId],
+      'all',
+      em.getTransactionContext(),
+    );
+  return Number(row?.last ?? 0);
+}
+
 /** A row of build_log_chunks as `read` selects it. */
 interface ChunkRow {
   build_id: string;
@@ -68,20 +81,10 @@ export class LogChunks {
     const write = async () => {
       if (!queued.length) return;
       const em = this.em.fork();
-      if (next === null) {
-        const last = await em.findOne(BuildLogChunk, { operationId }, { orderBy: { toLine: 'desc' } });
-        next = last?.toLine ?? 0;
-      }
+      next ??= await nextLine(em, operationId);
       const lines = queued;
       queued = [];
-      const chunk = Object.assign(new BuildLogChunk(), {
-        operationId,
-        buildId,
-        fromLine: next,
-        toLine: next + lines.length,
-        lines,
-        createdAt: this.clock.now(),
-      });
+      const chunk = this.chunk(operationId, buildId, next, lines);
       try {
         await em.insert(BuildLogChunk, chunk);
       } catch (err) {
@@ -98,6 +101,28 @@ export class LogChunks {
         return tail;
       },
     };
+  }
+
+  /**
+   * Writes `lines` of build `buildId` as one chunk in `tx` (the transaction that records the build: one done inline,
+   * see StageImpl.inline), after the operation's lines so far. The commit's announcement of the operation wakes its
+   * event streams.
+   */
+  async appendWithin(tx: EntityManager, operationId: string, buildId: string, lines: string[]): Promise<void> {
+    if (lines.length)
+      await tx.insert(BuildLogChunk, this.chunk(operationId, buildId, await nextLine(tx, operationId), lines));
+  }
+
+  /** The chunk of `lines` from line `from` on. */
+  private chunk(operationId: string, buildId: string, from: number, lines: string[]): BuildLogChunk {
+    return Object.assign(new BuildLogChunk(), {
+      operationId,
+      buildId,
+      fromLine: from,
+      toLine: from + lines.length,
+      lines,
+      createdAt: this.clock.now(),
+    });
   }
 
   /** The operation's lines from line `after` on, in order (a bounded batch; ask again from its end for more). */

@@ -22,6 +22,11 @@ export interface StageContext {
   signal: AbortSignal;
   /** Reports progress within the stage (0–1). */
   progress(fraction: number): void;
+  /**
+   * The archive's file paths (under the root directory), once a stage of this claim read them (Analyze): what a
+   * stage run inline after it may judge on.
+   */
+  files?: string[];
 }
 
 /** What a finished stage hands back: writes committed with its success, and work for after the commit. */
@@ -40,6 +45,14 @@ export interface StageImpl {
    * the upload as is); runs as that later stage starts, in its claim. Idempotent.
    */
   skipped?(ctx: StageContext): Promise<void>;
+  /**
+   * This stage's whole work when it has nothing to run (Build of a site that builds nothing), done in the claim of
+   * the stage before it, right after that one's `run`, with the context it left: its writes go into `also`, which
+   * commits with that stage's success (the stage then shows succeeded, started and finished at once), and the queue
+   * never carries it. Null, or a throw, when the stage must run on its own, as a job of its own. It writes nothing
+   * before that commit: a commit that does not happen (a cancel) leaves nothing of it.
+   */
+  inline?(ctx: StageContext): Promise<StageResult | null>;
 }
 
 /**
@@ -122,15 +135,31 @@ export class StageRunner {
       // Stopped before it began (an abort event fired already never reaches a listener the stage adds).
       abort.signal.throwIfAborted();
       const result = await this.stages[stage].run(ctx);
+      const next = STAGES[STAGES.indexOf(stage) + 1];
+      const inline = next && started.t.state.stages[next].status === 'queued' ? await this.inline(next, ctx) : null;
       clearInterval(timer);
       await beating;
       if (abort.signal.aborted && !control.signal.aborted) throw new StageError(`${stage}_canceled`, 'Canceled');
-      const succeeded = { type: 'stage_succeeded' as const, stage, attempt, token };
-      const done = await this.store.apply(operationId, succeeded, result.also);
+      const succeeded = {
+        type: 'stage_succeeded' as const,
+        stage,
+        attempt,
+        token,
+        ...(inline ? { inline: next } : {}),
+      };
+      const also: AlsoWrite | undefined = inline
+        ? async (tx, t, op) => {
+            await result.also?.(tx, t, op);
+            await inline.also?.(tx, t, op);
+          }
+        : result.also;
+      const done = await this.store.apply(operationId, succeeded, also);
       // A no-op means the operation moved on (canceled) before the result was committed: undo it,
       // unless a newer claim runs the stage now (its work must not be touched).
-      if (!done.t.noop) await result.after?.();
-      else if (!StageRunner.claimedByOther(done.t.state, stage, token)) await this.stages[stage].abandon?.(ctx);
+      if (!done.t.noop) {
+        await result.after?.();
+        await inline?.after?.();
+      } else if (!StageRunner.claimedByOther(done.t.state, stage, token)) await this.stages[stage].abandon?.(ctx);
     } catch (err) {
       clearInterval(timer);
       await beating;
@@ -168,6 +197,18 @@ export class StageRunner {
     } finally {
       control.signal.removeEventListener('abort', onStop);
     }
+  }
+
+  /** What stage `next` does inline (StageImpl.inline), or null: it runs as a job of its own. */
+  private async inline(next: Stage, ctx: StageContext): Promise<StageResult | null> {
+    if (ctx.signal.aborted) return null;
+    return (
+      (await this.stages[next]?.inline?.(ctx).catch((err: unknown) => {
+        // Its own run meets the same again, and fails (or not) in its own name.
+        this.log.debug({ err, operationId: ctx.operation.id, stage: next }, 'the stage runs on its own, not inline');
+        return null;
+      })) ?? null
+    );
   }
 
   /**

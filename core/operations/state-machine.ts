@@ -87,7 +87,11 @@ export type StageEvent =
   | { type: 'stage_started'; stage: Stage; attempt: number; leaseMs?: number }
   | { type: 'stage_progress'; stage: Stage; attempt: number; token?: number; /** 0–1 of this stage */ fraction: number }
   | { type: 'heartbeat'; stage: Stage; attempt: number; token?: number }
-  | { type: 'stage_succeeded'; stage: Stage; attempt: number; token?: number }
+  /**
+   * `inline`: the stage after it was done in the same claim, right after it (Build of a site that builds nothing):
+   * it succeeds too, started and finished now, when it is queued.
+   */
+  | { type: 'stage_succeeded'; stage: Stage; attempt: number; token?: number; inline?: Stage }
   /**
    * The holder hands its claim back unfinished (its worker stops gracefully, or its attempt failed unexpectedly and the
    * queue delivers the job again).
@@ -187,7 +191,10 @@ const RULE_TEXT: Record<StageRule | ParentRule, string> = {
     "the holder's claim ends at once (its worker stops, or its attempt failed " +
     'unexpectedly): the redelivered job claims the stage without waiting for the ' +
     'lease',
-  succeed: '→ succeeded; the next stage is enqueued, or the operation succeeds (progress 100)',
+  succeed:
+    '→ succeeded; the next stage is enqueued, or the operation succeeds (progress 100). With `inline` (the ' +
+    'next stage, done in the same claim: a Build that runs nothing), that stage succeeds too, started and ' +
+    'finished at once, when it is queued, and the one after it is enqueued',
   fail: '→ failed; later stages → canceled; the operation fails',
   ignore: 'no-op (already done)',
   reject: 'rejected: `conflict`',
@@ -327,6 +334,12 @@ const STAGE_STEPS: Record<
   },
   succeed: (s, e, now) => {
     Object.assign(s.stages[e.stage], { status: 'succeeded', progress: 100, finishedAt: now });
+    const inline = (e as { inline?: Stage }).inline;
+    if (inline && STAGES[STAGES.indexOf(e.stage) + 1] === inline && s.stages[inline].status === 'queued') {
+      const stage = s.stages[inline];
+      Object.assign(stage, { status: 'succeeded', progress: 100, startedAt: now, heartbeatAt: now, finishedAt: now });
+      stage.token = (stage.token ?? 0) + 1;
+    }
     const next = STAGES.find((name) => !finished(s.stages[name]));
     if (next) return [{ type: 'enqueue_stage', stage: next, attempt: s.attempt }];
     Object.assign(s, { status: 'succeeded', finishedAt: now });
@@ -412,6 +425,7 @@ function checkWellFormed(e: StageEvent) {
     throw bad('leaseMs must be a non-negative integer');
   if (e.type === 'stage_progress' && !(e.fraction >= 0 && e.fraction <= 1))
     throw bad('fraction must be between 0 and 1');
+  if (e.type === 'stage_succeeded' && e.inline !== undefined && !STAGES.includes(e.inline)) throw bad('unknown stage');
   if (e.type === 'stage_failed' && !(typeof e.error?.code === 'string' && typeof e.error.message === 'string'))
     throw bad('error needs a code and a message');
 }

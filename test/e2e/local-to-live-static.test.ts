@@ -31,6 +31,22 @@ test('a plain HTML site goes live at its project URL', async () => {
   assert.is(op.stages.deploy.status, 'succeeded');
   assert.is(op.result.url, body.project.url);
   assert.is(op.next_step.action, 'none');
+  // Nothing to build: Build was done in Analyze's claim, committed with its success (no job of its own).
+  assert.equal(
+    [op.stages.build.started_at, op.stages.build.finished_at, op.stages.build.skipped],
+    [op.stages.analyze.finished_at, op.stages.analyze.finished_at, false],
+  );
+  const lines = ['Building with builder-static (static)', 'Plain static site: nothing to build.'];
+  assert.equal(op.build_log.last_lines.slice(0, 2), lines);
+  assert.match(op.build_log.last_lines[2], /^Artifact: the upload uploads\/\S+\.zip \(\d+ bytes\), as it is$/);
+  // The whole log is stored after the commit.
+  let log = await h.get(token, op.build_log.full_log);
+  for (let i = 0; log.status === 404 && i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    log = await h.get(token, op.build_log.full_log);
+  }
+  assert.is(log.status, 200);
+  assert.equal(String(log.body).trim().split('\n'), op.build_log.last_lines);
 
   const page = await h.site(hostOf(body.project.url));
   assert.is(page.status, 200);

@@ -2,15 +2,17 @@ import type { EntityManager } from '@mikro-orm/core';
 import { Build } from '../../entities/build.js';
 import { OrmRepository } from './orm-repository.js';
 
-/** A build about to run (or, `skipped`, packed without running anything). */
-export type NewBuild = Pick<Build, 'accountId' | 'projectId' | 'versionId' | 'operationId' | 'logKey'> & {
-  status: 'running' | 'skipped';
-};
-
 /** What a build's record takes as it goes; `finished` stamps its end. */
 export type BuildUpdate = Partial<
   Pick<Build, 'status' | 'artifactKey' | 'artifactRoot' | 'artifactSha256' | 'artifactSize' | 'log' | 'error'>
 > & { finished?: boolean };
+
+/**
+ * A build about to run (or, `skipped`, packed without running anything), or one done already (`succeeded`: it ran
+ * nothing, inline), with what it has so far.
+ */
+export type NewBuild = Pick<Build, 'accountId' | 'projectId' | 'versionId' | 'operationId' | 'logKey'> &
+  Omit<BuildUpdate, 'status'> & { status: 'running' | 'skipped' | 'succeeded' };
 
 /** A build Deploy can ship: one with an artifact. */
 export type ShippableBuild = Pick<Build, 'id' | 'artifactRoot'> & { artifactKey: string };
@@ -33,8 +35,9 @@ export interface BuildRepository {
 
 /** BuildRepository on the ORM. */
 export class OrmBuildRepository extends OrmRepository implements BuildRepository {
-  async create(fields: NewBuild): Promise<string> {
-    const build = Object.assign(new Build(), { ...fields, createdAt: this.clock.now() });
+  async create({ finished, ...fields }: NewBuild): Promise<string> {
+    const now = this.clock.now();
+    const build = Object.assign(new Build(), { ...fields, createdAt: now, ...(finished ? { finishedAt: now } : {}) });
     await this.db.insert(Build, build);
     return build.id;
   }

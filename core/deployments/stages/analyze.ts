@@ -75,6 +75,8 @@ export class AnalyzeStage implements StageImpl {
         reader.close();
       }
     });
+    // What a stage run inline after this one judges on (Build of a site that builds nothing).
+    ctx.version.analysis = analysis as unknown as Record<string, unknown>;
     return {
       also: (tx: EntityManager) => this.versions.within(tx).recordAnalysis(ctx.version.id, analysis),
     };
@@ -83,8 +85,9 @@ export class AnalyzeStage implements StageImpl {
   /** Asks every analyzer, highest priority first; the first detection wins. */
   private async detect(ctx: StageContext, manifest: ArchiveManifest, reader: ArchiveReader): Promise<Analysis> {
     ctx.progress(0.5);
+    ctx.files = manifest.files.map((f) => f.path);
     const input = {
-      files: manifest.files.map((f) => f.path),
+      files: ctx.files,
       settings: settingsOf(ctx),
       readFile: async (path: string, maxBytes = 1_000_000) =>
         (await reader.readFile(path, maxBytes))?.toString('utf8') ?? null,

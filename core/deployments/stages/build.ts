@@ -16,7 +16,7 @@ import { BuildLog } from '../build-log.js';
 import type { LogChunks } from '../log-chunks.js';
 import type { BuildRepository, BuildUpdate } from '../repositories/build-repository.js';
 import type { Redaction } from '../redaction.js';
-import type { StageContext, StageImpl } from '../stage-runner.js';
+import type { StageContext, StageImpl, StageResult } from '../stage-runner.js';
 import { withWorkspace } from '../workspace.js';
 import { fetchVersion, settingsOf, type Analysis } from './analyze.js';
 
@@ -39,7 +39,7 @@ export class BuildStage implements StageImpl {
     private readonly redaction: Pick<Redaction, 'forOperation'>,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    private readonly logChunks?: Pick<LogChunks, 'writer'>,
+    private readonly logChunks?: Pick<LogChunks, 'writer' | 'appendWithin'>,
   ) {}
 
   async run(ctx: StageContext) {
@@ -49,6 +49,43 @@ export class BuildStage implements StageImpl {
         this.builds.within(tx).update(build, { ...done, status: 'succeeded', finished: true }),
       // Off the chain's path: the next stage can start meanwhile (the log is not_found until it is stored).
       after: storeLog,
+    };
+  }
+
+  /**
+   * The build of a site that builds nothing (its builder's outputWithoutBuild, judged on the file list Analyze read),
+   * done in Analyze's claim: the upload is its artifact, and the build, its log lines and its success are written
+   * with Analyze's success; its whole log is stored after that commit. Null when the builder has something to run;
+   * a throw (the output directory missing, say) leaves the stage to run, and fail, on its own.
+   */
+  async inline(ctx: StageContext): Promise<StageResult | null> {
+    const analysis = ctx.version.analysis as unknown as Analysis | null;
+    const builder = analysis && this.builders.find((b) => b.supports(analysis));
+    if (!analysis || !builder?.outputWithoutBuild || !ctx.files) return null;
+    const lines = [buildingWith(builder, analysis)];
+    const packed = shipsUpload(ctx, builder, analysis, ctx.files, (line) => lines.push(line));
+    if (!packed) return null;
+    const redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
+    const log = new BuildLog();
+    for (const line of lines) log.line(redactor.text(line));
+    const logKey = `logs/${ctx.operation.id}/build-${ctx.attempt}.log`;
+    return {
+      also: async (tx, t) => {
+        if (t.state.stages.build.status !== 'succeeded') return;
+        const build = await this.builds.within(tx).create({
+          accountId: ctx.operation.accountId,
+          projectId: ctx.project.id,
+          versionId: ctx.version.id,
+          operationId: ctx.operation.id,
+          status: 'succeeded',
+          logKey,
+          ...packed,
+          log: log.summary,
+          finished: true,
+        });
+        await this.logChunks?.appendWithin(tx, ctx.operation.id, build, log.drain());
+      },
+      after: () => this.storeLog(logKey, log),
     };
   }
 
@@ -126,22 +163,19 @@ export class BuildStage implements StageImpl {
         const builder = skipCommands ? null : this.builders.find((b) => b.supports(analysis));
         if (builder === undefined)
           throw new StageError('build_unsupported', `No builder handles runtime ${analysis.runtime}`);
-        if (builder)
-          write(
-            `Building with ${builder.id} (${analysis.runtime}${analysis.framework ? `, ${analysis.framework}` : ''})`,
-          );
+        if (builder) write(buildingWith(builder, analysis));
         // A build that runs nothing ships the upload, which is never unpacked here.
-        const direct =
-          builder?.outputWithoutBuild?.({
-            detection: analysis,
-            files: manifest.files.map((f) => f.path),
-            log: write,
-          }) ?? null;
-        if (direct !== null) {
-          // The checked upload is the artifact: nothing is packed or stored; the release takes `direct` as its root.
-          packed = uploadAsArtifact(ctx, direct);
-          const folder = packed.artifactRoot ? `, folder ${packed.artifactRoot}` : '';
-          write(`Artifact: the upload ${packed.artifactKey}${folder} (${packed.artifactSize} bytes), as it is`);
+        const shipped =
+          builder &&
+          shipsUpload(
+            ctx,
+            builder,
+            analysis,
+            manifest.files.map((f) => f.path),
+            write,
+          );
+        if (shipped) {
+          packed = shipped;
           return;
         }
         const workspace = join(await dir(), 'src');
@@ -208,6 +242,30 @@ export class BuildStage implements StageImpl {
       .put(key, Readable.from([log.text()]))
       .catch((err) => this.logger.warn({ err, key }, 'the build log was not stored; its summary stays on the build'));
   }
+}
+
+/** The first line of a build's log. */
+const buildingWith = (builder: Builder, analysis: Analysis) =>
+  `Building with ${builder.id} (${analysis.runtime}${analysis.framework ? `, ${analysis.framework}` : ''})`;
+
+/**
+ * What a build ships when `builder` has nothing to run for `files` (its outputWithoutBuild): the checked upload as
+ * it is, nothing packed or stored, the release rooted at the folder it names; its lines go to `write`. Null when the
+ * builder has something to run.
+ */
+function shipsUpload(
+  ctx: StageContext,
+  builder: Builder,
+  analysis: Analysis,
+  files: string[],
+  write: (line: string) => void,
+): Pick<BuildUpdate, 'artifactKey' | 'artifactRoot' | 'artifactSha256' | 'artifactSize'> | null {
+  const direct = builder.outputWithoutBuild?.({ detection: analysis, files, log: write }) ?? null;
+  if (direct === null) return null;
+  const packed = uploadAsArtifact(ctx, direct);
+  const folder = packed.artifactRoot ? `, folder ${packed.artifactRoot}` : '';
+  write(`Artifact: the upload ${packed.artifactKey}${folder} (${packed.artifactSize} bytes), as it is`);
+  return packed;
 }
 
 /**

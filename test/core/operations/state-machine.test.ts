@@ -504,6 +504,35 @@ test('skip_build: Build is skipped from the start and Analyze hands over to Depl
   assert.is(skippedBuild.state.stages.build.status, 'skipped');
 });
 
+test('a stage done inline succeeds with the one before it, started and finished then; the next is enqueued', () => {
+  const inline: StageEvent = { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: 1, inline: 'build' };
+  const r = run([started('analyze'), inline]);
+  assert.not.ok(r.noop);
+  assert.equal(r.state.stages.build, {
+    status: 'succeeded',
+    progress: 100,
+    startedAt: iso(2),
+    heartbeatAt: iso(2),
+    finishedAt: iso(2),
+    error: null,
+    token: 1,
+  });
+  assert.is(r.state.stages.analyze.finishedAt, iso(2));
+  assert.equal(r.effects, [{ type: 'enqueue_stage', stage: 'deploy', attempt: 1 }]);
+  assert.equal([r.state.current, r.state.progress], ['deploy', 70]);
+  // A Build that is not queued (skip_build) stays as it was; a stage that does not come next is not done inline.
+  const skipped = run([started('analyze'), inline], true);
+  assert.is(skipped.state.stages.build.status, 'skipped');
+  assert.equal(skipped.effects, [{ type: 'enqueue_stage', stage: 'deploy', attempt: 1 }]);
+  const notNext = run([started('analyze'), { ...inline, inline: 'deploy' } as StageEvent]);
+  assert.equal([notNext.state.stages.build.status, notNext.state.stages.deploy.status], ['queued', 'queued']);
+  assert.equal(notNext.effects, [{ type: 'enqueue_stage', stage: 'build', attempt: 1 }]);
+  // Of a claim that lapsed (another token), nothing applies: neither the stage nor the one inline.
+  const late = run([started('analyze'), { ...inline, token: 7 } as StageEvent]);
+  assert.ok(late.noop);
+  assert.equal([late.state.stages.analyze.status, late.state.stages.build.status], ['running', 'queued']);
+});
+
 test('a redeploy reuses Analyze and Build: both skipped from the start, Deploy enqueued at progress 70', () => {
   const fresh = createOperation(at(0), { reuse: ['analyze', 'build'] });
   assert.equal(fresh.effects, [{ type: 'enqueue_stage', stage: 'deploy', attempt: 1 }]);
@@ -787,6 +816,7 @@ test('malformed events are invalid_request and change nothing', () => {
     { type: 'heartbeat', stage: 'analyze', attempt: 1, token: -1 },
     { type: 'stage_succeeded', stage: 'analyze', attempt: 1, token: '1' },
     { type: 'stage_started', stage: 'analyze', attempt: 1, leaseMs: 1.5 },
+    { type: 'stage_succeeded', stage: 'analyze', attempt: 1, inline: 'publish' },
   ] as unknown as OperationEvent[];
   for (const e of bad) rejects(() => transition(s, e, at(2)), 'invalid_request');
   assert.equal(s, snapshot);
