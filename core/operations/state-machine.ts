@@ -192,9 +192,9 @@ const RULE_TEXT: Record<StageRule | ParentRule, string> = {
     'unexpectedly): the redelivered job claims the stage without waiting for the ' +
     'lease',
   succeed:
-    '→ succeeded; the next stage is enqueued, or the operation succeeds (progress 100). With `inline` (the ' +
-    'next stage, done in the same claim: a Build that runs nothing), that stage succeeds too, started and ' +
-    'finished at once, when it is queued, and the one after it is enqueued',
+    '→ succeeded; the next stage is enqueued, or the operation succeeds (progress 100). A queued Build that ' +
+    'runs nothing (a plain static site) is done by the worker that ran Analyze, in the same write: it ' +
+    'succeeds with Analyze, started and finished at once, and Deploy is enqueued',
   fail: '→ failed; later stages → canceled; the operation fails',
   ignore: 'no-op (already done)',
   reject: 'rejected: `conflict`',
