@@ -40,15 +40,6 @@ async function nextLine(em: EntityManager, operationId: string): Promise<number>
   return Number(row?.last ?? 0);
 }
 
-/** A row of build_log_chunks as `read` selects it. */
-interface ChunkRow {
-  build_id: string;
-  from_line: number | string;
-  to_line: number | string;
-  lines: string | string[];
-  in_storage: boolean | number;
-}
-
 /** Appends a build's lines as they come, in order; a failed write is made up by the next. */
 export interface LogChunkWriter {
   /** Queues `lines` and writes everything queued as one chunk after the writes before it. */
@@ -136,28 +127,22 @@ export class LogChunks {
   }
 
   /**
-   * The chunks `where` names holding lines from `after` on, in order: a plain query, not entities, since every
-   * poll and every wake of an event stream reads them, and the entity load cost several times the query.
+   * The chunks `where` names holding lines from `after` on, in order: a plain query, then the ORM's mapping of its
+   * rows (every poll and every wake of an event stream reads them, and `find` cost several times that).
    */
   private async *read(where: { operationId: string } | { buildId: string }, after: number): AsyncGenerator<LogLines> {
     const [column, id] = 'operationId' in where ? ['operation_id', where.operationId] : ['build_id', where.buildId];
-    const rows = await this.em
+    const em = this.em.fork();
+    const rows = await em
       .getConnection()
-      .execute<ChunkRow[]>(
-        `select build_id, from_line, to_line, lines, in_storage from build_log_chunks ` +
-          `where ${column} = ? and to_line > ? order by from_line asc limit ?`,
+      .execute<Record<string, unknown>[]>(
+        `select * from build_log_chunks where ${column} = ? and to_line > ? order by from_line asc limit ?`,
         [id, after, READ_ROWS],
       );
-    for (const r of rows) {
-      const chunk = { buildId: r.build_id, fromLine: Number(r.from_line), toLine: Number(r.to_line) };
-      // A JSON column: text on SQLite, already parsed on PostgreSQL; a boolean one: 0 or 1 on SQLite.
-      if (r.in_storage) yield* this.stored(chunk, after);
-      else
-        yield {
-          buildId: chunk.buildId,
-          from: chunk.fromLine,
-          lines: typeof r.lines === 'string' ? JSON.parse(r.lines) : r.lines,
-        };
+    for (const row of rows) {
+      const chunk = em.map(BuildLogChunk, row);
+      if (chunk.inStorage) yield* this.stored(chunk, after);
+      else yield { buildId: chunk.buildId, from: chunk.fromLine, lines: chunk.lines };
     }
   }
 
@@ -165,10 +150,7 @@ export class LogChunks {
    * The lines [fromLine, toLine) of `moved`, from line `after` on, read from its build's stored log as it streams
    * (STORED_LINES at a time); none when that log is not there.
    */
-  private async *stored(
-    moved: Pick<BuildLogChunk, 'buildId' | 'fromLine' | 'toLine'>,
-    after: number,
-  ): AsyncGenerator<LogLines> {
+  private async *stored(moved: BuildLogChunk, after: number): AsyncGenerator<LogLines> {
     const build = await this.em.fork().findOne(Build, { id: moved.buildId }, { fields: ['logKey'] });
     const body = build?.logKey
       ? await this.storage.get(build.logKey).catch((err) => {
