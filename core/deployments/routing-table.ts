@@ -115,21 +115,24 @@ export class RoutingTable implements HostRoutes {
     const ids = projects.map((p) => p.id);
     const gated = projects.filter((p) => p.visibility === 'private' || previewed.includes(p.id)).map((p) => p.id);
     const live = projects.filter((p) => p.liveDeploymentId).map((p) => p.liveDeploymentId!);
-    const [deployments, domains, grants] = ids.length
-      ? await Promise.all([
-          em.find(Deployment, { id: { $in: live } }, { fields: ['id', 'target'], disableIdentityMap: true }),
-          em.find(
-            Domain,
-            { projectId: { $in: ids }, status: 'active' },
-            { fields: ['projectId', 'hostname'], disableIdentityMap: true },
-          ),
-          em.find(
-            AccessGrant,
-            { projectId: { $in: gated } },
-            { fields: ['id', 'projectId'], disableIdentityMap: true },
-          ),
-        ])
-      : [[], [], []];
+    // One after another: in a transaction (preview) they share one connection, which takes one query at a time.
+    const deployments = live.length
+      ? await em.find(Deployment, { id: { $in: live } }, { fields: ['id', 'target'], disableIdentityMap: true })
+      : [];
+    const domains = ids.length
+      ? await em.find(
+          Domain,
+          { projectId: { $in: ids }, status: 'active' },
+          { fields: ['projectId', 'hostname'], disableIdentityMap: true },
+        )
+      : [];
+    const grants = gated.length
+      ? await em.find(
+          AccessGrant,
+          { projectId: { $in: gated } },
+          { fields: ['id', 'projectId'], disableIdentityMap: true },
+        )
+      : [];
     const targets = new Map(deployments.map((d) => [d.id, d.target]));
     const apps = this.options.appsDomain.toLowerCase();
     const entries = new Map<string, [string, LiveRelease][]>();

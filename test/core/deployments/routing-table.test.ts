@@ -155,6 +155,30 @@ test("a private project's entry carries what opens it: its password and grants, 
   assert.is(t.lookup('pub.apps.test')!.accessProofs.size, 0, 'a public project has no proofs');
 });
 
+test('a switch previewed in its transaction is served at once; its reads take the one connection in turn', async () => {
+  const p = await liveProject('inside', 'private');
+  const t = await table();
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(w.message);
+  process.on('warning', onWarning);
+  try {
+    const next = await release(p.projectId, p.accountId, { kind: 'static', root: '/releases/inside-2' });
+    await kernel.orm.em.fork().transactional(async (tx) => {
+      await tx.nativeUpdate(Project, { id: p.projectId }, { liveDeploymentId: next });
+      await t.preview(p.projectId, tx);
+    });
+    assert.is(t.lookup('inside.apps.test')?.deploymentId, next, 'served without an announcement');
+    // pg warns when a query is sent while the connection still runs one (an error from pg 9 on).
+    await new Promise((r) => setImmediate(r));
+    assert.equal(
+      warnings.filter((w) => /already executing a query/.test(w)),
+      [],
+    );
+  } finally {
+    process.off('warning', onWarning);
+  }
+});
+
 test('a change nobody announced is seen after the periodic revalidation', async () => {
   const p = await liveProject('quiet');
   const t = await table(300);
