@@ -84,16 +84,34 @@ export class RoutingTable implements HostRoutes {
   }
 
   /**
-   * Reads project `projectId` inside `tx`, a transaction about to commit (the Deploy stage's switch),
-   * when this process runs a loaded table: the switch is served here from the moment it commits, never
-   * after the operation reads succeeded. Other processes learn it from the announcement after the
-   * commit; a transaction that does not commit is undone by the reload its caller announces then.
+   * Shows this process's loaded table the change of project `projectId` inside `tx`, a transaction about to commit
+   * (the Deploy stage's switch): the switch is served here from the moment it commits, never after the operation
+   * reads succeeded. With `live` (the release it switches to), a project whose entries are all live ones has them
+   * pointed at that release in memory: a switch changes nothing else (hosts, visibility and proofs stay; a change of
+   * those is announced, and its reload runs before this). Otherwise the project is read inside `tx`. Other processes
+   * learn it from the announcement after the commit, which this process reads too; a transaction that does not
+   * commit is undone by the reload its caller announces then.
    */
-  async preview(projectId: string, tx: EntityManager): Promise<void> {
+  async preview(projectId: string, tx: EntityManager, live?: Pick<LiveRelease, 'deploymentId' | 'target'>) {
     if (!this.unsubscribe) return;
-    const run = this.chain.then(() => this.load(projectId, tx));
+    const run = this.chain.then(async () => {
+      if (!live || !this.switched(projectId, live)) await this.load(projectId, tx);
+    });
     this.chain = run.catch(() => undefined);
     await run;
+  }
+
+  /** Points the entries of project `projectId` at release `live`; false when it has none, or a preview's. */
+  private switched(projectId: string, live: Pick<LiveRelease, 'deploymentId' | 'target'>): boolean {
+    const hosts = this.hostsOf.get(projectId) ?? [];
+    const entries = hosts.map((host) => this.byHost.get(host));
+    if (!entries.length || entries.some((e) => !e || e.expiresAt !== undefined)) return false;
+    // One new entry for each old one (the project's hosts share theirs); a host another project holds is not its.
+    const next = new Map(entries.map((e) => [e!, { ...e!, deploymentId: live.deploymentId, target: live.target }]));
+    hosts.forEach((host, i) => {
+      if (entries[i]!.projectId === projectId) this.byHost.set(host, next.get(entries[i]!)!);
+    });
+    return true;
   }
 
   private async load(projectId: string | null, em: EntityManager): Promise<void> {

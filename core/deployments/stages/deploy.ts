@@ -149,7 +149,7 @@ export class DeployStage implements StageImpl {
         previous = await this.deployments
           .within(tx)
           .goLive(deploymentId, ctx.project.id, target, (slug) => projectUrl(this.config, slug));
-        await this.routes?.preview(ctx.project.id, tx);
+        await this.routes?.preview(ctx.project.id, tx, { deploymentId, target });
       },
       after: async () => {
         await routesChanged(this.changes, ctx.project.id, this.log);

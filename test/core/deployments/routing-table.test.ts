@@ -179,6 +179,54 @@ test('a switch previewed in its transaction is served at once; its reads take th
   }
 });
 
+test("a switch previewed with its release repoints the project's entries in memory, hosts and gate kept", async () => {
+  const p = await liveProject('swap', 'private');
+  const domain = Object.assign(new Domain(), {
+    accountId: p.accountId,
+    projectId: p.projectId,
+    hostname: 'swap.customer.test',
+    ownedHostname: 'swap.customer.test',
+    status: 'active',
+    token: 'hoist-token',
+    nextCheckAt: now(),
+    createdAt: now(),
+    updatedAt: now(),
+  });
+  await em().insert(Domain, domain);
+  const t = await table();
+  const before = t.lookup('swap.apps.test')!;
+  const next = await release(p.projectId, p.accountId, { kind: 'static', root: '/releases/swap-2' });
+  await kernel.orm.em.fork().transactional(async (tx) => {
+    await tx.nativeUpdate(Project, { id: p.projectId }, { liveDeploymentId: next });
+    // Told, not read: a release the database does not name would not come from a read.
+    await t.preview(p.projectId, tx, { deploymentId: 'told', target: { kind: 'static', root: '/releases/told' } });
+  });
+  for (const host of ['swap.apps.test', 'swap.customer.test']) {
+    const entry = t.lookup(host)!;
+    assert.is(entry.deploymentId, 'told', host);
+    assert.equal(entry.target, { kind: 'static', root: '/releases/told' });
+    assert.is(entry.visibility, 'private');
+    assert.equal(entry.accessProofs, before.accessProofs);
+  }
+  assert.is(t.lookup('swap.customer.test'), t.lookup('swap.apps.test'), 'the hosts share one entry, as loaded');
+  assert.is(before.deploymentId, p.deploymentId, 'an entry taken before keeps its release');
+  // The announcement after the commit reads what committed.
+  await feed.publish(ROUTES_CHANNEL, p.projectId);
+  await until(() => t.lookup('swap.apps.test')?.deploymentId === next, 'the committed release');
+});
+
+test('a switch previewed with its release is read in its transaction when the project has no entry', async () => {
+  const p = await liveProject('fresh');
+  await em().nativeUpdate(Project, { id: p.projectId }, { liveDeploymentId: null });
+  const t = await table();
+  assert.is(t.lookup('fresh.apps.test'), null);
+  await kernel.orm.em.fork().transactional(async (tx) => {
+    await tx.nativeUpdate(Project, { id: p.projectId }, { liveDeploymentId: p.deploymentId });
+    await t.preview(p.projectId, tx, { deploymentId: 'told', target: { kind: 'static', root: '/releases/told' } });
+  });
+  assert.is(t.lookup('fresh.apps.test')?.deploymentId, p.deploymentId, 'read, not told');
+});
+
 test('a change nobody announced is seen after the periodic revalidation', async () => {
   const p = await liveProject('quiet');
   const t = await table(300);
