@@ -2,6 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ENTITLEMENT_SERVICE, type EntitlementService } from '../../../core/billing/entitlement-service.js';
+import { Account } from '../../../core/entities/account.js';
 import { HoistError } from '../../../core/errors.js';
 import { testApi, type TestApi } from '../../helpers/api.js';
 
@@ -68,6 +69,19 @@ test("assertVisibility follows the plan's visibilities", async () => {
     usage: null,
   });
   assert.is((await restriction(() => service.assertVisibility(pro.accountId, 'unheard-of'))).required_plan, null);
+});
+
+test('planOf reads the stored plan: a change at once, an unknown plan as free, a missing account refused', async () => {
+  const { accountId } = await t.account({ plan: 'pro' });
+  assert.is((await t.inContext(() => service.planOf(accountId))).id, 'pro');
+  const em = t.kernel.orm.em.fork();
+  await em.nativeUpdate(Account, { id: accountId }, { plan: 'team' });
+  assert.is((await t.inContext(() => service.planOf(accountId))).id, 'team');
+  await em.nativeUpdate(Account, { id: accountId }, { plan: 'retired-plan' });
+  assert.is((await t.inContext(() => service.planOf(accountId))).id, 'free');
+  const missing = await t.inContext(() => service.planOf('00000000-0000-4000-8000-000000000000')).catch((e) => e);
+  assert.instance(missing, Error);
+  assert.match(String(missing.message), /not found/);
 });
 
 test.run();
