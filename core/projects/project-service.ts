@@ -14,6 +14,7 @@ import { applyBuildSettings, validateBuildSettings } from './build-settings.js';
 import { decodeCursor, encodeCursor, isUuid } from './keyset-cursor.js';
 import { isReservedSlug, slugify, withSuffix } from './slug.js';
 import { token } from '../tokens.js';
+import { loadOne } from '../entities/load-by-id.js';
 
 export const PROJECT_SERVICE = token<ProjectService>('hoist.ProjectService');
 
@@ -98,7 +99,10 @@ export class ProjectService {
 
   /** The account's active project `id`; not_found for a missing, malformed, deleting or foreign id alike. */
   async get(accountId: string, id: string): Promise<Project> {
-    const project = isUuid(id) ? await this.em.findOne(Project, { id, accountId, status: 'active' }) : null;
+    // Every project route and every upload asks: a plain query (see loadOne).
+    const project = isUuid(id)
+      ? await loadOne(this.em, Project, { id, account_id: accountId, status: 'active' })
+      : null;
     if (!project) throw notFound('Project');
     return project;
   }
