@@ -49,6 +49,20 @@ function cheapest(ok: (plan: Plan) => boolean): string | null {
   return byPrice().find(ok)?.id ?? null;
 }
 
+/** assertWithin on a plan already read (planOf): for a caller checking several limits at once. */
+export function assertPlanAllows(plan: Plan, feature: LimitedFeature, usage: number, increment = 1): void {
+  const limit = plan.limits[feature];
+  const wanted = usage + increment;
+  if (allows(limit, wanted)) return;
+  throw planRestricted(`The ${plan.name} plan allows ${limit} for ${feature}; this would make ${wanted}`, {
+    feature,
+    plan: plan.id,
+    required_plan: cheapest((p) => allows(p.limits[feature], wanted)),
+    limit,
+    usage,
+  });
+}
+
 /**
  * The one place plan limits are read and enforced. Every feature that is limited by the plan calls
  * `assertWithin` (or `assertVisibility`) before it writes; a refusal is a `plan_restricted` error
@@ -81,17 +95,7 @@ export class EntitlementService {
    * The error's `usage` is the `usage` given.
    */
   async assertWithin(accountId: string, feature: LimitedFeature, usage: number, increment = 1): Promise<void> {
-    const plan = await this.planOf(accountId);
-    const limit = plan.limits[feature];
-    const wanted = usage + increment;
-    if (allows(limit, wanted)) return;
-    throw planRestricted(`The ${plan.name} plan allows ${limit} for ${feature}; this would make ${wanted}`, {
-      feature,
-      plan: plan.id,
-      required_plan: cheapest((p) => allows(p.limits[feature], wanted)),
-      limit,
-      usage,
-    });
+    assertPlanAllows(await this.planOf(accountId), feature, usage, increment);
   }
 
   /** Throws plan_restricted (feature `visibility:<value>`) unless the plan allows projects of `visibility`. */

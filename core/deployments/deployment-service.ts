@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { EntitlementService } from '../billing/entitlement-service.js';
+import { assertPlanAllows, type EntitlementService } from '../billing/entitlement-service.js';
+import type { Plan } from '../billing/plans.js';
 import { Build } from '../entities/build.js';
 import type { Deployment } from '../entities/deployment.js';
 import { CHAIN_KINDS, Operation, type StartedBy } from '../entities/operation.js';
@@ -54,8 +55,9 @@ export class DeploymentService {
     provenance: Provenance = { source: 'upload', startedBy: null },
   ): Promise<{ operation: Operation; version: Version }> {
     await this.assertNoChainRunning(project.id);
-    await this.entitlements.assertWithin(accountId, 'archive_bytes', upload.size, 0);
-    await this.assertPlanRoom(accountId);
+    const plan = await this.entitlements.planOf(accountId);
+    assertPlanAllows(plan, 'archive_bytes', upload.size, 0);
+    await this.assertPlanRoom(accountId, plan);
 
     const now = this.clock.now();
     const created = createOperation(now, { skipBuild: options.skip_build === true });
@@ -225,23 +227,19 @@ export class DeploymentService {
    * Throws plan_restricted when the account has started its plan's deployments_per_day in the last
    * 24 h, or already runs its plan's concurrent_builds deployment chains.
    */
-  private async assertPlanRoom(accountId: string): Promise<void> {
+  private async assertPlanRoom(accountId: string, plan?: Plan): Promise<void> {
+    const limits = plan ?? (await this.entitlements.planOf(accountId));
     const since = new Date(this.clock.now().getTime() - 24 * 3600 * 1000);
-    await this.entitlements.assertWithin(
-      accountId,
-      'deployments_per_day',
-      await this.em.count(Operation, { accountId, kind: 'deploy', createdAt: { $gte: since } }),
-    );
-    await this.assertConcurrentRoom(accountId);
+    const today = await this.em.count(Operation, { accountId, kind: 'deploy', createdAt: { $gte: since } });
+    assertPlanAllows(limits, 'deployments_per_day', today);
+    await this.assertConcurrentRoom(accountId, limits);
   }
 
   /** Throws plan_restricted when the account already runs its plan's concurrent_builds deployment chains. */
-  private async assertConcurrentRoom(accountId: string): Promise<void> {
-    await this.entitlements.assertWithin(
-      accountId,
-      'concurrent_builds',
-      await this.em.count(Operation, { accountId, kind: { $in: CHAIN_KINDS }, status: 'running' }),
-    );
+  private async assertConcurrentRoom(accountId: string, plan?: Plan): Promise<void> {
+    const limits = plan ?? (await this.entitlements.planOf(accountId));
+    const running = await this.em.count(Operation, { accountId, kind: { $in: CHAIN_KINDS }, status: 'running' });
+    assertPlanAllows(limits, 'concurrent_builds', running);
   }
 
   /** A deployment operation (not yet written) in the created state. */
