@@ -210,7 +210,14 @@ export class DeploymentService {
    */
   async assertNoChainRunning(projectId: string, except?: string): Promise<void> {
     const em = this.em.fork();
-    const holder = (await em.findOne(Project, { id: projectId }, { fields: ['activeOperationId'] }))?.activeOperationId;
+    // A plain query of the one column: every upload asks, twice (before its archive is read, then to start).
+    const [row] = await em
+      .getConnection()
+      .execute<{ active_operation_id: string | null }[]>(
+        'select active_operation_id from projects where id = ? limit 1',
+        [projectId],
+      );
+    const holder = row?.active_operation_id;
     if (!holder || holder === except) return;
     const running = await em.findOne(Operation, { id: holder });
     if (running && !isTerminal(OperationStore.stateOf(running))) throw inProgress(holder);
