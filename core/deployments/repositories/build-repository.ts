@@ -55,13 +55,12 @@ export class OrmBuildRepository extends OrmRepository implements BuildRepository
   }
 
   async shippable(operationId: string): Promise<ShippableBuild | null> {
-    return this.shippableOf(
-      await this.db.findOne(
-        Build,
-        { operationId, status: { $in: ['succeeded', 'skipped'] }, artifactKey: { $ne: null }, artifactRemovedAt: null },
-        { orderBy: { createdAt: 'desc' } },
-      ),
+    const [row] = await this.rows<{ id: string; artifact_key: string; artifact_root: string | null }>(
+      'select id, artifact_key, artifact_root from builds where operation_id = ? and status in (?, ?) ' +
+        'and artifact_key is not null and artifact_removed_at is null order by created_at desc limit 1',
+      [operationId, 'succeeded', 'skipped'],
     );
+    return row ? { id: row.id, artifactKey: row.artifact_key, artifactRoot: row.artifact_root ?? null } : null;
   }
 
   async reusable(id: string, projectId: string): Promise<ShippableBuild | null> {

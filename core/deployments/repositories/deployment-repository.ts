@@ -44,7 +44,10 @@ export class OrmDeploymentRepository extends OrmRepository implements Deployment
   }
 
   async running(operationId: string): Promise<string[]> {
-    const found = await this.db.find(Deployment, { operationId, status: 'running' }, { fields: ['id'] });
+    const found = await this.rows<{ id: string }>('select id from deployments where operation_id = ? and status = ?', [
+      operationId,
+      'running',
+    ]);
     return found.map((d) => d.id);
   }
 
@@ -60,8 +63,12 @@ export class OrmDeploymentRepository extends OrmRepository implements Deployment
   ): Promise<string | null> {
     const db = this.db;
     const now = this.clock.now();
-    const project = await db.findOneOrFail(Project, { id: projectId });
-    const previous = project.liveDeploymentId;
+    const [project] = await this.rows<{ slug: string; live_deployment_id: string | null }>(
+      'select slug, live_deployment_id from projects where id = ?',
+      [projectId],
+    );
+    if (!project) throw new Error(`project ${projectId} not found`);
+    const previous = project.live_deployment_id;
     // A promoted release goes live again: its end is cleared; a promoted preview is a production release now.
     await db.nativeUpdate(
       Deployment,
