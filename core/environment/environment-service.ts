@@ -11,6 +11,7 @@ import type { Clock } from '../ports/clock.js';
 import type { ProjectService } from '../projects/project-service.js';
 import { checkName, checkScope, checkValue, type Scope } from './variable-rules.js';
 import { token } from '../tokens.js';
+import { loadById } from '../entities/load-by-id.js';
 
 export const ENVIRONMENT_SERVICE = token<EnvironmentService>('hoist.EnvironmentService');
 
@@ -188,7 +189,8 @@ export class EnvironmentService {
    * does not decrypt (nothing was handed out either). Never takes a snapshot.
    */
   async valuesOf(operationId: string, projectId: string): Promise<string[]> {
-    const snap = await this.em.fork().findOne(EnvironmentSnapshot, { operationId });
+    // Every build asks, to mask its log lines: a read by id without findOne's query building (loadById).
+    const snap = await loadById(this.em.fork(), EnvironmentSnapshot, operationId);
     if (!snap) return [];
     return (await this.opened(snap, operationId, projectId).catch(() => [] as NewVariable[])).map((v) => v.value);
   }
