@@ -457,9 +457,11 @@ test("retries count towards the plan's deployments_per_day; beyond it they are r
   const queued = await upload(other.token, mine.id, await zipOf({ 'index.html': 'quota' }));
   const op = await h.waitFor(other.token, queued.operation.id);
   assert.is(op.status, 'succeeded', JSON.stringify(op));
-  // The free plan allows 50 a day: record 49 more finished ones, as if made earlier today.
+  // The free plan allows 50 a day: record 49 more finished ones, as if made earlier today, and one of yesterday,
+  // which does not count.
   const em = h.running.kernel.orm.em.fork();
-  for (let i = 0; i < 49; i++) {
+  for (let i = 0; i < 50; i++) {
+    const at = new Date(Date.now() - (i === 49 ? 25 * 3600 * 1000 : 0));
     em.persist(
       Object.assign(new Operation(), {
         accountId: other.accountId,
@@ -467,8 +469,8 @@ test("retries count towards the plan's deployments_per_day; beyond it they are r
         kind: 'deploy',
         status: 'succeeded',
         progress: 100,
-        createdAt: new Date(),
-        updatedAt: new Date(),
+        createdAt: at,
+        updatedAt: at,
       }),
     );
   }
