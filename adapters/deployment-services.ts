@@ -52,8 +52,8 @@ export const deploymentServices: ServiceDefinition[] = [
   }),
   defineService({
     provides: DEPLOYMENT_SERVICE,
-    deps: { em: ENTITY_MANAGER, store: OPERATION_STORE, entitlements: ENTITLEMENT_SERVICE, clock: CLOCK },
-    create: (d) => new DeploymentService(d.em, d.store, d.entitlements, d.clock),
+    deps: { em: ENTITY_MANAGER, store: OPERATION_STORE, entitlements: ENTITLEMENT_SERVICE, clock: CLOCK, log: LOGGER },
+    create: (d) => new DeploymentService(d.em, d.store, d.entitlements, d.clock, d.log),
   }),
   defineService({
     provides: REDACTION,

@@ -21,6 +21,7 @@ import { createLogger, type Logger } from './logger.js';
 import { loadPlugins } from './plugin-loader.js';
 import { entitiesOf, plugins as shippedPlugins } from './plugins.js';
 import { services } from './services.js';
+import { withTimeout } from '../core/with-timeout.js';
 
 export { KernelError };
 
@@ -224,13 +225,4 @@ export async function boot(
   };
   log.debug({ order: built.map((b) => b.part.label) }, 'kernel booted');
   return { config, orm: db, log, get: <T>(t: Token<T>) => c.resolve<T>(t), stop, ready };
-}
-
-/** Rejects when `p` has not settled within `ms`. */
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }

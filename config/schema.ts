@@ -549,6 +549,15 @@ export const settings = {
     min: 1,
     doc: 'A Node.js release must answer HTTP on PORT within this time, or its deploy fails.',
   },
+  requeueSeconds: {
+    type: 'integer',
+    env: 'HOIST_REQUEUE_SECONDS',
+    default: 15,
+    min: 1,
+    doc:
+      'Every this many seconds a worker enqueues again each deployment stage still queued after this long (one ' +
+      'whose enqueue failed while the queue was away), so that it runs once the queue answers again.',
+  },
   stuckAfterSeconds: {
     type: 'integer',
     env: 'HOIST_STUCK_AFTER_SECONDS',

@@ -11,6 +11,7 @@ import { startFileRetention } from './file-retention.js';
 import { startGarbageCollection } from './garbage-collection.js';
 import { startLogRetention } from './log-retention.js';
 import { startPreviewExpiry } from './preview-expiry.js';
+import { startRequeue } from './requeue.js';
 import { logRetired, startRetirement } from './retirement.js';
 import { startUploadRetention } from './upload-retention.js';
 
@@ -18,8 +19,9 @@ import { startUploadRetention } from './upload-retention.js';
  * Starts the worker role: takes stage jobs from the queue, once its sandbox runs and core's Recovery
  * has resumed what the last process left. It also checks customer domains on their schedule, takes expired
  * previews down, collects garbage (unreferenced release files), stops releases still running after their
- * deployment ended (Retirement) and removes what manifest uploads keep past their retention, and the archives,
- * artifacts and build logs no retained release needs (FileRetention).
+ * deployment ended (Retirement), removes what manifest uploads keep past their retention, and the archives,
+ * artifacts and build logs no retained release needs (FileRetention), and enqueues again the stages still queued
+ * after requeueSeconds (a queue that was away when they were enqueued).
  * Returns a function that stops taking jobs and waits for running ones to hand back.
  */
 export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> {
@@ -58,7 +60,9 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
   const stopLogRetention = startLogRetention(kernel);
   const stopFileRetention = startFileRetention(kernel);
   const stopRetirement = startRetirement(kernel);
+  const stopRequeue = startRequeue(kernel);
   return async () => {
+    await stopRequeue();
     await stopRetirement();
     await stopFileRetention();
     await stopLogRetention();

@@ -12,10 +12,14 @@ import type { Clock } from '../ports/clock.js';
 import type { StoredObject } from '../ports/storage.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { OperationStore } from './operation-store.js';
-import { token } from '../tokens.js';
+import { token, type Logger } from '../tokens.js';
 import { loadOne } from '../entities/load-by-id.js';
+import { withTimeout } from '../with-timeout.js';
 
 export const DEPLOYMENT_SERVICE = token<DeploymentService>('hoist.DeploymentService');
+
+/** How long the start of a chain waits for the queue to take its first stage before it answers all the same. */
+const ENQUEUE_WAIT_MS = 10_000;
 
 /** What started a deployment and who: the release's provenance. */
 export interface Provenance {
@@ -40,6 +44,7 @@ export class DeploymentService {
     private readonly store: OperationStore,
     private readonly entitlements: EntitlementService,
     private readonly clock: Clock,
+    private readonly log?: Pick<Logger, 'warn'>,
   ) {}
 
   /**
@@ -280,13 +285,21 @@ export class DeploymentService {
 
   /**
    * Takes the project's chain and writes the operation (and `also`) in one transaction, then enqueues its first stage.
+   * The operation is recorded by then: a queue that does not take the stage (away for a moment) delays the chain and
+   * never loses it, as the workers enqueue such a stage again (Recovery.requeue, every requeueSeconds). The answer
+   * waits ENQUEUE_WAIT_MS for the queue at most.
    */
   private async launch(operation: Operation, created: Transition, also: object[] = []): Promise<void> {
     await this.em.fork().transactional(async (tx) => {
       await this.takeChain(tx, operation.projectId!, operation.id);
       tx.persist([operation, ...also]);
     });
-    await this.store.carryOut(operation, created.effects);
+    await withTimeout(this.store.carryOut(operation, created.effects), ENQUEUE_WAIT_MS).catch((err: unknown) => {
+      this.log?.warn(
+        { err, operationId: operation.id },
+        'the first stage was not enqueued; a worker enqueues it again',
+      );
+    });
   }
 
   /** Takes the project's chain for `operationId`; a chain held by an operation that has ended is free. */

@@ -50,15 +50,28 @@ export class Recovery {
     );
     await this.deployer.restore(specs, this.reports);
     const retired = await this.retirement.reconcile();
-    let resumed = 0;
-    for (const op of await em.find(Operation, { kind: { $in: CHAIN_KINDS }, status: 'running' })) {
+    return { workspaces, unrestored, resumed: await this.requeue(), retired };
+  }
+
+  /**
+   * Enqueues again the current stage of every unfinished deployment (the queue de-duplicates) and returns how many.
+   * With `quietMs`, only a stage still queued in an operation that has not moved for that long: the workers run this
+   * periodically, so that a stage whose enqueue failed (the queue away as the stage before committed, or as the
+   * upload was recorded) runs once the queue answers again, not at the next worker start.
+   */
+  async requeue(quietMs?: number): Promise<number> {
+    const quiet = quietMs === undefined ? {} : { updatedAt: { $lt: new Date(Date.now() - quietMs) } };
+    let enqueued = 0;
+    for (const op of await this.em
+      .fork()
+      .find(Operation, { kind: { $in: CHAIN_KINDS }, status: 'running', ...quiet })) {
       const state = op.state as unknown as OperationState;
-      if (state?.current && state.stages[state.current].status !== 'skipped') {
-        await this.store.carryOut(op, [{ type: 'enqueue_stage', stage: state.current, attempt: state.attempt }]);
-        resumed++;
-      }
+      const status = state?.current ? state.stages[state.current].status : null;
+      if (!status || status === 'skipped' || (quietMs !== undefined && status !== 'queued')) continue;
+      await this.store.carryOut(op, [{ type: 'enqueue_stage', stage: state.current!, attempt: state.attempt }]);
+      enqueued++;
     }
-    return { workspaces, unrestored, resumed, retired };
+    return enqueued;
   }
 }
 

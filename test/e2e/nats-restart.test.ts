@@ -1,11 +1,10 @@
 // NATS restarted in the middle of a stage, on a nats-server of the test's own (never the machine's
 // shared one): the running build finishes, the operation succeeds, and the queue works afterwards.
-import http from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gatedProject } from '../helpers/gated-build.js';
 import { ownNatsServer, type OwnNats } from '../helpers/nats.js';
-import { cluster, processesOf, type Cluster, type RoleProcess } from '../helpers/roles.js';
+import { cluster, processesOf, siteBody, until, type Cluster, type RoleProcess } from '../helpers/roles.js';
 
 let nats: OwnNats;
 let c: Cluster;
@@ -23,14 +22,6 @@ test.after(async () => {
   await nats?.close();
 });
 
-const until = async (cond: () => boolean | Promise<boolean>, what: string, ms = 60_000) => {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
-
 test('a NATS restart mid-build: the build finishes, the operation succeeds, later deployments run', async () => {
   const token = await c.login(api.url);
   const auth = { authorization: `Bearer ${token}` };
@@ -46,19 +37,7 @@ test('a NATS restart mid-build: the build finishes, the operation succeeds, late
     });
     return (await res.json()).operation.id as string;
   };
-  const site = () =>
-    new Promise<string>((resolve, reject) => {
-      const url = new URL(edge.url);
-      http
-        .get(
-          { host: url.hostname, port: url.port, path: '/', headers: { host: `through-restart.localhost:${url.port}` } },
-          (res) => {
-            let body = '';
-            res.on('data', (d) => (body += d)).on('end', () => resolve(body));
-          },
-        )
-        .on('error', reject);
-    });
+  const site = () => siteBody(edge, 'through-restart.localhost');
 
   const first = await deploy('first');
   await until(() => processesOf(p.command, [worker.child.pid!]).length === 1, 'the build running');

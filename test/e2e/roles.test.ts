@@ -11,7 +11,7 @@ import { STAGE_TOPIC, type StageJob } from '../../core/deployments/operation-sto
 import type { OperationState } from '../../core/operations/state-machine.js';
 import { QUEUE, type Queue } from '../../core/ports/queue.js';
 import { gatedProject, type GatedProject } from '../helpers/gated-build.js';
-import { cluster, killQuietly, processesOf, type Cluster, type RoleProcess } from '../helpers/roles.js';
+import { cluster, killQuietly, processesOf, until, type Cluster, type RoleProcess } from '../helpers/roles.js';
 
 let c: Cluster;
 let api: RoleProcess;
@@ -33,13 +33,6 @@ test.before(async () => {
 });
 test.after(async () => c?.close(orphans));
 
-const until = async (cond: () => boolean | Promise<boolean>, what: string, ms = 60_000) => {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 const op = async (id: string) =>
   (await fetch(`${api.url}/api/v1/operations/${id}`, { headers: { authorization: `Bearer ${token}` } })).json();
 const finished = async (id: string) => ['succeeded', 'failed', 'canceled'].includes((await op(id)).status);

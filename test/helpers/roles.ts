@@ -1,4 +1,5 @@
 import { RequestContext } from '@mikro-orm/core';
+import http from 'node:http';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -135,3 +136,30 @@ export function processesOf(command: string, among: number[]): { pid: number; an
   }
   return found;
 }
+
+/** Waits until `cond` holds, checking every 100 ms; fails naming `what` after `ms`. */
+export const until = async (cond: () => boolean | Promise<boolean>, what: string, ms = 60_000) => {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+/** The body an edge process answers at `/` for the project host `host` (a name, without the port). */
+export const siteBody = (edge: RoleProcess, host: string) =>
+  new Promise<string>((resolve, reject) => {
+    const url = new URL(edge.url);
+    http
+      .get(
+        { host: url.hostname, port: url.port, path: '/', headers: { host: `${host}:${url.port}` }, timeout: 10_000 },
+        (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d)).on('end', () => resolve(body));
+        },
+      )
+      .on('timeout', function (this: http.ClientRequest) {
+        this.destroy(new Error(`the edge did not answer ${host} within 10 s`));
+      })
+      .on('error', reject);
+  });
