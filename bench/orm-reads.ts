@@ -1,13 +1,13 @@
 // CPU of the reads a deployment's stages and event streams make, per call, on the embedded database (SQLite) or,
 // with HOIST_DB=postgres, a fresh database of the test PostgreSQL: MikroORM's findOne, against loadById (one plain
-// query and the ORM's mapping of its row, core/entities/load-by-id.ts) and the plain query alone.
+// query and the ORM's mapping of its row, core/entities/plain-reads.ts) and the plain query alone.
 // Run: node --import tsx bench/orm-reads.ts [calls]   Prints figures; never fails on the clock.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { boot } from '../adapters/kernel.js';
 import { loadConfig } from '../config/load.js';
-import { loadById } from '../core/entities/load-by-id.js';
+import { loadById } from '../core/entities/plain-reads.js';
 import { Project } from '../core/entities/project.js';
 import { freshPgDatabase } from '../test/helpers/kernel.js';
 

@@ -5,6 +5,7 @@ import { Project } from '../entities/project.js';
 import { planRestricted } from '../errors.js';
 import { plans, type Capability, type Plan, type PlanLimits } from './plans.js';
 import { token } from '../tokens.js';
+import { queryRows } from '../entities/plain-reads.js';
 
 export const ENTITLEMENT_SERVICE = token<EntitlementService>('hoist.EntitlementService');
 
@@ -76,14 +77,11 @@ export class EntitlementService {
    * column: every upload and every deploy asks, and an entity load cost several times as much (bench/orm-reads.ts).
    */
   async planOf(accountId: string): Promise<Plan> {
-    const [account] = await this.em
-      .getConnection()
-      .execute<Pick<Account, 'plan'>[]>(
-        'select plan from accounts where id = ? limit 1',
-        [accountId],
-        'all',
-        this.em.getTransactionContext(),
-      );
+    const [account] = await queryRows<Pick<Account, 'plan'>>(
+      this.em,
+      'select plan from accounts where id = ? limit 1',
+      [accountId],
+    );
     if (!account) throw new Error(`Account ${accountId} not found`);
     return plans[account.plan] ?? plans.free;
   }

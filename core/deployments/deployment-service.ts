@@ -13,7 +13,7 @@ import type { StoredObject } from '../ports/storage.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { OperationStore } from './operation-store.js';
 import { token, type Logger } from '../tokens.js';
-import { loadOne } from '../entities/load-by-id.js';
+import { loadOne, queryRows } from '../entities/plain-reads.js';
 import { withTimeout } from '../with-timeout.js';
 
 export const DEPLOYMENT_SERVICE = token<DeploymentService>('hoist.DeploymentService');
@@ -217,12 +217,11 @@ export class DeploymentService {
   async assertNoChainRunning(projectId: string, except?: string): Promise<void> {
     const em = this.em.fork();
     // A plain query of the one column: every upload asks, twice (before its archive is read, then to start).
-    const [row] = await em
-      .getConnection()
-      .execute<{ active_operation_id: string | null }[]>(
-        'select active_operation_id from projects where id = ? limit 1',
-        [projectId],
-      );
+    const [row] = await queryRows<{ active_operation_id: string | null }>(
+      em,
+      'select active_operation_id from projects where id = ? limit 1',
+      [projectId],
+    );
     const holder = row?.active_operation_id;
     if (!holder || holder === except) return;
     const running = await em.findOne(Operation, { id: holder });
@@ -264,7 +263,7 @@ export class DeploymentService {
 
   /** What a plain count query answers (every upload counts twice; the ORM's count cost several times the query). */
   private async count(sql: string, params: unknown[]): Promise<number> {
-    const [row] = await this.em.getConnection().execute<{ n: number | string }[]>(sql, params);
+    const [row] = await queryRows<{ n: number | string }>(this.em, sql, params);
     return Number(row?.n ?? 0);
   }
 

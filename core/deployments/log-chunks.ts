@@ -7,6 +7,7 @@ import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { Storage } from '../ports/storage.js';
 import { token } from '../tokens.js';
+import { queryRows } from '../entities/plain-reads.js';
 
 export const LOG_CHUNKS = token<LogChunks>('hoist.LogChunks');
 
@@ -29,14 +30,11 @@ export interface LogLines {
 
 /** The number of the operation's next build-log line: after its lines so far (0 for none). */
 async function nextLine(em: EntityManager, operationId: string): Promise<number> {
-  const [row] = await em
-    .getConnection()
-    .execute<{ last: number | string | null }[]>(
-      'select max(to_line) as last from build_log_chunks where operation_id = ?',
-      [operationId],
-      'all',
-      em.getTransactionContext(),
-    );
+  const [row] = await queryRows<{ last: number | string | null }>(
+    em,
+    'select max(to_line) as last from build_log_chunks where operation_id = ?',
+    [operationId],
+  );
   return Number(row?.last ?? 0);
 }
 
@@ -133,12 +131,11 @@ export class LogChunks {
   private async *read(where: { operationId: string } | { buildId: string }, after: number): AsyncGenerator<LogLines> {
     const [column, id] = 'operationId' in where ? ['operation_id', where.operationId] : ['build_id', where.buildId];
     const em = this.em.fork();
-    const rows = await em
-      .getConnection()
-      .execute<Record<string, unknown>[]>(
-        `select * from build_log_chunks where ${column} = ? and to_line > ? order by from_line asc limit ?`,
-        [id, after, READ_ROWS],
-      );
+    const rows = await queryRows<Record<string, unknown>>(
+      em,
+      `select * from build_log_chunks where ${column} = ? and to_line > ? order by from_line asc limit ?`,
+      [id, after, READ_ROWS],
+    );
     for (const row of rows) {
       const chunk = em.map(BuildLogChunk, row);
       if (chunk.inStorage) yield* this.stored(chunk, after);

@@ -199,6 +199,7 @@ export class LocalQueue implements Queue, Lifecycle {
     // A plain query, its rows mapped by the ORM: every stage of every deployment is claimed here, and an entity
     // query cost several times as much (bench/orm-reads.ts). Dates are bound as the database stores them.
     const now = em.getPlatform().processDateProperty(new Date());
+    // Plugins reach core through its ports only: the connection is asked directly (core's queryRows does the same).
     const rows = await em
       .getConnection()
       .execute<Record<string, unknown>[]>(

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { Clock } from '../../ports/clock.js';
+import { queryRows } from '../../entities/plain-reads.js';
 
 /**
  * What the ORM repositories share: bound to a transaction (`within`), they write in it (a stage's
@@ -22,6 +23,6 @@ export abstract class OrmRepository {
    * entity load cost several times the query (bench/orm-reads.ts).
    */
   protected rows<T>(sql: string, params: unknown[]): Promise<T[]> {
-    return this.em.getConnection().execute<T[]>(sql, params, 'all', this.tx?.getTransactionContext());
+    return queryRows<T>(this.tx ?? this.em, sql, params);
   }
 }

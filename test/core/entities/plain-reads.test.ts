@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Kernel } from '../../../adapters/kernel.js';
 import { Project } from '../../../core/entities/project.js';
-import { loadById, loadOne } from '../../../core/entities/load-by-id.js';
+import { loadById, loadOne } from '../../../core/entities/plain-reads.js';
 import { testKernel } from '../../helpers/kernel.js';
 
 let kernel: Kernel;
