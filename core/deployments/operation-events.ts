@@ -35,6 +35,13 @@ const withoutHeartbeats = (view: OperationView) =>
     ),
   });
 
+/** `<attempt>|<status>` of a deployment operation's build stage (null for another kind). */
+function buildMark(state: Record<string, unknown> | null | undefined): string | null {
+  const s = state as { attempt?: number; stages?: { build?: { status?: string } } } | null | undefined;
+  const status = s?.stages?.build?.status;
+  return status === undefined ? null : `${s!.attempt}|${status}`;
+}
+
 /** The id of the event that leaves a stream at `c`. */
 export const eventId = (c: EventCursor) => `${c.revision}.${c.line}`;
 
@@ -114,6 +121,8 @@ export class OperationEvents {
     const at = { ...from };
     let shown = '';
     let seen = '';
+    // The build stage's attempt and status when a read of the lines found none new with the build not running.
+    let quiet: string | null = null;
     const wakeup = new Wakeup(this.changes, id);
     try {
       while (!signal.aborted) {
@@ -122,10 +131,17 @@ export class OperationEvents {
         const op = await views.find(accountId, id);
         if (!op) throw notFound('Operation');
         const done = TERMINAL.includes(op.status);
+        const build = buildMark(op.state);
         let more = false;
-        for await (const chunk of this.logs.after(id, at.line)) {
+        let gap = false;
+        // Lines are written while the build stage runs, or with its end: with the build as it was when a read found
+        // none new, there are none to read.
+        for await (const chunk of build !== null && build === quiet ? [] : this.logs.after(id, at.line)) {
           // A missing stretch is still being written (unless nothing more will come): wait for it.
-          if (chunk.from > at.line && !done) break;
+          if (chunk.from > at.line && !done) {
+            gap = true;
+            break;
+          }
           const lines = chunk.lines.slice(Math.max(0, at.line - chunk.from));
           at.line = chunk.from + chunk.lines.length;
           more = true;
@@ -135,6 +151,7 @@ export class OperationEvents {
             data: { build_id: chunk.buildId, from: at.line - lines.length, lines },
           };
         }
+        quiet = !more && !gap && build !== null && !build.endsWith('|running') ? build : null;
         // A project deletion moves its operation without a revision: any other change shows too.
         const sig = `${op.revision}|${op.status}|${op.progress}|${new Date(op.updatedAt).getTime()}`;
         const moved = op.revision > at.revision || (seen !== '' && sig !== seen);
