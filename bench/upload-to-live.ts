@@ -1,6 +1,7 @@
 // Upload-to-live latency of a small static site on the embedded defaults (SQLite, local storage,
 // in-process queue, local deployer), all three roles in this process, over real HTTP.
-// Run: node --import tsx bench/upload-to-live.ts [deploys] [--node]   Prints figures; never fails on the clock.
+// Run: node --import tsx bench/upload-to-live.ts [deploys] [--node] [--warmup=n]   Prints figures; never fails on the
+// clock. --warmup: deploys made first and not counted (1 by default; the JIT compiler is still busy after it).
 // --node deploys a dependency-free Node.js app (a start script, an http server answering its marker)
 // instead; HOIST_DEPLOYER and HOIST_SANDBOX are read from the environment (HOIST_DEPLOYER=docker needs
 // the Docker engine and scripts/docker-base-image.sh's image).
@@ -8,7 +9,7 @@ import { RequestContext } from '@mikro-orm/core';
 import type { AbstractSqlConnection } from '@mikro-orm/knex';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yazl from 'yazl';
@@ -24,6 +25,7 @@ import { sseEvents } from '../client/operation-stream.js';
 const args = process.argv.slice(2);
 const NODE_APP = args.includes('--node');
 const DEPLOYS = Number(args.find((a) => !a.startsWith('--')) ?? 20);
+const WARMUP = Math.max(1, Number(args.find((a) => a.startsWith('--warmup='))?.slice(9) ?? 1));
 const SITE_BYTES = 1_000_000;
 const FILES = 50;
 /** How many of the most frequent SQL statements are listed. */
@@ -139,6 +141,15 @@ function multipart(zip: Buffer): { body: Buffer; type: string } {
   };
 }
 
+/** CPU time of this process's main thread so far, in ms (Linux: its schedstat; NaN elsewhere). */
+function mainThreadCpu(): number {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return NaN;
+  }
+}
+
 const ms = (a: string | null, b: string | null) => (a && b ? new Date(b).getTime() - new Date(a).getTime() : NaN);
 const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
 
@@ -224,8 +235,8 @@ try {
 
   const rows: Record<string, number>[] = [];
   let zipBytes = 0;
-  // Deploy 0 warms up (first use of each code path) and is not counted.
-  for (let i = 0; i <= DEPLOYS; i++) {
+  // The first WARMUP deploys warm up (first use of each code path, the JIT compiler) and are not counted.
+  for (let i = 1 - WARMUP; i <= DEPLOYS; i++) {
     const marker = `release-${i}-${randomBytes(4).toString('hex')}`;
     const zip = await (NODE_APP ? nodeAppZip : siteZip)(marker);
     zipBytes = zip.length;
@@ -233,6 +244,7 @@ try {
 
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
+    const main0 = mainThreadCpu();
     const sql0 = statementCount;
     const accepted = await post(
       `/api/v1/projects/${project.id}/local-to-live`,
@@ -252,11 +264,12 @@ try {
     // The variants deployer-local makes after the switch are this deploy's CPU too (not its time to live).
     await (running.kernel.get<Deployer>(DEPLOYER) as Partial<LocalDeployer>).variantsMade?.(op.result.deployment_id);
     const cpu = process.cpuUsage(cpu0);
+    const mainCpu = mainThreadCpu() - main0;
     const sql = statementCount - sql0;
-    if (i === 0) statements.clear();
+    if (i <= 0) statements.clear();
 
     const { analyze, build, deploy } = op.stages;
-    if (i === 0) continue;
+    if (i <= 0) continue;
     rows.push({
       total: t3 - t0,
       upload: t1 - t0,
@@ -271,6 +284,8 @@ try {
       eventLag: t2 - t1 - ms(op.created_at, op.finished_at),
       edge: t3 - t2,
       cpu: (cpu.user + cpu.system) / 1000,
+      cpuSystem: cpu.system / 1000,
+      cpuMain: mainCpu,
       sql,
     });
     process.stdout.write(`deploy ${String(i).padStart(2)}: ${(t3 - t0).toFixed(0)} ms\n`);
@@ -283,7 +298,7 @@ try {
   };
   const f = (n: number) => n.toFixed(0).padStart(7);
   console.log(
-    `\nupload-to-live, ${DEPLOYS} deploys (after one warm-up) of a ` +
+    `\nupload-to-live, ${DEPLOYS} deploys (after ${WARMUP} warm-up deploy${WARMUP > 1 ? 's' : ''}) of a ` +
       (NODE_APP ? 'dependency-free Node.js app' : `${FILES}-file static site`) +
       ` (ZIP ${(zipBytes / 1e6).toFixed(2)} MB), following its events, deployer ${config.deployer}`,
   );
@@ -310,7 +325,9 @@ try {
   );
   console.log(
     'cpu: CPU time of this process (server and client) per deploy, the variants made after the switch ' +
-      'included: the figure other load on the machine disturbs least.',
+      'included: the figure other load on the machine disturbs least; cpuSystem: its kernel part (file creation ' +
+      'on a disk just written to and deleted from costs most of it); cpuMain: the main thread (JavaScript), the ' +
+      'rest being the libuv pool (files, zlib), GC and the JIT compiler.',
   );
   console.log('sql: SQL statements sent per deploy (transaction control included); the most frequent:');
   for (const [text, n] of [...statements].sort((a, b) => b[1] - a[1]).slice(0, SQL_TOP))
