@@ -1,6 +1,6 @@
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, unlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readFile, realpath, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, resolve, sep } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -11,7 +11,7 @@ import type { FileIndex, FileVariant, IndexedFile } from '../../../core/ports/fi
 import { fileIndexPath, variantsPack } from '../../../core/ports/file-index.js';
 import type { ArchiveContent } from '../../../core/ports/archive.js';
 import { atMost } from '../../../core/plugin.js';
-import { blobName, type BlobStore } from './blob-store.js';
+import { blobName, inTurns, lstatOrNull, type BlobStore } from './blob-store.js';
 import { VariantPack, type KnownVariants, type PackedVariant } from './variant-pack.js';
 
 /** Files smaller than this are not precompressed (the headers would eat the gain). */
@@ -250,23 +250,28 @@ export async function readFileIndex(root: string): Promise<FileIndex | null> {
 
 /**
  * Unlinks the files of the release at `root` that its index names, each with its blob when nothing else links to
- * it any more (BlobStore.release), PARALLEL at once: one walk, where naming the blobs, removing the directory and
- * releasing them took three. The folders, and whatever the index does not name, are left for the caller to remove.
- * Resolves to the blobs of the variants of a release stored before variant packs (`<sha256>.br`), to release
- * once the folder linking them is gone.
+ * it any more (BlobStore.release), with synchronous calls in turns (see inTurns): one walk, where naming the blobs,
+ * removing the directory and releasing them took three. The folders, and whatever the index does not name, are left
+ * for the caller to remove. Resolves to the blobs of the variants of a release stored before variant packs
+ * (`<sha256>.br`), to release once the folder linking them is gone.
  */
 export async function unlinkReleaseFiles(store: BlobStore, root: string, index: FileIndex): Promise<string[]> {
   const base = resolve(root);
   const variants: string[] = [];
-  await atMost(PARALLEL, Object.entries(index.files), async ([path, file]) => {
-    for (const v of [file.br, file.gzip]) if (v && v.offset === undefined) variants.push(basename(v.path));
-    const target = resolve(base, path);
-    if (!target.startsWith(base + sep)) return;
-    const st = await lstat(target).catch(() => null);
-    if (!st?.isFile()) return;
-    await unlink(target);
-    await store.release([blobName(file.etag.slice(1, -1), (st.mode & 0o111) !== 0)]);
-  });
+  const blobs: string[] = [];
+  try {
+    await inTurns(Object.entries(index.files), ([path, file]) => {
+      for (const v of [file.br, file.gzip]) if (v && v.offset === undefined) variants.push(basename(v.path));
+      const target = resolve(base, path);
+      if (!target.startsWith(base + sep)) return;
+      const st = lstatOrNull(target);
+      if (!st?.isFile()) return;
+      unlinkSync(target);
+      blobs.push(blobName(file.etag.slice(1, -1), (st.mode & 0o111) !== 0));
+    });
+  } finally {
+    await store.release(blobs);
+  }
   return variants;
 }
 

@@ -141,5 +141,27 @@ test('put writes again a blob that was released after the store had it', async (
   assert.is(statSync(join(work, 'c.txt')).ino, statSync(store.pathOf(name)).ino);
 });
 
+test('releasing and collecting many blobs give the event loop turns, and remove only the unused ones', async () => {
+  const { store, work } = fresh();
+  const names: string[] = [];
+  for (let i = 0; i < 300; i++) {
+    const data = Buffer.from(`blob ${i}`);
+    const name = blobName(createHash('sha256').update(data).digest('hex'));
+    await store.put(name, join(work, `${i}.txt`), data);
+    names.push(name);
+  }
+  // Every third file stays linked from the work folder.
+  for (let i = 0; i < 300; i++) if (i % 3) rmSync(join(work, `${i}.txt`));
+  let turns = 0;
+  let counting = true;
+  const count = () => counting && (turns++, setImmediate(count));
+  setImmediate(count);
+  assert.is(await store.release(names.slice(0, 150)), 100);
+  counting = false;
+  assert.ok(turns >= 2, `the event loop had ${turns} turns while 150 blobs were released`);
+  assert.is(await store.collect(0), 100, 'the other unused ones');
+  for (let i = 0; i < 300; i++) assert.is(existsSync(store.pathOf(names[i])), i % 3 === 0, `blob ${i}`);
+});
+
 test.after(() => rmSync(root, { recursive: true, force: true }));
 test.run();
