@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, unlinkSync } from 'node:fs';
+import { createReadStream, createWriteStream, readFileSync, unlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, resolve, sep } from 'node:path';
@@ -180,7 +180,8 @@ export async function addReleaseVariants(
       if (!made) {
         const known = opts.known?.(sha);
         made = (async () => {
-          const data = entry.size <= IN_MEMORY_BYTES ? await readFile(file) : null;
+          // The release's own files, just written: in the page cache, read at once.
+          const data = entry.size <= IN_MEMORY_BYTES ? readFileSync(file) : null;
           const from = { file, data, size: entry.size, quality };
           return Promise.all([
             variant(pack, 'br', from, named, known?.br),
