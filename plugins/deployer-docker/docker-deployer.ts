@@ -14,7 +14,7 @@ import type {
 } from '../../core/ports/deployer.js';
 import type { Storage } from '../../core/ports/storage.js';
 import type { Workspaces } from '../../core/ports/workspaces.js';
-import { engineStatus } from '../shared/docker/connection.js';
+import { engineStatus, startContainer } from '../shared/docker/connection.js';
 import { guardReleaseNetwork } from '../shared/docker/firewall.js';
 import { tenantHostConfig } from '../shared/docker/hardening.js';
 import { lastLogLines } from '../shared/docker/logs.js';
@@ -148,7 +148,7 @@ export class DockerDeployer implements Deployer, Lifecycle {
       control.log(`Image ${releaseImageTag(spec.deploymentId)} made`);
       signal.throwIfAborted();
       const container = await this.create(spec);
-      await container.start();
+      await startContainer(container);
       control.log(`Container ${releaseContainerName(spec.deploymentId)} started`);
       return await this.healthy(container, signal);
     } catch (err) {
@@ -199,7 +199,7 @@ export class DockerDeployer implements Deployer, Lifecycle {
     try {
       await this.suspend(spec.deploymentId);
       const container = await this.create(spec);
-      await container.start();
+      await startContainer(container);
       control.log(`Container ${releaseContainerName(spec.deploymentId)} started from its kept image`);
       return await this.healthy(container, control.signal);
     } catch (err) {
@@ -234,7 +234,7 @@ export class DockerDeployer implements Deployer, Lifecycle {
         if (!found) target = await this.prepare(spec, { signal: never, log: () => {}, report });
         else {
           const container = this.docker.getContainer(found.Id);
-          if (found.State !== 'running') await container.start();
+          if (found.State !== 'running') await startContainer(container);
           target = await this.healthy(container, never);
         }
         await report.targetChanged(spec.deploymentId, target);

@@ -15,6 +15,7 @@ import {
 } from '../../core/ports/sandbox.js';
 import { Box, LABEL, removeLabelled, sandboxLabels } from './box.js';
 import { createCommandContainer, type ImageFacts } from './command-container.js';
+import { startContainer } from '../shared/docker/connection.js';
 import { watchDisk } from '../shared/sandbox/disk-watch.js';
 import { prepareNetworks, type SandboxNetworks } from './networks.js';
 import { followOutput } from './output.js';
@@ -186,7 +187,7 @@ export class DockerSandbox implements Sandbox, Lifecycle {
         limitBytes: spec.limits.outputBytes,
         over: () => stopFor('output'),
       });
-      await made.start();
+      await startContainer(made);
       container = made;
       ip = (await made.inspect()).NetworkSettings.Networks[network]?.IPAddress ?? '';
       if (!ip) throw new Error(`the container has no address on the network ${network}`);
@@ -266,7 +267,7 @@ export class DockerSandbox implements Sandbox, Lifecycle {
     const unwatch = volumes ? watchDisk(volumes, spec.limits.diskMb * MiB, () => stopFor('disk')) : () => {};
     try {
       if (reason) return { reason, exitCode: null, signal: null };
-      await container.start().catch((err: Error) => {
+      await startContainer(container).catch((err: Error) => {
         throw new SandboxError(`sandbox-docker could not start the container: ${err.message}`, { cause: err });
       });
       started = true;

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import type { Duplex } from 'node:stream';
-import { engineStatus } from '../shared/docker/connection.js';
+import { engineStatus, startContainer } from '../shared/docker/connection.js';
 import { TENANT_USER, tenantHostConfig } from '../shared/docker/hardening.js';
 import { LABEL, removeLabelled, sandboxLabels } from './box.js';
 
@@ -45,7 +45,7 @@ export class Presence {
       if (this.stream === stream && !this.stopped) setTimeout(() => void this.restart(), 1000).unref();
     });
     this.stream = stream;
-    await container.start();
+    await startContainer(container);
   }
 
   /** Ends the presence: the container exits and is removed. */

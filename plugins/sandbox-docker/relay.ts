@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import type { Duplex } from 'node:stream';
+import { startContainer } from '../shared/docker/connection.js';
 import { TENANT_USER, tenantHostConfig } from '../shared/docker/hardening.js';
 import type { Box } from './box.js';
 
@@ -61,5 +62,5 @@ export async function startRelay(
   });
   const stdin = box.hold((await relay.attach({ stream: true, stdin: true, hijack: true })) as Duplex);
   stdin.on('error', () => {});
-  await relay.start();
+  await startContainer(relay);
 }

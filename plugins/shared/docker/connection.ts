@@ -24,3 +24,15 @@ export const isLocalEngine = (endpoint: string) => endpoint.startsWith('/') || e
 
 /** The HTTP status of a Docker Engine API error (404 missing, 409 conflict ...), if it has one. */
 export const engineStatus = (err: unknown): number | undefined => (err as { statusCode?: number }).statusCode;
+
+/**
+ * Starts `container`; one the engine finds running already counts as started, which is what was asked. The engine
+ * answers a second start 304, and under load it once refused a first one with its runtime's "cannot start an
+ * already running container" (a race of its own, seen in CI on the sandbox's presence container).
+ */
+export async function startContainer(container: Pick<Docker.Container, 'start'>): Promise<void> {
+  await container.start().catch((err: unknown) => {
+    if (engineStatus(err) === 304 || /already running/.test((err as Error)?.message ?? '')) return;
+    throw err;
+  });
+}
