@@ -66,7 +66,7 @@ export class BlobStore {
 
   /**
    * Links the blob `name` at `target` when the store has it (nothing to do when `target` is that link already).
-   * Resolves to the blob's size and modification time, or null when the store has no such blob.
+   * Returns the blob's size and modification time, or null when the store has no such blob.
    */
   link(name: string, target: string): { size: number; mtimeMs: number } | null {
     try {
