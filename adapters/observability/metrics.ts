@@ -110,6 +110,13 @@ interface Tallied {
   buckets: number[];
   sum: number;
   count: number;
+  /** Requests answered by status since the last fold. */
+  answered: Map<number, Answered>;
+}
+
+interface Answered {
+  labels: RequestLabels & { status: string };
+  n: number;
 }
 
 /** A prom-client histogram's series, as prom-client 15 keeps them (see addObservations). */
@@ -126,9 +133,12 @@ interface HistogramSeries {
  * without their labels' hashing on every request.
  */
 export class RequestTally {
-  private readonly tallies = new Map<string, Tallied>();
-  /** Requests answered by role, method, route and status since the last fold. */
-  private readonly answered = new Map<string, { labels: RequestLabels & { status: string }; n: number }>();
+  /** By role, method and route: labels are looked up, not joined into a key, on every request. */
+  private readonly tallies = new Map<string, Map<string, Map<string, Tallied>>>();
+  /** The same, in the order first seen (the histogram's series are made in that order, as `observe` makes them). */
+  private readonly seen: Tallied[] = [];
+  /** Requests answered by role, method, route and status since the last fold, in the order first seen. */
+  private readonly answered: Answered[] = [];
 
   constructor(
     private readonly requests: Counter<'role' | 'method' | 'route' | 'status'>,
@@ -142,16 +152,23 @@ export class RequestTally {
 
   /** One request of `role` answered `status` for `method` on `route` in `seconds`. */
   count(role: string, method: string, route: string, status: number, seconds: number): void {
-    const key = `${role} ${method} ${route}`;
-    let t = this.tallies.get(key);
+    let byMethod = this.tallies.get(role);
+    if (!byMethod) this.tallies.set(role, (byMethod = new Map()));
+    let byRoute = byMethod.get(method);
+    if (!byRoute) byMethod.set(method, (byRoute = new Map()));
+    let t = byRoute.get(route);
     if (!t) {
-      t = { labels: { role, method, route }, buckets: new Array(REQUEST_BUCKETS.length + 1).fill(0), sum: 0, count: 0 };
-      this.tallies.set(key, t);
+      const buckets = new Array<number>(REQUEST_BUCKETS.length + 1).fill(0);
+      byRoute.set(route, (t = { labels: { role, method, route }, buckets, sum: 0, count: 0, answered: new Map() }));
+      this.seen.push(t);
     }
-    const statusKey = `${key} ${status}`;
-    const answered = this.answered.get(statusKey);
+    const answered = t.answered.get(status);
     if (answered) answered.n++;
-    else this.answered.set(statusKey, { labels: { role, method, route, status: String(status) }, n: 1 });
+    else {
+      const first = { labels: { role, method, route, status: String(status) }, n: 1 };
+      t.answered.set(status, first);
+      this.answered.push(first);
+    }
     let i = 0;
     while (i < REQUEST_BUCKETS.length && seconds > REQUEST_BUCKETS[i]) i++;
     t.buckets[i]++;
@@ -161,9 +178,10 @@ export class RequestTally {
 
   /** Adds what was counted since the last fold to the counter and the histogram, series in the order first seen. */
   fold(): void {
-    for (const { labels, n } of this.answered.values()) this.requests.inc(labels, n);
-    this.answered.clear();
-    for (const t of this.tallies.values()) {
+    for (const { labels, n } of this.answered) this.requests.inc(labels, n);
+    this.answered.length = 0;
+    for (const t of this.seen) {
+      t.answered.clear();
       if (!t.count) continue;
       addObservations(this.seconds, t.labels, t.buckets, t.sum, t.count);
       t.buckets.fill(0);

@@ -13,6 +13,8 @@ const answered: [string, string, string, number, number][] = [
   ['api', 'POST', '/api/v1/projects/', 201, 31],
   ['edge', 'GET', '/*', 502, 2.5],
   ['api', 'GET', '/api/v1/me', 401, 12],
+  // A role's route first seen after another role's.
+  ['edge', 'POST', '/*', 405, 0.001],
 ];
 
 /** The exposition text of a registry whose requests are counted with inc and observe, one call each. */
