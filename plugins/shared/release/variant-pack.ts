@@ -48,8 +48,8 @@ export class VariantPack {
   }
 
   /**
-   * Appends `data`; resolves to where it starts. A synchronous write (a variant is a few KB, into the page cache):
-   * through the libuv pool it cost several times the write in CPU.
+   * Appends `data`; resolves to where it starts. A synchronous write into the page cache (a variant made in memory:
+   * of a file of 1 MB at most, mostly a few KB): through the libuv pool it cost several times the write in CPU.
    */
   async append(data: Buffer): Promise<number> {
     const offset = this.end;
