@@ -3,6 +3,7 @@ import { closeSync, createReadStream, linkSync, lstatSync, open, unlinkSync, wri
 import { chmod, link, mkdir, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 
 /** How long a temporary file in the store, or an unreferenced blob, is left alone by a periodic collection. */
 export const BLOB_GRACE_MS = 10 * 60_000;
@@ -202,15 +203,15 @@ export class BlobStore {
   }
 }
 
+const openFd = promisify(open);
+
 /**
  * Writes `data` into a new file at `target` (which must not exist) with `mode`. The file is created in the libuv pool,
  * where creations overlap (one can take hundreds of µs); its bytes go into the page cache and it is closed at once,
  * without two more trips through the pool.
  */
 async function writeNew(target: string, data: Buffer, mode: number): Promise<void> {
-  const fd = await new Promise<number>((resolve, reject) =>
-    open(target, 'wx', mode, (err, opened) => (err ? reject(err) : resolve(opened))),
-  );
+  const fd = await openFd(target, 'wx', mode);
   try {
     for (let done = 0; done < data.length;) done += writeSync(fd, data, done, data.length - done);
   } finally {
