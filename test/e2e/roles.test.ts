@@ -86,7 +86,11 @@ test('two workers on one stream take stages from each other; no stage runs twice
   assert.equal(holders.filter((h) => h === workerPids()[0]).length, 2, 'the first worker runs two builds');
   assert.equal(holders.filter((h) => h === workerPids()[1]).length, 2, 'the second worker runs two builds');
   for (const p of projects) p.open();
-  for (const id of ops) await until(() => finished(id), `operation ${id} finished`);
+  for (const id of ops)
+    await until(
+      () => finished(id),
+      async () => `operation ${id} finished: ${JSON.stringify((await op(id)).stages)}`,
+    );
   for (const [i, id] of ops.entries()) {
     const view = await op(id);
     assert.is(view.status, 'succeeded', JSON.stringify(view));
@@ -114,7 +118,10 @@ test('a redelivered job of a finished stage is acknowledged and changes nothing'
   const p = await gated('again');
   p.open();
   const id = await deploy(p, 'again');
-  await until(() => finished(id), 'deployment finished');
+  await until(
+    () => finished(id),
+    async () => `deployment finished: ${JSON.stringify((await op(id)).stages)}`,
+  );
   const queue = c.kernel.get<Queue>(QUEUE);
   const drained = async () =>
     JSON.stringify(await queue.depth!(STAGE_TOPIC)) === JSON.stringify({ waiting: 0, running: 0 });

@@ -7,7 +7,7 @@ import { Build } from '../../core/entities/build.js';
 import { Operation } from '../../core/entities/operation.js';
 import type { OperationState } from '../../core/operations/state-machine.js';
 import { gatedProject } from '../helpers/gated-build.js';
-import { cluster, processesOf, type Cluster, type RoleProcess } from '../helpers/roles.js';
+import { cluster, processesOf, until, type Cluster, type RoleProcess } from '../helpers/roles.js';
 
 let c: Cluster;
 let api: RoleProcess;
@@ -21,13 +21,6 @@ test.before(async () => {
 });
 test.after(async () => c?.close());
 
-const until = async (cond: () => boolean | Promise<boolean>, what: string | (() => string), ms = 30_000) => {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting: ${typeof what === 'string' ? what : what()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 const stateOf = async (id: string) =>
   (await c.kernel.orm.em.fork().findOneOrFail(Operation, { id })).state as unknown as OperationState;
 
@@ -42,7 +35,7 @@ test('SIGTERM of a worker mid-build: it exits cleanly and the other worker takes
   });
   const { operation } = await res.json();
   const pids = () => workers.map((w) => w.child.pid!);
-  await until(() => processesOf(p.command, pids()).length === 1, 'the build running');
+  await until(() => processesOf(p.command, pids()).length === 1, 'the build running', 30_000);
   const [{ ancestor }] = processesOf(p.command, pids());
   const leaving = workers.find((w) => w.child.pid === ancestor)!;
   const staying = workers.find((w) => w !== leaving)!;
@@ -55,8 +48,9 @@ test('SIGTERM of a worker mid-build: it exits cleanly and the other worker takes
   await until(
     async () => (await stateOf(operation.id)).stages.build.token === 2,
     () => `the build claimed again; the workers said:\n${leaving.output()}\n${staying.output()}`,
+    30_000,
   );
-  await until(() => processesOf(p.command, [staying.child.pid!]).length === 1, 'the other worker building');
+  await until(() => processesOf(p.command, [staying.child.pid!]).length === 1, 'the other worker building', 30_000);
   p.open();
   await until(async () => (await stateOf(operation.id)).status !== 'running', 'the deployment finished', 60_000);
   const state = await stateOf(operation.id);

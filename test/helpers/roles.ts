@@ -137,11 +137,18 @@ export function processesOf(command: string, among: number[]): { pid: number; an
   return found;
 }
 
-/** Waits until `cond` holds, checking every 100 ms; fails naming `what` after `ms`. */
-export const until = async (cond: () => boolean | Promise<boolean>, what: string, ms = 60_000) => {
+/**
+ * Waits until `cond` holds, checking every 100 ms; fails naming `what` after `ms` (a function: asked then, to say what
+ * the wait found).
+ */
+export const until = async (
+  cond: () => boolean | Promise<boolean>,
+  what: string | (() => string | Promise<string>),
+  ms = 60_000,
+) => {
   const end = Date.now() + ms;
   while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting: ${what}`);
+    if (Date.now() > end) throw new Error(`timed out waiting: ${typeof what === 'string' ? what : await what()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 };
