@@ -38,6 +38,12 @@ export interface ArchiveContent {
   executable: boolean;
   data?: Buffer;
   stream?: Readable;
+  /**
+   * With `data`, when the archive holds the file compressed in a form gzip carries as it is (a ZIP's deflate): the
+   * file gzip-encoded, made of those stored bytes without compressing anything, and as dense as the archive's
+   * writer made them. Keep it no longer than needed: it may hold the archive's stored bytes.
+   */
+  gzip?: () => Buffer;
 }
 
 /**

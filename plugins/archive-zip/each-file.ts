@@ -1,10 +1,14 @@
 import { pipeline, type Readable } from 'node:stream';
 import type { ArchiveFile, ArchiveManifest } from './archive-types.js';
-import { checked, eachManifestEntry, entryBytes, SMALL_ENTRY_BYTES } from './manifest-entries.js';
+import { checked, eachManifestEntry, entryBytes, gzipMember, SMALL_ENTRY_BYTES } from './manifest-entries.js';
 import { openZip } from './open-zip.js';
 
-/** A file's bytes as eachFile hands them over: whole when small, else a stream to read to its end. */
-export type FileContent = { data: Buffer; stream?: undefined } | { data?: undefined; stream: Readable };
+/**
+ * A file's bytes as eachFile hands them over: whole when small (with `gzip` when the ZIP stored them as one deflate
+ * stream: see ArchiveContent.gzip), else a stream to read to its end.
+ */
+export type FileContent =
+  { data: Buffer; stream?: undefined; gzip?: () => Buffer } | { data?: undefined; stream: Readable; gzip?: undefined };
 
 /**
  * Opens the ZIP at `path` and hands every manifest file to `fn`, one at a time in archive order, held to its
@@ -30,7 +34,10 @@ export async function eachFile(
   try {
     await eachManifestEntry(zip, manifest, async (file, entry) => {
       signal?.throwIfAborted();
-      if (file.size <= SMALL_ENTRY_BYTES) return call(file, { data: await entryBytes(zip, entry, file) });
+      if (file.size <= SMALL_ENTRY_BYTES) {
+        const { data, deflate } = await entryBytes(zip, entry, file);
+        return call(file, deflate ? { data, gzip: () => gzipMember(deflate, data.length, entry.crc32) } : { data });
+      }
       const stream = pipeline(await zip.openReadStreamPromise(entry), checked(file, entry.crc32), () => {});
       await call(file, { stream });
     });

@@ -47,25 +47,56 @@ export async function eachManifestEntry(
 /** Entries declared at most this large are read whole into memory and inflated at once (no stream per small file). */
 export const SMALL_ENTRY_BYTES = 1024 * 1024;
 
+/**
+ * An entry's bytes, checked, with its stored deflate stream (`deflate`) when it was deflated and that stream is all
+ * of its stored bytes (nothing after its end): what gzipMember makes a ready gzip encoding of.
+ */
+export interface EntryBytes {
+  data: Buffer;
+  deflate?: Buffer;
+}
+
 /** The bytes of an entry of at most SMALL_ENTRY_BYTES, held to its declared size and CRC. */
-export async function entryBytes(zip: ZipFile, entry: Entry, file: ArchiveFile): Promise<Buffer> {
+export async function entryBytes(zip: ZipFile, entry: Entry, file: ArchiveFile): Promise<EntryBytes> {
   const deflated = entry.compressionMethod === 8;
   const raw = bufferOf(zip) ? rawBytes(bufferOf(zip)!, entry) : await readRaw(zip, entry, deflated);
-  let data: Buffer;
-  try {
-    data = deflated ? inflateRawSync(raw, { maxOutputLength: Math.max(1, file.size) }) : raw;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(file);
-    throw err;
-  }
+  let data = raw;
+  let whole = false;
+  if (deflated)
+    try {
+      // `info` gives the engine too (Node's types leave it out).
+      const { buffer, engine } = inflateRawSync(raw, {
+        maxOutputLength: Math.max(1, file.size),
+        info: true,
+      }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+      data = buffer;
+      // How much of the stored bytes the stream took (zlib's processChunkSync counts it): a stream with bytes after
+      // its end is read as before, but is no gzip member.
+      whole = engine.bytesWritten === raw.length;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(file);
+      throw err;
+    }
   if (data.length > file.size) throw tooLarge(file);
   if (data.length !== file.size || crc32(data) !== entry.crc32) throw damaged(file);
-  return data;
+  return whole ? { data, deflate: raw } : { data };
 }
+
+/** A gzip member (RFC 1952: no name, no time) of the deflate stream of `data`, whose size and CRC-32 are given. */
+export function gzipMember(deflate: Buffer, size: number, crc: number): Buffer {
+  const member = Buffer.allocUnsafe(10 + deflate.length + 8);
+  member.set(GZIP_HEADER, 0);
+  deflate.copy(member, 10);
+  member.writeUInt32LE(crc >>> 0, 10 + deflate.length);
+  member.writeUInt32LE(size >>> 0, 14 + deflate.length);
+  return member;
+}
+/** ID1 ID2, deflate, no flags, no time, no extra flags, OS unknown. */
+const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
 
 /** The bytes of any entry, held to its declared size and CRC (whole in memory: mind the size). */
 export async function fileBytes(zip: ZipFile, entry: Entry, file: ArchiveFile, signal?: AbortSignal): Promise<Buffer> {
-  if (file.size <= SMALL_ENTRY_BYTES) return entryBytes(zip, entry, file);
+  if (file.size <= SMALL_ENTRY_BYTES) return (await entryBytes(zip, entry, file)).data;
   const chunks: Buffer[] = [];
   const collect = new Writable({
     write(chunk: Buffer, _encoding, done) {

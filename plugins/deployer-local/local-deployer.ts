@@ -92,6 +92,8 @@ export class LocalDeployer implements Deployer, Lifecycle {
     const root = this.dir(spec.deploymentId);
     await mkdir(join(this.opts.dataDir, 'releases'), { recursive: true });
     let index: FileIndex;
+    // The gzip variants the artifact has ready (its own deflate streams), for compressLater.
+    const gzip = new Map<string, Buffer>();
     await this.workspaces.run(`deploy-${spec.deploymentId}`, async (work) => {
       const staging = join(work, 'release');
       const deps = { storage: this.storage, archive: this.archive };
@@ -99,7 +101,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
       // Each file becomes a link to its blob; the release's index goes beside it (a static release's marked as
       // waiting for its variants).
       const files = (fn: Parameters<Archive['each']>[2]) => this.archive.each(zip, manifest, fn, control.signal);
-      index = await storeReleaseFiles(this.store, staging, files, { precompress: false, signal: control.signal });
+      index = await storeReleaseFiles(this.store, staging, files, { precompress: false, signal: control.signal, gzip });
       await this.removeFiles(root);
       if (spec.runtime === 'static') index.variantsPending = Date.now();
       await saveFileIndex(root, index);
@@ -107,7 +109,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
     });
     control.log(`Release ${spec.deploymentId} unpacked`);
     if (spec.runtime === 'static') {
-      this.compressLater(spec.deploymentId, root, index!);
+      this.compressLater(spec.deploymentId, root, index!, gzip);
       return { kind: 'static', root };
     }
     try {
@@ -122,9 +124,9 @@ export class LocalDeployer implements Deployer, Lifecycle {
    * Makes the precompressed variants of the static release `id` at `root`, in place and serving, in the background
    * (after those of the releases before it): its pack, then its index without `variantsPending`. When that fails
    * the index loses the mark all the same (readers stop looking; its files are served as they are). remove() and
-   * stop() abort it, and wait for it once it has started.
+   * stop() abort it, and wait for it once it has started. `gzip`: the gzip variants ready (storeReleaseFiles').
    */
-  private compressLater(id: string, root: string, index: FileIndex): void {
+  private compressLater(id: string, root: string, index: FileIndex, gzip?: ReadonlyMap<string, Buffer>): void {
     const abort = new AbortController();
     const work = { abort, done: Promise.resolve(), started: false };
     const done = this.compressionLine.then(async () => {
@@ -134,6 +136,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
         const full = await addReleaseVariants(root, index, {
           signal: abort.signal,
           known: (sha) => this.variants.get(sha),
+          gzip,
         });
         abort.signal.throwIfAborted();
         await saveFileIndex(root, full);

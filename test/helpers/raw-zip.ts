@@ -7,6 +7,8 @@ export interface RawEntry {
   data?: Buffer | string;
   /** 0 stored (default), 8 deflated (data is compressed here), anything else written as given. */
   method?: number;
+  /** The stored bytes as given, whatever `method` says (data then only sets the declared size and CRC). */
+  stored?: Buffer;
   /** External file attributes; default a regular 0644 file (unix mode in the high 16 bits). */
   attrs?: number;
   /** General purpose bit flag; default 0x800 (UTF-8 name). Bit 0 marks the entry encrypted. */
@@ -32,7 +34,7 @@ export function rawZip(entries: RawEntry[]): Buffer {
     const name = Buffer.isBuffer(e.name) ? e.name : Buffer.from(e.name);
     const raw = Buffer.from(e.data ?? '');
     const method = e.method ?? 0;
-    const data = method === 8 ? deflateRawSync(raw) : raw;
+    const data = e.stored ?? (method === 8 ? deflateRawSync(raw) : raw);
     const flags = e.flags ?? 0x800;
     const crc = e.crc ?? crc32(raw);
     const size = e.size ?? raw.length;

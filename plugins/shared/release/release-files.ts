@@ -26,6 +26,11 @@ export const BROTLI_QUALITY = 5;
  * 60% of its CPU (bench/release-store.ts).
  */
 export const GZIP_LEVEL = 6;
+/**
+ * How many bytes of gzip variants storeReleaseFiles keeps in memory for a release (`gzip`), made of the archive's
+ * own deflate streams, until addReleaseVariants writes them: the rest are compressed there.
+ */
+export const KEPT_GZIP_BYTES = 8 * 1024 * 1024;
 /** How many files are written, hashed or compressed at once (zlib and the disk calls run in the libuv pool). */
 const PARALLEL = 8;
 
@@ -60,7 +65,9 @@ export type ReleaseFileSource = (fn: (file: ArchiveContent) => Promise<void>) =>
  * compressed after all when that pack is gone or another one). Each file is read
  * out of the source once: a small one is hashed, written and compressed from memory while the next ones are read
  * (up to PARALLEL at once: file creation waits on the disk); a large one is written as it streams by, then read
- * back for its variants. A failure leaves no release directory, no pack, and no blob that only it made.
+ * back for its variants. A gzip encoding the source has ready (ArchiveContent.gzip) is the gzip variant when it is
+ * smaller; without `precompress`, such variants are put in `gzip` (by SHA-256, up to KEPT_GZIP_BYTES in all) for
+ * addReleaseVariants. A failure leaves no release directory, no pack, and no blob that only it made.
  */
 export async function storeReleaseFiles(
   store: BlobStore,
@@ -72,6 +79,7 @@ export async function storeReleaseFiles(
     finalRoot?: string;
     brotliQuality?: number;
     known?: (sha256: string) => KnownVariants | undefined;
+    gzip?: Map<string, Buffer>;
   },
 ): Promise<FileIndex> {
   const found = new Map<string, IndexedFile>();
@@ -88,6 +96,15 @@ export async function storeReleaseFiles(
   const touched = new Set<string>();
   const compressed = new Map<string, Promise<[FileVariant | undefined, FileVariant | undefined]>>();
   const failures: unknown[] = [];
+  let keptGzip = 0;
+  /** Keeps the ready gzip variant of the file whose content is `sha` for addReleaseVariants, when smaller and room. */
+  const keepGzip = (sha: string, file: ArchiveContent) => {
+    if (!opts.gzip || opts.gzip.has(sha) || keptGzip >= KEPT_GZIP_BYTES) return;
+    const gzip = file.gzip!();
+    if (gzip.length >= file.size) return;
+    opts.gzip.set(sha, gzip);
+    keptGzip += gzip.length;
+  };
   const later = (work: Promise<void>) => {
     const done: Promise<void> = work.catch((err) => void failures.push(err)).finally(() => pending.delete(done));
     pending.add(done);
@@ -102,7 +119,7 @@ export async function storeReleaseFiles(
       if (!dirs.has(parent)) dirs.add((await mkdir(parent, { recursive: true }), parent));
       const entry: IndexedFile = { size: file.size, type: contentTypeOf(file.path), etag: '', mtimeMs: 0 };
       found.set(file.path, entry);
-      const variants = opts.precompress && file.size >= COMPRESS_MIN_BYTES && compressible(entry.type);
+      const variants = file.size >= COMPRESS_MIN_BYTES && compressible(entry.type);
       // A large file is written as it streams by; a small one, and the variants, while the next files are read.
       const stored = file.data ? undefined : await writeStream(store, target, file, touched);
       later(
@@ -112,8 +129,12 @@ export async function storeReleaseFiles(
           touched.add(blobName(sha, file.executable));
           entry.mtimeMs = stored?.mtimeMs ?? (await store.put(blobName(sha, file.executable), target, file.data!));
           if (!variants) return;
+          if (!opts.precompress) {
+            if (file.gzip) keepGzip(sha, file);
+            return;
+          }
           // Files of the same content share their variants: made once.
-          const from = { file: target, data: file.data ?? null, size: file.size, quality };
+          const from = { file: target, data: file.data ?? null, size: file.size, quality, gzip: file.gzip };
           let made = compressed.get(sha);
           if (!made) {
             const known = opts.known?.(sha);
@@ -152,13 +173,19 @@ export async function storeReleaseFiles(
  * Adds to the index of the release in place at `root` the brotli and gzip variants of its compressible files of 1
  * KB or more that storeReleaseFiles left out (`precompress: false`), read from the release's own files: written to
  * its pack `variantsPack(root)` (made here; it must not exist), copied out of another pack where `known` says
- * (as storeReleaseFiles does). Resolves to the index with them, without `variantsPending`; the caller saves it.
- * A failure, or `signal` aborting, removes the pack.
+ * (as storeReleaseFiles does); the gzip variants in `gzip` (storeReleaseFiles') are written as they are. Resolves
+ * to the index with them, without `variantsPending`; the caller saves it. A failure, or `signal` aborting, removes
+ * the pack.
  */
 export async function addReleaseVariants(
   root: string,
   index: FileIndex,
-  opts: { signal?: AbortSignal; brotliQuality?: number; known?: (sha256: string) => KnownVariants | undefined },
+  opts: {
+    signal?: AbortSignal;
+    brotliQuality?: number;
+    known?: (sha256: string) => KnownVariants | undefined;
+    gzip?: ReadonlyMap<string, Buffer>;
+  },
 ): Promise<FileIndex> {
   const packPath = variantsPack(root);
   const named = basename(packPath);
@@ -182,7 +209,8 @@ export async function addReleaseVariants(
         made = (async () => {
           // The release's own files, just written: in the page cache, read at once.
           const data = entry.size <= IN_MEMORY_BYTES ? readFileSync(file) : null;
-          const from = { file, data, size: entry.size, quality };
+          const gzip = opts.gzip?.get(sha);
+          const from = { file, data, size: entry.size, quality, gzip: gzip && (() => gzip) };
           return Promise.all([
             variant(pack, 'br', from, named, known?.br),
             variant(pack, 'gzip', from, named, known?.gzip),
@@ -284,16 +312,19 @@ const failedIn = (root: string) => async (err: unknown) => {
 
 /**
  * The variant of a file in `encoding`, appended to `pack` when smaller than the file; undefined when not. `known`:
- * where it is already (copied from there when that pack is still the same), or null when known not smaller.
+ * where it is already (copied from there when that pack is still the same), or null when known not smaller. The
+ * source's ready gzip encoding, when smaller, is the gzip variant.
  */
 async function variant(
   pack: VariantPack,
   encoding: Encoding,
-  source: { file: string; data: Buffer | null; size: number; quality: number },
+  source: { file: string; data: Buffer | null; size: number; quality: number; gzip?: () => Buffer },
   path: string,
   known?: PackedVariant | null,
 ): Promise<FileVariant | undefined> {
   if (known === null) return undefined;
+  const ready = encoding === 'gzip' ? source.gzip?.() : undefined;
+  if (ready && ready.length < source.size) return { path, size: ready.length, offset: await pack.append(ready) };
   // A pack that cannot be read as it was known is no reason to fail: the variant is made again.
   const copied = known ? await pack.copy(known).catch(() => null) : null;
   if (copied !== null) return { path, size: known!.size, offset: copied };

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { deflateRawSync, gunzipSync } from 'node:zlib';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { StageError } from '../../../core/errors.js';
@@ -64,6 +65,33 @@ test('a file whose bytes lie fails with archive_invalid naming it, whole or stre
     assert.is((err as StageError).code, 'archive_invalid');
     assert.match((err as StageError).message, 'liar.js');
   }
+});
+
+test('a deflated file gets a gzip of its own stream; a stored one, or one with more after it, none', async () => {
+  const text = Buffer.from('<p>compressible</p>'.repeat(200));
+  const deflated = deflateRawSync(text, { level: 1 });
+  const zip = zipFile([
+    { name: 'deflated.html', data: text, stored: deflated, method: 8 },
+    { name: 'stored.html', data: text },
+    {
+      name: 'trailing.html',
+      data: text,
+      stored: Buffer.concat([deflated, Buffer.from('junk after the end')]),
+      method: 8,
+    },
+  ]);
+  const seen: Record<string, { data: string; gzip?: Buffer }> = {};
+  await archive.each(zip, await archive.inspect(zip, {}), async (file) => {
+    seen[file.path] = { data: file.data!.toString(), gzip: file.gzip?.() };
+  });
+  for (const path of ['deflated.html', 'stored.html', 'trailing.html'])
+    assert.is(seen[path]!.data, text.toString(), `${path} is read as it is`);
+  const gzip = seen['deflated.html']!.gzip!;
+  assert.ok(gzip.subarray(10, 10 + deflated.length).equals(deflated), 'the stored stream, not compressed again');
+  assert.is(gzip.length, deflated.length + 18, 'a header of 10 bytes and a trailer of 8');
+  assert.ok(gunzipSync(gzip).equals(text), 'it decodes to the file');
+  assert.is(seen['stored.html']!.gzip, undefined);
+  assert.is(seen['trailing.html']!.gzip, undefined);
 });
 
 test("what the caller's function throws comes back as it was thrown", async () => {

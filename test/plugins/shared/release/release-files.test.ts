@@ -12,13 +12,15 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { FileVariant } from '../../../../core/ports/file-index.js';
 import { variantsDir, variantsPack } from '../../../../core/ports/file-index.js';
 import { BlobStore } from '../../../../plugins/shared/release/blob-store.js';
 import {
+  addReleaseVariants,
+  KEPT_GZIP_BYTES,
   storeReleaseFiles,
   unlinkReleaseFiles,
   type ReleaseFileSource,
@@ -40,8 +42,11 @@ const filesUnder = (dir: string): string[] =>
     ? readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((p) => statSync(join(dir, p)).isFile())
     : [];
 
-/** A source of these files: up to 1 MB whole, larger ones as a stream (as Archive.each hands them over). */
-function sourceOf(files: Record<string, Buffer>, fail?: Error): ReleaseFileSource {
+/**
+ * A source of these files: up to 1 MB whole, larger ones as a stream (as Archive.each hands them over); the small
+ * ones with `gzip`, their ready gzip encoding, when given.
+ */
+function sourceOf(files: Record<string, Buffer>, fail?: Error, gzip?: (bytes: Buffer) => Buffer): ReleaseFileSource {
   return async (fn) => {
     for (const [path, bytes] of Object.entries(files)) {
       const big = bytes.length > 1024 * 1024;
@@ -49,7 +54,7 @@ function sourceOf(files: Record<string, Buffer>, fail?: Error): ReleaseFileSourc
         path,
         size: bytes.length,
         executable: false,
-        ...(big ? { stream: Readable.from([bytes]) } : { data: bytes }),
+        ...(big ? { stream: Readable.from([bytes]) } : { data: bytes, ...(gzip && { gzip: () => gzip(bytes) }) }),
       });
     }
     if (fail) throw fail;
@@ -218,6 +223,64 @@ test('a content known not smaller gets no variant, and is not compressed', async
   });
   assert.equal(Object.keys(index.files['app.js']!), ['size', 'type', 'etag', 'mtimeMs']);
   assert.is(statSync(variantsPack(`${release}-2`)).size, 0, 'nothing in its pack');
+});
+
+/** Gzip at level 1: other bytes than the variants' level 6, so a variant made of them shows it was not compressed. */
+const fastGzip = (bytes: Buffer) => gzipSync(bytes, { level: 1 });
+
+test("a source's ready gzip encoding is the gzip variant when smaller; else the file is compressed", async () => {
+  const { store, release } = fresh();
+  const index = await storeReleaseFiles(store, release, sourceOf(files, undefined, fastGzip), { precompress: true });
+  const made = variantBytes(release, index);
+  for (const path of ['app.js', 'style.css']) {
+    const bytes = files[path as keyof typeof files];
+    assert.ok(made[`${path} gzip`]!.equals(fastGzip(bytes)), `${path}: the ready bytes`);
+    assert.ok(brotliDecompressSync(made[`${path} br`]!).equals(bytes), `${path}: brotli made as before`);
+  }
+  assert.ok(gunzipSync(made['big.js gzip']!).equals(bigText), 'a streamed file has none ready: compressed');
+  // Level 0: stored blocks, larger than the file.
+  const stored = (bytes: Buffer) => gzipSync(bytes, { level: 0 });
+  const other = `${release}-2`;
+  const again = await storeReleaseFiles(store, other, sourceOf({ 'app.js': files['app.js'] }, undefined, stored), {
+    precompress: true,
+  });
+  const gzip = variantBytes(other, again)['app.js gzip']!;
+  assert.ok(gzip.length < files['app.js'].length, 'compressed, not the larger ready one');
+  assert.ok(gunzipSync(gzip).equals(files['app.js']));
+});
+
+test('without precompress, ready gzip encodings are kept for addReleaseVariants, which writes them as is', async () => {
+  const { store, release } = fresh();
+  const kept = new Map<string, Buffer>();
+  const index = await storeReleaseFiles(store, release, sourceOf(files, undefined, fastGzip), {
+    precompress: false,
+    gzip: kept,
+  });
+  const sha = (path: string) => index.files[path]!.etag.slice(1, -1);
+  // app.js and copy.js share one content; small.html is too small, logo.png not text, noise.txt not smaller, big.js
+  // streamed: none of them.
+  assert.equal([...kept.keys()].sort(), [sha('app.js'), sha('style.css')].sort());
+  assert.ok(kept.get(sha('app.js'))!.equals(fastGzip(files['app.js'])));
+  const full = await addReleaseVariants(release, index, { gzip: kept });
+  const made = variantBytes(release, full);
+  for (const path of ['app.js', 'copy.js', 'style.css'])
+    assert.ok(made[`${path} gzip`]!.equals(fastGzip(files[path as keyof typeof files])), `${path}: the ready bytes`);
+  assert.ok(gunzipSync(made['big.js gzip']!).equals(bigText), 'the others compressed as before');
+  assert.ok(brotliDecompressSync(made['app.js br']!).equals(files['app.js']));
+});
+
+test('a release keeps at most KEPT_GZIP_BYTES of ready gzip encodings in memory', async () => {
+  const { store, release } = fresh();
+  // 1 MB files of hex (about half that gzipped): more than the cap in all.
+  const many: Record<string, Buffer> = {};
+  for (let i = 0; i < Math.ceil((2 * KEPT_GZIP_BYTES) / (1024 * 1024)) + 2; i++)
+    many[`chunk-${i}.js`] = Buffer.from(randomBytes(512 * 1024).toString('hex'));
+  const kept = new Map<string, Buffer>();
+  await storeReleaseFiles(store, release, sourceOf(many, undefined, fastGzip), { precompress: false, gzip: kept });
+  const bytes = [...kept.values()].reduce((sum, b) => sum + b.length, 0);
+  assert.ok(kept.size < Object.keys(many).length, `${kept.size} of ${Object.keys(many).length} kept`);
+  assert.ok(bytes < KEPT_GZIP_BYTES + 1024 * 1024, `${bytes} bytes kept`);
+  assert.ok(bytes >= KEPT_GZIP_BYTES, 'up to the cap');
 });
 
 test('the memory of variants forgets the least recently used contents beyond its cap', async () => {
