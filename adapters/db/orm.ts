@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HoistConfig } from '../../config/schema.js';
 import { secretFile } from '../data-dir.js';
+import { keepStatements, type Preparing } from './kept-statements.js';
 import { resolveContext } from './request-scope.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -37,7 +38,8 @@ export async function ormOptions(config: HoistConfig, entities: EntitySchema[]):
     // WAL lets the API read while the worker writes; busy_timeout waits for a lock instead of failing. The driver's
     // calls block the process: with synchronous=full every commit would hold the edge and the API while the disk
     // syncs (sqliteSynchronous). Set on every connection the pool opens: the libsql dialect replaces a connection
-    // older than 10 s, and a new one would start with SQLite's defaults (no busy wait, synchronous=full).
+    // older than 10 s, and a new one would start with SQLite's defaults (no busy wait, synchronous=full). Each
+    // connection keeps its prepared statements (kept-statements.ts).
     const pragmas =
       'pragma journal_mode = wal; pragma busy_timeout = 5000; ' +
       `pragma synchronous = ${config.sqliteSynchronous === 'full' ? 'full' : 'normal'};`;
@@ -46,9 +48,10 @@ export async function ormOptions(config: HoistConfig, entities: EntitySchema[]):
       driver: LibSqlDriver,
       dbName,
       pool: {
-        afterCreate: (conn: { exec(sql: string): void }, done: (err: unknown, conn: unknown) => void) => {
+        afterCreate: (conn: Preparing & { exec(sql: string): void }, done: (err: unknown, conn: unknown) => void) => {
           try {
             conn.exec(pragmas);
+            keepStatements(conn);
             done(null, conn);
           } catch (err) {
             done(err, conn);
