@@ -16,6 +16,7 @@ import type { Deps, Resolved, Token } from './tokens.js';
 
 export type { HoistConfig } from '../config/schema.js';
 export { atMost } from './at-most.js';
+export { deleteRows, insertRow, queryRows, updateRows } from './entities/plain-sql.js';
 export { CLOCK, type Clock } from './ports/clock.js';
 export { CONFIG, ENTITY_MANAGER, LOGGER, token, type Deps, type Logger, type Resolved, type Token } from './tokens.js';
 

@@ -5,7 +5,7 @@ import { Project } from '../entities/project.js';
 import { planRestricted } from '../errors.js';
 import { plans, type Capability, type Plan, type PlanLimits } from './plans.js';
 import { token } from '../tokens.js';
-import { queryRows } from '../entities/plain-reads.js';
+import { queryRows } from '../entities/plain-sql.js';
 
 export const ENTITLEMENT_SERVICE = token<EntitlementService>('hoist.EntitlementService');
 

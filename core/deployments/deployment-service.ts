@@ -13,7 +13,7 @@ import type { StoredObject } from '../ports/storage.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { OperationStore } from './operation-store.js';
 import { token, type Logger } from '../tokens.js';
-import { loadOne, queryRows } from '../entities/plain-reads.js';
+import { loadOne, queryRows, updateRows } from '../entities/plain-sql.js';
 import { withTimeout } from '../with-timeout.js';
 
 export const DEPLOYMENT_SERVICE = token<DeploymentService>('hoist.DeploymentService');
@@ -310,7 +310,8 @@ export class DeploymentService {
       const running = await tx.findOne(Operation, { id: holder });
       if (running && !isTerminal(OperationStore.stateOf(running))) throw inProgress(holder);
     }
-    const n = await tx.nativeUpdate(
+    const n = await updateRows(
+      tx,
       Project,
       { id: projectId, activeOperationId: holder },
       { activeOperationId: operationId },

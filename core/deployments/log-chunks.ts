@@ -7,7 +7,7 @@ import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { Storage } from '../ports/storage.js';
 import { token } from '../tokens.js';
-import { queryRows } from '../entities/plain-reads.js';
+import { insertRow, queryRows } from '../entities/plain-sql.js';
 
 export const LOG_CHUNKS = token<LogChunks>('hoist.LogChunks');
 
@@ -99,7 +99,7 @@ export class LogChunks {
    */
   async appendWithin(tx: EntityManager, operationId: string, buildId: string, lines: string[]): Promise<void> {
     if (lines.length)
-      await tx.insert(BuildLogChunk, this.chunk(operationId, buildId, await nextLine(tx, operationId), lines));
+      await insertRow(tx, BuildLogChunk, this.chunk(operationId, buildId, await nextLine(tx, operationId), lines));
   }
 
   /** The chunk of `lines` from line `from` on. */

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
+import { updateRows } from '../entities/plain-sql.js';
 import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { HoistError, notFound } from '../errors.js';
@@ -88,7 +89,7 @@ export class OperationStore {
         return { t, op };
       }
       const cas = (db: EntityManager) =>
-        db.nativeUpdate(Operation, { id: op.id, revision: op.revision }, this.fields(op, t));
+        updateRows(db, Operation, { id: op.id, revision: op.revision }, this.fields(op, t));
       // A write of the operation alone (a claim, a heartbeat) is one statement, atomic without a transaction.
       // clear: the transaction starts with an empty identity map, so its closing flush has nothing to compare.
       const won =
@@ -99,7 +100,7 @@ export class OperationStore {
                 if ((await cas(tx)) !== 1) return false;
                 if (finished && op.projectId) {
                   const chain = { id: op.projectId, activeOperationId: op.id };
-                  await tx.nativeUpdate(Project, chain, { activeOperationId: null });
+                  await updateRows(tx, Project, chain, { activeOperationId: null });
                 }
                 await also?.(tx, t, op);
                 return true;

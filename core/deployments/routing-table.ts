@@ -1,9 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { accessProofs } from '../access/site-access-service.js';
-import { AccessGrant } from '../entities/access-grant.js';
-import { Deployment } from '../entities/deployment.js';
-import { Domain } from '../entities/domain.js';
-import { Project } from '../entities/project.js';
+import type { ReleaseTarget } from '../entities/deployment.js';
+import { queryRows } from '../entities/plain-sql.js';
 import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Logger } from '../tokens.js';
 import { previewLabel } from '../projects/project-url.js';
@@ -16,6 +14,18 @@ export interface RoutingTableOptions {
   revalidateMs: number;
   log: Logger;
 }
+
+/**
+ * The projects the table serves, as `p`: active, with a live release or a preview that has not expired by the time
+ * bound to its one parameter.
+ */
+const SERVED =
+  "p.status = 'active' and (p.live_deployment_id is not null or exists (select 1 from deployments v " +
+  "where v.project_id = p.id and v.status = 'preview' and v.expires_at > ?))";
+
+/** A project's columns the table needs. */
+type ProjectRow = Record<'id' | 'slug' | 'visibility' | 'preview_visibility', string> &
+  Record<'live_deployment_id' | 'access_password_hash', string | null>;
 
 /**
  * HostRoutes from memory: host → live release of every active project with a live release, on its
@@ -115,77 +125,74 @@ export class RoutingTable implements HostRoutes {
   }
 
   private async load(projectId: string | null, em: EntityManager): Promise<void> {
-    const only = projectId ? { id: projectId } : {};
-    const previews = await em.find(
-      Deployment,
-      { ...(projectId ? { projectId } : {}), status: 'preview', expiresAt: { $gt: new Date() } },
-      { fields: ['id', 'projectId', 'operationId', 'target', 'expiresAt'], disableIdentityMap: true },
+    const platform = em.getPlatform();
+    const now = platform.processDateProperty(new Date());
+    // Plain queries (a reload follows every deploy), each joining the projects served: no list of ids is bound,
+    // whatever their number. One after another: in a transaction (preview) they share one connection.
+    const rows = <T>(select: string, where = '', more: unknown[] = []) =>
+      queryRows<T>(em, `${select} where ${projectId ? 'p.id = ? and ' : ''}${SERVED}${where}`, [
+        ...(projectId ? [projectId] : []),
+        now,
+        ...more,
+      ]);
+    const json = (value: unknown) => platform.convertJsonToJSValue(value) as ReleaseTarget | null;
+    const previews = (
+      await rows<Record<'id' | 'project_id' | 'operation_id' | 'expires_at', string> & { target: unknown }>(
+        'select d.id, d.project_id, d.operation_id, d.target, d.expires_at ' +
+          'from deployments d join projects p on p.id = d.project_id',
+        " and d.status = 'preview' and d.expires_at > ?",
+        [now],
+      )
+    ).map((d) => ({ ...d, target: json(d.target), expiresAt: (platform.parseDate(d.expires_at) as Date).getTime() }));
+    const projects = await rows<ProjectRow>(
+      'select p.id, p.slug, p.visibility, p.preview_visibility, p.live_deployment_id, p.access_password_hash ' +
+        'from projects p',
     );
-    const previewed = [...new Set(previews.map((d) => d.projectId))];
-    const projects = await em.find(
-      Project,
-      { ...only, status: 'active', $or: [{ liveDeploymentId: { $ne: null } }, { id: { $in: previewed } }] },
-      {
-        fields: ['id', 'slug', 'visibility', 'previewVisibility', 'liveDeploymentId', 'accessPasswordHash'],
-        disableIdentityMap: true,
-      },
+    const deployments = await rows<{ id: string; target: unknown }>(
+      'select d.id, d.target from deployments d join projects p on p.live_deployment_id = d.id',
     );
-    const ids = projects.map((p) => p.id);
-    const gated = projects.filter((p) => p.visibility === 'private' || previewed.includes(p.id)).map((p) => p.id);
-    const live = projects.filter((p) => p.liveDeploymentId).map((p) => p.liveDeploymentId!);
-    // One after another: in a transaction (preview) they share one connection, which takes one query at a time.
-    const deployments = live.length
-      ? await em.find(Deployment, { id: { $in: live } }, { fields: ['id', 'target'], disableIdentityMap: true })
-      : [];
-    const domains = ids.length
-      ? await em.find(
-          Domain,
-          { projectId: { $in: ids }, status: 'active' },
-          { fields: ['projectId', 'hostname'], disableIdentityMap: true },
-        )
-      : [];
-    const grants = gated.length
-      ? await em.find(
-          AccessGrant,
-          { projectId: { $in: gated } },
-          { fields: ['id', 'projectId'], disableIdentityMap: true },
-        )
-      : [];
-    const targets = new Map(deployments.map((d) => [d.id, d.target]));
+    const domains = await rows<{ project_id: string; hostname: string }>(
+      'select m.project_id, m.hostname from domains m join projects p on p.id = m.project_id',
+      " and m.status = 'active'",
+    );
+    const grants = await rows<{ id: string; project_id: string }>(
+      'select g.id, g.project_id from access_grants g join projects p on p.id = g.project_id',
+    );
+    const targets = new Map(deployments.map((d) => [d.id, json(d.target)]));
     const apps = this.options.appsDomain.toLowerCase();
     const entries = new Map<string, [string, LiveRelease][]>();
     for (const p of projects) {
       const proofs = () =>
         accessProofs(
-          p.accessPasswordHash,
-          grants.filter((g) => g.projectId === p.id).map((g) => g.id),
+          p.access_password_hash,
+          grants.filter((g) => g.project_id === p.id).map((g) => g.id),
         );
       const routes: [string, LiveRelease][] = [];
-      const target = p.liveDeploymentId ? targets.get(p.liveDeploymentId) : null;
+      const target = p.live_deployment_id ? targets.get(p.live_deployment_id) : null;
       if (target) {
         const release: LiveRelease = {
           projectId: p.id,
-          deploymentId: p.liveDeploymentId!,
+          deploymentId: p.live_deployment_id!,
           visibility: p.visibility,
           target,
           accessProofs: p.visibility === 'private' ? proofs() : new Set(),
         };
         routes.push([`${p.slug}.${apps}`, release]);
-        for (const d of domains) if (d.projectId === p.id) routes.push([d.hostname.toLowerCase(), release]);
+        for (const d of domains) if (d.project_id === p.id) routes.push([d.hostname.toLowerCase(), release]);
       }
       // A public preview is served like a draft (never indexed); a private one behind the project's gate.
-      const previewVisibility = p.previewVisibility === 'public' ? 'draft' : 'private';
+      const previewVisibility = p.preview_visibility === 'public' ? 'draft' : 'private';
       for (const d of previews) {
-        if (d.projectId !== p.id || !d.target) continue;
+        if (d.project_id !== p.id || !d.target) continue;
         routes.push([
-          `${previewLabel(p.slug, d.operationId)}.${apps}`,
+          `${previewLabel(p.slug, d.operation_id)}.${apps}`,
           {
             projectId: p.id,
             deploymentId: d.id,
             visibility: previewVisibility,
             target: d.target,
             accessProofs: previewVisibility === 'private' ? proofs() : new Set(),
-            expiresAt: d.expiresAt!.getTime(),
+            expiresAt: d.expiresAt,
           },
         ]);
       }

@@ -3,7 +3,7 @@ import { HoistError } from '../errors.js';
 import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { Version } from '../entities/version.js';
-import { loadById } from '../entities/plain-reads.js';
+import { loadById } from '../entities/plain-sql.js';
 import { StageError } from '../errors.js';
 import { deterministicFailure } from '../operations/stage-error.js';
 import { STAGES, type OperationState, type Stage, type Transition } from '../operations/state-machine.js';

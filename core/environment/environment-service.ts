@@ -11,7 +11,7 @@ import type { Clock } from '../ports/clock.js';
 import type { ProjectService } from '../projects/project-service.js';
 import { checkName, checkScope, checkValue, type Scope } from './variable-rules.js';
 import { token } from '../tokens.js';
-import { loadById } from '../entities/plain-reads.js';
+import { loadById } from '../entities/plain-sql.js';
 
 export const ENVIRONMENT_SERVICE = token<EnvironmentService>('hoist.EnvironmentService');
 

@@ -14,7 +14,7 @@ import { applyBuildSettings, validateBuildSettings } from './build-settings.js';
 import { decodeCursor, encodeCursor, isUuid } from './keyset-cursor.js';
 import { isReservedSlug, slugify, withSuffix } from './slug.js';
 import { token } from '../tokens.js';
-import { loadOne } from '../entities/plain-reads.js';
+import { loadOne } from '../entities/plain-sql.js';
 
 export const PROJECT_SERVICE = token<ProjectService>('hoist.ProjectService');
 

@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import { JobRow } from './job.js';
-import type { Lifecycle } from '../../core/plugin.js';
+import { deleteRows, insertRow, queryRows, updateRows, type Lifecycle } from '../../core/plugin.js';
 import {
   JobRejection,
   type ConsumeOptions,
@@ -74,7 +74,7 @@ export class LocalQueue implements Queue, Lifecycle {
       });
     }
     try {
-      await em.insert(JobRow, row);
+      await insertRow(em, JobRow, row);
     } catch (err) {
       slot?.wake(null);
       if (err instanceof UniqueConstraintViolationException) return;
@@ -105,12 +105,11 @@ export class LocalQueue implements Queue, Lifecycle {
     const em = this.em.fork();
     const workers = this.workers.get(topic) ?? 0;
     // A plain query, not an entity: every poll of a running operation asks (the entity load cost several times it).
-    const [job] = await em
-      .getConnection()
-      .execute<{ id: string; state: string; created_at: Date | number }[]>(
-        'select id, state, created_at from jobs where topic = ? and key = ?',
-        [topic, key],
-      );
+    const [job] = await queryRows<{ id: string; state: string; created_at: Date | number }>(
+      em,
+      'select id, state, created_at from jobs where topic = ? and key = ?',
+      [topic, key],
+    );
     if (!job) return { jobsAhead: 0, state: 'gone', workers };
     if (job.state === 'running') return { jobsAhead: 0, state: 'running', workers };
     // Jobs enqueued in the same millisecond are ordered by id, as `claim` takes them.
@@ -199,19 +198,18 @@ export class LocalQueue implements Queue, Lifecycle {
     // A plain query, its rows mapped by the ORM: every stage of every deployment is claimed here, and an entity
     // query cost several times as much (bench/orm-reads.ts). Dates are bound as the database stores them.
     const now = em.getPlatform().processDateProperty(new Date());
-    // Plugins reach core through its ports only: the connection is asked directly (core's queryRows does the same).
-    const rows = await em
-      .getConnection()
-      .execute<Record<string, unknown>[]>(
-        'select * from jobs where topic = ? and ' +
-          '((state = ? and available_at <= ?) or (state = ? and lease_until < ?)) ' +
-          'order by created_at asc, id asc limit 5',
-        [topic, 'waiting', now, 'running', now],
-      );
+    const rows = await queryRows<Record<string, unknown>>(
+      em,
+      'select * from jobs where topic = ? and ' +
+        '((state = ? and available_at <= ?) or (state = ? and lease_until < ?)) ' +
+        'order by created_at asc, id asc limit 5',
+      [topic, 'waiting', now, 'running', now],
+    );
     const candidates = rows.map((row: Record<string, unknown>) => em.map(JobRow, row));
     for (const row of candidates) {
       const owner = randomUUID();
-      const won = await em.nativeUpdate(
+      const won = await updateRows(
+        em,
         JobRow,
         { id: row.id, state: row.state, deliveries: row.deliveries },
         {
@@ -244,7 +242,7 @@ export class LocalQueue implements Queue, Lifecycle {
     };
     try {
       await handler(job, { heartbeat, signal });
-      await em.nativeDelete(JobRow, { id: row.id, leaseOwner: owner });
+      await deleteRows(em, JobRow, { id: row.id, leaseOwner: owner });
     } catch (err) {
       // A consumer that is stopping hands the job back: any consumer (here after a restart, or another process) takes
       // it at once.

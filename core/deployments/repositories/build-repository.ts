@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { Build } from '../../entities/build.js';
+import { insertRow } from '../../entities/plain-sql.js';
 import { OrmRepository } from './orm-repository.js';
 
 /** What a build's record takes as it goes; `finished` stamps its end. */
@@ -38,7 +39,7 @@ export class OrmBuildRepository extends OrmRepository implements BuildRepository
   async create({ finished, ...fields }: NewBuild): Promise<string> {
     const now = this.clock.now();
     const build = Object.assign(new Build(), { ...fields, createdAt: now, ...(finished ? { finishedAt: now } : {}) });
-    await this.db.insert(Build, build);
+    await insertRow(this.db, Build, build);
     return build.id;
   }
 

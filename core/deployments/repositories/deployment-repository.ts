@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
+import { insertRow, updateRows } from '../../entities/plain-sql.js';
 import { Deployment, type ReleaseTarget } from '../../entities/deployment.js';
 import { Project } from '../../entities/project.js';
 import { OrmRepository } from './orm-repository.js';
@@ -39,7 +40,7 @@ export interface DeploymentRepository {
 export class OrmDeploymentRepository extends OrmRepository implements DeploymentRepository {
   async create(fields: NewDeployment): Promise<string> {
     const deployment = Object.assign(new Deployment(), { ...fields, createdAt: this.clock.now() });
-    await this.db.insert(Deployment, deployment);
+    await insertRow(this.db, Deployment, deployment);
     return deployment.id;
   }
 
@@ -70,13 +71,14 @@ export class OrmDeploymentRepository extends OrmRepository implements Deployment
     if (!project) throw new Error(`project ${projectId} not found`);
     const previous = project.live_deployment_id;
     // A promoted release goes live again: its end is cleared; a promoted preview is a production release now.
-    await db.nativeUpdate(
+    await updateRows(
+      db,
       Deployment,
       { id },
       { status: 'live', target, url: urlOf(project.slug), liveAt: now, endedAt: null, preview: false, expiresAt: null },
     );
-    if (previous) await db.nativeUpdate(Deployment, { id: previous }, { status: 'superseded', endedAt: now });
-    await db.nativeUpdate(Project, { id: projectId }, { liveDeploymentId: id });
+    if (previous) await updateRows(db, Deployment, { id: previous }, { status: 'superseded', endedAt: now });
+    await updateRows(db, Project, { id: projectId }, { liveDeploymentId: id });
     return previous;
   }
 

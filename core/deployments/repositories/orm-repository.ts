@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { Clock } from '../../ports/clock.js';
-import { queryRows } from '../../entities/plain-reads.js';
+import { queryRows } from '../../entities/plain-sql.js';
 
 /**
  * What the ORM repositories share: bound to a transaction (`within`), they write in it (a stage's

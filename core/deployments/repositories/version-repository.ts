@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
+import { updateRows } from '../../entities/plain-sql.js';
 import { Version } from '../../entities/version.js';
 import { OrmRepository } from './orm-repository.js';
 
@@ -13,7 +14,7 @@ export interface VersionRepository {
 /** VersionRepository on the ORM. */
 export class OrmVersionRepository extends OrmRepository implements VersionRepository {
   async recordAnalysis(versionId: string, analysis: object): Promise<void> {
-    await this.db.nativeUpdate(Version, { id: versionId }, { analysis: analysis as Record<string, unknown> });
+    await updateRows(this.db, Version, { id: versionId }, { analysis: analysis as Record<string, unknown> });
   }
 
   within(tx: EntityManager): VersionRepository {
