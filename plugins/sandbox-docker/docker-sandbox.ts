@@ -264,6 +264,8 @@ export class DockerSandbox implements Sandbox, Lifecycle {
     const timer = setTimeout(() => stopFor('timeout'), spec.limits.timeMs);
     const onAbort = () => stopFor('canceled');
     spec.signal?.addEventListener('abort', onAbort);
+    // A cancel that came while the container was made has fired its event already.
+    if (spec.signal?.aborted) onAbort();
     const unwatch = volumes ? watchDisk(volumes, spec.limits.diskMb * MiB, () => stopFor('disk')) : () => {};
     try {
       if (reason) return { reason, exitCode: null, signal: null };

@@ -104,6 +104,18 @@ export function sandboxContract(name: string, make: () => Promise<SandboxUnderTe
     assert.ok(loud.lines.length < 100_000 / 6 + 1000, 'output past the budget is not kept');
   });
 
+  t('a cancel that comes while the run is being set up stops it too', async ({ s }) => {
+    const ac = new AbortController();
+    // Aborted once run() is under way (after its first check), while it prepares: the time limit must not be the end.
+    const running = runIn(s.sandbox, ws({ s }), 'sleep 60', {
+      signal: ac.signal,
+      limits: { ...limits, timeMs: 20_000 },
+    });
+    await Promise.resolve();
+    ac.abort();
+    assert.is((await running).reason, 'canceled');
+  });
+
   t('memory, disk and processes are limited', async ({ s }) => {
     const dir = ws({ s });
     const hog = await runIn(s.sandbox, dir, 'node -e "const a=[]; for(;;) a.push(Buffer.alloc(1<<20).fill(1))"', {
