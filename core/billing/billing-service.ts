@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
+import { queryRows } from '../entities/plain-sql.js';
 import type { HoistConfig } from '../../config/schema.js';
 import { ACCOUNTS_CHANNEL, accountChanged, accountKey } from '../accounts/account-changes.js';
 import { userKey } from '../auth/session-cache.js';
@@ -76,7 +77,7 @@ export class BillingService {
     const kept = this.answers.get(userId, now);
     if (kept) return kept;
     const epoch = this.answers.epoch;
-    const row = await this.em.getConnection().execute<MeRow | undefined>(ME_QUERY, [userId], 'get');
+    const [row] = await queryRows<MeRow>(this.em, ME_QUERY, [userId]);
     if (!row) throw unauthorized();
     const me = {
       user: { id: row.user_id, email: row.email, email_verified: row.email_verified_at !== null },

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
+import { queryRows } from '../entities/plain-sql.js';
 import type { HoistConfig } from '../../config/schema.js';
 import { answerCache, type TaggedCache } from '../caching/tagged-cache.js';
 import type { Build } from '../entities/build.js';
@@ -218,8 +219,8 @@ export class OperationViews {
   }
 
   /** The first row `sql` answers, or undefined. */
-  private row<T>(sql: string, params: unknown[]): Promise<T | undefined> {
-    return this.em.getConnection().execute<T | undefined>(sql, params, 'get', this.em.getTransactionContext());
+  private async row<T>(sql: string, params: unknown[]): Promise<T | undefined> {
+    return (await queryRows<T>(this.em, sql, params))[0];
   }
 }
 
