@@ -284,7 +284,9 @@ export class DockerSandbox implements Sandbox, Lifecycle {
       clearTimeout(timer);
       unwatch();
       spec.signal?.removeEventListener('abort', onAbort);
-      attach.end();
+      // The attached stream of a container that never started never ends: it would hold the process open.
+      if (started) attach.end();
+      else (attach as unknown as Duplex).destroy();
     }
   }
 
