@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/core';
+import type { EntityManager, EntityName } from '@mikro-orm/core';
 import { assertPlanAllows, type EntitlementService } from '../billing/entitlement-service.js';
 import type { Plan } from '../billing/plans.js';
 import { Build } from '../entities/build.js';
@@ -13,7 +13,7 @@ import type { StoredObject } from '../ports/storage.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { OperationStore } from './operation-store.js';
 import { token, type Logger } from '../tokens.js';
-import { loadOne, queryRows, updateRows } from '../entities/plain-sql.js';
+import { insertRow, loadOne, queryRows, updateRows } from '../entities/plain-sql.js';
 import { withTimeout } from '../with-timeout.js';
 
 export const DEPLOYMENT_SERVICE = token<DeploymentService>('hoist.DeploymentService');
@@ -291,7 +291,7 @@ export class DeploymentService {
   private async launch(operation: Operation, created: Transition, also: object[] = []): Promise<void> {
     await this.em.fork().transactional(async (tx) => {
       await this.takeChain(tx, operation.projectId!, operation.id);
-      tx.persist([operation, ...also]);
+      for (const row of [operation, ...also]) await insertRow(tx, row.constructor as EntityName<object>, row);
     });
     await withTimeout(this.store.carryOut(operation, created.effects), ENQUEUE_WAIT_MS).catch((err: unknown) => {
       this.log?.warn(

@@ -92,8 +92,8 @@ export class LocalDeployer implements Deployer, Lifecycle {
     const root = this.dir(spec.deploymentId);
     await mkdir(join(this.opts.dataDir, 'releases'), { recursive: true });
     let index: FileIndex;
-    // The gzip variants the artifact has ready (its own deflate streams), for compressLater.
-    const gzip = new Map<string, Buffer>();
+    // The gzip variants the artifact has ready (its own deflate streams), for a static release's compressLater.
+    const gzip = spec.runtime === 'static' ? new Map<string, Buffer>() : undefined;
     await this.workspaces.run(`deploy-${spec.deploymentId}`, async (work) => {
       const staging = join(work, 'release');
       const deps = { storage: this.storage, archive: this.archive };
