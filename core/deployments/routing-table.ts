@@ -19,9 +19,9 @@ export interface RoutingTableOptions {
  * The projects the table serves, as `p`: active, with a live release or a preview that has not expired by the time
  * bound to its one parameter.
  */
-const SERVED =
-  "p.status = 'active' and (p.live_deployment_id is not null or exists (select 1 from deployments v " +
-  "where v.project_id = p.id and v.status = 'preview' and v.expires_at > ?))";
+const PREVIEWED =
+  "exists (select 1 from deployments v where v.project_id = p.id and v.status = 'preview' and v.expires_at > ?)";
+const SERVED = `p.status = 'active' and (p.live_deployment_id is not null or ${PREVIEWED})`;
 
 /** A project's columns the table needs. */
 type ProjectRow = Record<'id' | 'slug' | 'visibility' | 'preview_visibility', string> &
@@ -155,17 +155,23 @@ export class RoutingTable implements HostRoutes {
       'select m.project_id, m.hostname from domains m join projects p on p.id = m.project_id',
       " and m.status = 'active'",
     );
+    // Grants prove access to private entries only: a private live release, or a preview behind the gate.
     const grants = await rows<{ id: string; project_id: string }>(
       'select g.id, g.project_id from access_grants g join projects p on p.id = g.project_id',
+      ` and (p.visibility = 'private' or (p.preview_visibility <> 'public' and ${PREVIEWED}))`,
+      [now],
     );
     const targets = new Map(deployments.map((d) => [d.id, json(d.target)]));
+    const grantsOf = byProject(grants);
+    const domainsOf = byProject(domains);
+    const previewsOf = byProject(previews);
     const apps = this.options.appsDomain.toLowerCase();
     const entries = new Map<string, [string, LiveRelease][]>();
     for (const p of projects) {
       const proofs = () =>
         accessProofs(
           p.access_password_hash,
-          grants.filter((g) => g.project_id === p.id).map((g) => g.id),
+          (grantsOf.get(p.id) ?? []).map((g) => g.id),
         );
       const routes: [string, LiveRelease][] = [];
       const target = p.live_deployment_id ? targets.get(p.live_deployment_id) : null;
@@ -178,12 +184,12 @@ export class RoutingTable implements HostRoutes {
           accessProofs: p.visibility === 'private' ? proofs() : new Set(),
         };
         routes.push([`${p.slug}.${apps}`, release]);
-        for (const d of domains) if (d.project_id === p.id) routes.push([d.hostname.toLowerCase(), release]);
+        for (const d of domainsOf.get(p.id) ?? []) routes.push([d.hostname.toLowerCase(), release]);
       }
       // A public preview is served like a draft (never indexed); a private one behind the project's gate.
       const previewVisibility = p.preview_visibility === 'public' ? 'draft' : 'private';
-      for (const d of previews) {
-        if (d.project_id !== p.id || !d.target) continue;
+      for (const d of previewsOf.get(p.id) ?? []) {
+        if (!d.target) continue;
         routes.push([
           `${previewLabel(p.slug, d.operation_id)}.${apps}`,
           {
@@ -226,4 +232,15 @@ export class RoutingTable implements HostRoutes {
     );
     for (const [host, release] of routes) if (!this.byHost.has(host)) this.byHost.set(host, release);
   }
+}
+
+/** `rows` grouped by their project, in their order. */
+function byProject<T extends { project_id: string }>(rows: T[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const row of rows) {
+    const group = groups.get(row.project_id);
+    if (group) group.push(row);
+    else groups.set(row.project_id, [row]);
+  }
+  return groups;
 }

@@ -61,7 +61,7 @@ export function loadById<T extends object>(em: EntityManager, entity: EntityName
   return loadOne(em, entity, { [key]: id });
 }
 
-/** Properties of an entity and their values (null in a where: IS NULL). */
+/** Properties of an entity and their values (null in a where: IS NULL; undefined there: an error). */
 type Values<T> = { [K in keyof T]?: T[K] | null };
 
 /** Columns and bound values of `entity`'s properties, each value stored through its property's type (JSON, dates). */
@@ -95,10 +95,13 @@ function columnsOf<T extends object>(em: EntityManager, entity: EntityName<T>) {
     params,
     /** `column = ?` for each property set. */
     assign: (values: Values<T>) => listed(values, 'set').map(([key, value]) => `${bind(key, value)} = ?`),
-    /** The conditions that the properties equal `values` (null: IS NULL). */
+    /** The conditions that the properties equal `values` (null: IS NULL; undefined is refused, never `= NULL`). */
     match: (values: Values<T>) =>
       listed(values, 'where')
-        .map(([key, value]) => (value === null ? `${name(key)} is null` : `${bind(key, value)} = ?`))
+        .map(([key, value]) => {
+          if (value === undefined) throw new Error(`a plain statement on ${meta.className} has ${key} undefined`);
+          return value === null ? `${name(key)} is null` : `${bind(key, value)} = ?`;
+        })
         .join(' and '),
     /** The columns of the properties `row` has (undefined ones left to their defaults), their values bound. */
     row: (row: T) =>

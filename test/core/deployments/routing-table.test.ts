@@ -10,6 +10,7 @@ import { AccessGrant } from '../../../core/entities/access-grant.js';
 import { Deployment, type ReleaseTarget } from '../../../core/entities/deployment.js';
 import { Domain } from '../../../core/entities/domain.js';
 import { Project } from '../../../core/entities/project.js';
+import { previewLabel } from '../../../core/projects/project-url.js';
 import { CHANGE_FEED, type ChangeFeed } from '../../../core/ports/change-feed.js';
 import { testKernel } from '../../helpers/kernel.js';
 
@@ -153,6 +154,31 @@ test("a private project's entry carries what opens it: its password and grants, 
   await feed.publish(ROUTES_CHANNEL, pub.projectId);
   await until(() => t.lookup('pub.apps.test') !== null, 'the new project');
   assert.is(t.lookup('pub.apps.test')!.accessProofs.size, 0, 'a public project has no proofs');
+});
+
+test("a public project's gated preview carries its grants; its live entry and a public preview none", async () => {
+  const p = await liveProject('gated');
+  const grant = Object.assign(new AccessGrant(), { projectId: p.projectId, email: 'g@example.test', createdAt: now() });
+  await em().insert(AccessGrant, grant);
+  const preview = Object.assign(new Deployment(), {
+    accountId: p.accountId,
+    projectId: p.projectId,
+    versionId: randomUUID(),
+    buildId: randomUUID(),
+    operationId: randomUUID(),
+    status: 'preview',
+    target: { kind: 'static', root: '/releases/gated-preview' },
+    expiresAt: new Date(Date.now() + 3_600_000),
+    createdAt: now(),
+  });
+  await em().insert(Deployment, preview);
+  const t = await table();
+  const host = `${previewLabel('gated', preview.operationId)}.apps.test`;
+  assert.equal([...t.lookup(host)!.accessProofs], [...accessProofs(null, [grant.id])]);
+  assert.is(t.lookup('gated.apps.test')!.accessProofs.size, 0, 'the public live entry has no proofs');
+  await change(p.projectId, { previewVisibility: 'public' });
+  await until(() => t.lookup(host)!.visibility === 'draft', 'the preview made public');
+  assert.is(t.lookup(host)!.accessProofs.size, 0, 'a public preview has no proofs');
 });
 
 test('a switch previewed in its transaction is served at once; its reads take the one connection in turn', async () => {

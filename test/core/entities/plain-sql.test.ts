@@ -118,6 +118,16 @@ test('a statement the database refuses fails as the ORM reports it; an unknown p
   assert.is((await loadById(kernel.orm.em.fork(), Project, p.id))!.name, p.name);
 });
 
+test('an undefined value in a where is refused (it would match nothing), and nothing is changed', async () => {
+  const p = await stored();
+  const where = { id: p.id, liveDeploymentId: undefined };
+  const update = await updateRows(kernel.orm.em.fork(), Project, where, { name: 'changed' }).catch((e: Error) => e);
+  assert.match((update as Error).message, 'Project has liveDeploymentId undefined');
+  const removal = await deleteRows(kernel.orm.em.fork(), Project, where).catch((e: Error) => e);
+  assert.match((removal as Error).message, 'Project has liveDeploymentId undefined');
+  assert.is((await loadById(kernel.orm.em.fork(), Project, p.id))!.name, p.name);
+});
+
 /** A deployment (booleans, JSON, dates, nulls) of a new project, not stored. */
 const deployment = (fields: Partial<Deployment> = {}) =>
   Object.assign(new Deployment(), {
