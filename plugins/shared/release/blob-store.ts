@@ -1,18 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  createReadStream,
-  linkSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  unlinkSync,
-  writeSync,
-  type Stats,
-} from 'node:fs';
-import { chmod, link, readdir, rename } from 'node:fs/promises';
+import { closeSync, createReadStream, linkSync, lstatSync, open, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { chmod, link, mkdir, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 
 /** How long a temporary file in the store, or an unreferenced blob, is left alone by a periodic collection. */
 export const BLOB_GRACE_MS = 10 * 60_000;
@@ -21,18 +12,23 @@ export const BLOB_GRACE_MS = 10 * 60_000;
 export const REMEMBERED_BLOBS = 100_000;
 
 /**
- * How many files `inTurns` handles before the event loop gets a turn. Linking, unlinking and looking up a file are
+ * How long `inTurns` runs before the event loop gets a turn, in ms. Linking, unlinking and looking up a file are
  * metadata calls of a few µs each, made synchronously: through the libuv pool each cost 20–70 µs of CPU on the VM
- * this was measured on (its wake-ups), three to six times the call itself.
+ * this was measured on (its wake-ups), three to six times the call itself. Where files were just created or removed
+ * one call can take 100–200 µs of kernel time there, so turns are timed, not counted: a release removed after a
+ * deploy held the event loop for 10–15 ms in turns of 64 files, while the deploy's answer and the edge's first
+ * request of the new release waited (bench/upload-to-live.ts).
  */
-const TURN = 64;
+const TURN_MS = 1;
 
-/** Runs `fn` on each item, synchronously, giving the event loop a turn every TURN items. */
+/** Runs `fn` on each item, synchronously, giving the event loop a turn once TURN_MS have passed since the last. */
 export async function inTurns<T>(items: Iterable<T>, fn: (item: T) => void): Promise<void> {
-  let n = 0;
+  let since = performance.now();
   for (const item of items) {
-    if (++n % TURN === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     fn(item);
+    if (performance.now() - since < TURN_MS) continue;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    since = performance.now();
   }
 }
 
@@ -101,8 +97,8 @@ export class BlobStore {
   async put(name: string, target: string, data: Buffer): Promise<number> {
     const there = this.had.has(name) ? this.link(name, target) : null;
     if (there) return there.mtimeMs;
-    this.shard(name);
-    writeNew(target, data, modeOf(name));
+    await this.shard(name);
+    await writeNew(target, data, modeOf(name));
     await this.share(target, name);
     return lstatSync(target).mtimeMs;
   }
@@ -114,7 +110,7 @@ export class BlobStore {
    * never a partial one.
    */
   async adopt(file: string, name: string): Promise<void> {
-    this.shard(name);
+    await this.shard(name);
     await chmod(file, modeOf(name));
     await this.share(file, name);
   }
@@ -193,10 +189,10 @@ export class BlobStore {
     return new Error(`The file store ${this.dir} must be on the filesystem of ${file} (hard links)`, { cause: err });
   }
 
-  private shard(name: string): void {
+  private async shard(name: string): Promise<void> {
     const dir = join(this.dir, name.slice(0, 2));
     if (this.shards.has(dir)) return;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
     this.shards.add(dir);
   }
 
@@ -212,14 +208,15 @@ export class BlobStore {
   }
 }
 
+const openFd = promisify(open);
+
 /**
- * Writes `data` into a new file at `target` (which must not exist) with `mode`, synchronously: its bytes go into the
- * page cache. On the VM this was measured on, creating a file where releases come and go took about 0.2 ms of kernel
- * CPU either way; through the libuv pool, 50 such files cost twice the CPU and a quarter more wall time (the pool's
- * wake-ups; see TURN).
+ * Writes `data` into a new file at `target` (which must not exist) with `mode`. The file is created in the libuv pool,
+ * where creations overlap (one can take hundreds of µs); its bytes go into the page cache and it is closed at once,
+ * without two more trips through the pool.
  */
-function writeNew(target: string, data: Buffer, mode: number): void {
-  const fd = openSync(target, 'wx', mode);
+async function writeNew(target: string, data: Buffer, mode: number): Promise<void> {
+  const fd = await openFd(target, 'wx', mode);
   try {
     for (let done = 0; done < data.length;) done += writeSync(fd, data, done, data.length - done);
   } finally {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { BlobStore, blobName, sha256Of } from '../../../../plugins/shared/release/blob-store.js';
+import { BlobStore, blobName, inTurns, sha256Of } from '../../../../plugins/shared/release/blob-store.js';
 
 const root = mkdtempSync(join(tmpdir(), 'hoist-blobs-'));
 let n = 0;
@@ -141,7 +141,7 @@ test('put writes again a blob that was released after the store had it', async (
   assert.is(statSync(join(work, 'c.txt')).ino, statSync(store.pathOf(name)).ino);
 });
 
-test('releasing and collecting many blobs give the event loop turns, and remove only the unused ones', async () => {
+test('releasing and collecting many blobs remove only the unused ones', async () => {
   const { store, work } = fresh();
   const names: string[] = [];
   for (let i = 0; i < 300; i++) {
@@ -152,15 +152,30 @@ test('releasing and collecting many blobs give the event loop turns, and remove 
   }
   // Every third file stays linked from the work folder.
   for (let i = 0; i < 300; i++) if (i % 3) rmSync(join(work, `${i}.txt`));
+  assert.is(await store.release(names.slice(0, 150)), 100);
+  assert.is(await store.collect(0), 100, 'the other unused ones');
+  for (let i = 0; i < 300; i++) assert.is(existsSync(store.pathOf(names[i])), i % 3 === 0, `blob ${i}`);
+});
+
+test('inTurns handles every item in order, giving the event loop a turn once a millisecond has passed', async () => {
   let turns = 0;
   let counting = true;
   const count = () => counting && (turns++, setImmediate(count));
   setImmediate(count);
-  assert.is(await store.release(names.slice(0, 150)), 100);
+  const seen: number[] = [];
+  // Each call takes 0.25 ms (a slow unlink): 20 of them take 5 ms, however fast the machine.
+  await inTurns(
+    Array.from({ length: 20 }, (_, i) => i),
+    (i) => {
+      const until = performance.now() + 0.25;
+      while (performance.now() < until);
+      seen.push(i);
+    },
+  );
   counting = false;
-  assert.ok(turns >= 2, `the event loop had ${turns} turns while 150 blobs were released`);
-  assert.is(await store.collect(0), 100, 'the other unused ones');
-  for (let i = 0; i < 300; i++) assert.is(existsSync(store.pathOf(names[i])), i % 3 === 0, `blob ${i}`);
+  assert.equal(seen, [...Array(20).keys()]);
+  assert.ok(turns >= 3, `the event loop had ${turns} turns in 5 ms of calls`);
+  assert.ok(turns <= 20, `the event loop had ${turns} turns for 20 calls`);
 });
 
 test.after(() => rmSync(root, { recursive: true, force: true }));
