@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileIndexPath, type FileIndex } from '../ports/file-index.js';
 
@@ -102,10 +102,15 @@ export function forgetFileIndex(root: string): void {
   recheck.delete(root);
 }
 
+/**
+ * Reads the index of the release at `root`, synchronously: once per release and process, its parse costs more than
+ * the read, and through the libuv pool the first answer of a new release waited behind the compression of its
+ * variants (bench/upload-to-live.ts).
+ */
 async function loadFileIndex(root: string): Promise<FileIndex | null> {
   let text: string;
   try {
-    text = await readFile(fileIndexPath(root), 'utf8');
+    text = readFileSync(fileIndexPath(root), 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;

@@ -25,6 +25,8 @@ const css = Buffer.from('body { color: #123456; }\n'.repeat(400));
 const js = Buffer.from('export const answer = 42;\n'.repeat(600));
 // Past the edge's in-memory file size (1 MB) once compressed: its variants are streamed out of the pack.
 const big = Buffer.from(randomBytes(1536 * 1024).toString('hex'));
+// Past what the edge reads at once (64 KB), its variants too: read through the pool, then held.
+const mid = Buffer.from(randomBytes(100 * 1024).toString('hex'));
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 let server: http.Server;
@@ -51,7 +53,7 @@ async function stored(id: string, files: Record<string, Buffer>, precompress = t
 }
 
 test.before(async () => {
-  const root = await stored('r1', { 'style.css': css, 'app.js': js, 'big.js': big });
+  const root = await stored('r1', { 'style.css': css, 'app.js': js, 'big.js': big, 'mid.js': mid });
   release = { deploymentId: 'r1', root, headers: {} };
   // A release stored before packs: a file and its brotli variant, each a blob, the variant linked under <id>.variants/.
   const oldRoot = join(dir, 'r0');
@@ -101,6 +103,7 @@ test('br and gzip come out of the pack, decoding to the file, again (from memory
     ['/style.css', css],
     ['/app.js', js],
     ['/big.js', big],
+    ['/mid.js', mid],
   ] as const)
     for (let i = 0; i < 2; i++) {
       const br = await get(path, { 'accept-encoding': 'br' });
@@ -115,8 +118,10 @@ test('br and gzip come out of the pack, decoding to the file, again (from memory
       assert.ok(gunzipSync(gz.body).equals(bytes), `${path} gzip, time ${i + 1}`);
       assert.ok((await get(path)).body.equals(bytes), `${path} identity`);
     }
-  const bigBr = (await readFileIndex(release.root))!.files['big.js']!.br!;
-  assert.ok(bigBr.size > 1024 * 1024, 'big.js is streamed from the pack, not held');
+  const { files } = (await readFileIndex(release.root))!;
+  assert.ok(files['big.js']!.br!.size > 1024 * 1024, 'big.js is streamed from the pack, not held');
+  assert.ok(files['style.css']!.br!.size < 64 * 1024 && files['app.js']!.size < 64 * 1024, 'read at once');
+  assert.ok(files['mid.js']!.gzip!.size > 64 * 1024, 'mid.js and its variants are read through the pool');
 });
 
 test('HEAD gets the variant headers and no body; a Range gets bytes of the file, not of a variant', async () => {
