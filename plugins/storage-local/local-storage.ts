@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { constants, type Dirent } from 'node:fs';
+import { constants, writeSync, type Dirent } from 'node:fs';
 import { access, mkdir, open, readdir, rename, rm, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { addAbortSignal, finished, type Readable } from 'node:stream';
@@ -26,6 +26,19 @@ const errno = (err: unknown) => (err as NodeJS.ErrnoException).code;
 const missing = (err: unknown) => errno(err) === 'ENOENT' || errno(err) === 'ENOTDIR';
 /** Runs a filesystem call, turning its failure into a HoistError. */
 const fsOp = <T>(p: Promise<T>): Promise<T> => p.catch((err) => Promise.reject(storageError(err)));
+
+/**
+ * Writes `chunk` whole to the file `fd` at its position, synchronously: into the page cache, tens of µs for a 64 KB
+ * chunk. Through the libuv pool each chunk cost a trip, and the next chunk was read only once it was written: 0.87 MB
+ * took 9 ms to write in bench/upload-to-live, most of an upload's time on the server.
+ */
+function writeAll(fd: number, chunk: Buffer): void {
+  try {
+    for (let at = 0; at < chunk.length;) at += writeSync(fd, chunk, at);
+  } catch (err) {
+    throw storageError(err);
+  }
+}
 
 /** A filesystem error as a HoistError: a key whose path runs into another key's folder is a conflict. */
 function storageError(err: unknown, key?: string): HoistError {
@@ -194,9 +207,7 @@ export class LocalStorage implements Storage, Lifecycle {
       if (signal) addAbortSignal(signal, body);
       fh = await fsOp(open(tmp, 'wx', 0o600));
       const input = metered(body, maxBytes);
-      for await (const chunk of input.chunks) {
-        for (let at = 0; at < chunk.length;) at += (await fsOp(fh.write(chunk, at))).bytesWritten;
-      }
+      for await (const chunk of input.chunks) writeAll(fh.fd, chunk);
       await fsOp(fh.sync());
       signal?.throwIfAborted();
       const { size, sha256 } = input.digest();
