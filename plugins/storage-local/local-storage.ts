@@ -28,13 +28,19 @@ const missing = (err: unknown) => errno(err) === 'ENOENT' || errno(err) === 'ENO
 const fsOp = <T>(p: Promise<T>): Promise<T> => p.catch((err) => Promise.reject(storageError(err)));
 
 /**
- * Writes `chunk` whole to the file `fd` at its position, synchronously: into the page cache, tens of µs for a 64 KB
- * chunk. Through the libuv pool each chunk cost a trip, and the next chunk was read only once it was written: 0.87 MB
- * took 9 ms to write in bench/upload-to-live, most of an upload's time on the server.
+ * How many bytes of an object are written with synchronous calls: into the page cache, tens of µs for a 64 KB chunk.
+ * Through the libuv pool each chunk cost a trip, and the next chunk was read only once it was written: 0.87 MB took
+ * 9 ms to write in bench/upload-to-live, about 3 ms so. Past this, a large upload's chunks go through the pool again,
+ * where a disk that throttles its writers blocks a pool thread, not the event loop.
  */
-function writeAll(fd: number, chunk: Buffer): void {
+const WRITE_NOW_BYTES = 8 * 1024 * 1024;
+
+/** Writes `chunk` whole to `fh` at its position: synchronously while `written` (bytes before it) is small. */
+async function writeAll(fh: FileHandle, chunk: Buffer, written: number): Promise<void> {
   try {
-    for (let at = 0; at < chunk.length;) at += writeSync(fd, chunk, at);
+    if (written + chunk.length <= WRITE_NOW_BYTES)
+      for (let at = 0; at < chunk.length;) at += writeSync(fh.fd, chunk, at);
+    else for (let at = 0; at < chunk.length;) at += (await fh.write(chunk, at)).bytesWritten;
   } catch (err) {
     throw storageError(err);
   }
@@ -207,7 +213,11 @@ export class LocalStorage implements Storage, Lifecycle {
       if (signal) addAbortSignal(signal, body);
       fh = await fsOp(open(tmp, 'wx', 0o600));
       const input = metered(body, maxBytes);
-      for await (const chunk of input.chunks) writeAll(fh.fd, chunk);
+      let written = 0;
+      for await (const chunk of input.chunks) {
+        await writeAll(fh, chunk, written);
+        written += chunk.length;
+      }
       await fsOp(fh.sync());
       signal?.throwIfAborted();
       const { size, sha256 } = input.digest();
