@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import yauzl, { type ZipFile } from 'yauzl';
 import { ArchiveError, quoteName, type ArchiveErrorCode } from './archive-error.js';
@@ -62,20 +62,7 @@ export async function openZip(path: string, validateEntrySizes = true): Promise<
  * null for a larger file.
  */
 function smallFile(path: string): Buffer | null {
-  const fd = openSync(path, 'r');
-  try {
-    const { size } = fstatSync(fd);
-    if (size > IN_MEMORY_BYTES) return null;
-    const buffer = Buffer.allocUnsafe(size);
-    for (let at = 0; at < size;) {
-      const n = readSync(fd, buffer, at, size - at, at);
-      if (n === 0) return buffer.subarray(0, at);
-      at += n;
-    }
-    return buffer;
-  } finally {
-    closeSync(fd);
-  }
+  return statSync(path).size > IN_MEMORY_BYTES ? null : readFileSync(path);
 }
 
 async function startsLikeZip(path: string): Promise<boolean> {
