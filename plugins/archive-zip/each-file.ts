@@ -2,6 +2,7 @@ import { pipeline, type Readable } from 'node:stream';
 import type { ArchiveFile, ArchiveManifest } from './archive-types.js';
 import { checked, eachManifestEntry, entryBytes, gzipMember, SMALL_ENTRY_BYTES } from './manifest-entries.js';
 import { openZip } from './open-zip.js';
+import type { CheckedBytes } from './read-zip.js';
 
 /**
  * A file's bytes as eachFile hands them over: whole when small (with `gzip` when the ZIP stored them as one deflate
@@ -35,8 +36,7 @@ export async function eachFile(
     await eachManifestEntry(zip, manifest, async (file, entry) => {
       signal?.throwIfAborted();
       if (file.size <= SMALL_ENTRY_BYTES) {
-        const { data, deflate } = await entryBytes(zip, entry, file);
-        return call(file, deflate ? { data, gzip: () => gzipMember(deflate, data.length, entry.crc32) } : { data });
+        return call(file, smallContent({ ...(await entryBytes(zip, entry, file)), crc32: entry.crc32 }));
       }
       const stream = pipeline(await zip.openReadStreamPromise(entry), checked(file, entry.crc32), () => {});
       await call(file, { stream });
@@ -45,5 +45,25 @@ export async function eachFile(
     throw signal?.aborted ? signal.reason : own ? (own as { err: unknown }).err : err;
   } finally {
     zip.close();
+  }
+}
+
+/** A small file's content as eachFile hands it over, from its checked bytes. */
+const smallContent = ({ data, deflate, crc32 }: CheckedBytes): FileContent =>
+  deflate ? { data, gzip: () => gzipMember(deflate, data.length, crc32) } : { data };
+
+/**
+ * Hands every manifest file to `fn` as eachFile does, from `contents`: the checked bytes readZip kept of this very
+ * archive (every file small). Nothing is read again.
+ */
+export async function eachKept(
+  manifest: ArchiveManifest,
+  contents: ReadonlyMap<string, CheckedBytes>,
+  fn: (file: ArchiveFile, content: FileContent) => Promise<void>,
+  signal?: AbortSignal,
+): Promise<void> {
+  for (const file of manifest.files) {
+    signal?.throwIfAborted();
+    await fn(file, smallContent(contents.get(file.path)!));
   }
 }

@@ -2,11 +2,11 @@ import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ArchiveError, quoteName } from './archive-error.js';
 import type { ArchiveManifest as ZipManifest } from './archive-types.js';
-import { eachFile } from './each-file.js';
+import { eachFile, eachKept, type FileContent } from './each-file.js';
 import { extractZip } from './extract-zip.js';
 import { inspectZip } from './inspect-zip.js';
 import { packDirectory } from './pack-directory.js';
-import { readZip } from './read-zip.js';
+import { keptBytesOf, readZip, type CheckedBytes } from './read-zip.js';
 import { StageError } from '../../core/errors.js';
 import type { Archive, ArchiveContent, ArchiveManifest, ArchiveReader } from '../../core/ports/archive.js';
 
@@ -36,15 +36,35 @@ const KEPT_MANIFESTS = 16;
 const KEPT_FILES = 50_000;
 
 /**
+ * How many bytes of checked file contents a ZipArchive keeps in all (inflated and stored: keptBytesOf), and how long
+ * it keeps them unused. Analyze reads every file of an upload to check it; Deploy of a site with nothing to build
+ * then needs every one of them again, right after. Inflating and checking 1 MB in 50 files again took 3–5 ms.
+ */
+const KEPT_CONTENT_BYTES = 32 * 1024 * 1024;
+const KEPT_CONTENT_MS = 60_000;
+
+/** Checked contents kept for a kept manifest: the archive's resolved path, the bytes, their count and expiry. */
+interface KeptContents {
+  path: string;
+  files: ReadonlyMap<string, CheckedBytes>;
+  bytes: number;
+  expiry: NodeJS.Timeout;
+}
+
+/**
  * ZIP archives through yauzl and yazl, with every shape check of this folder. It keeps the manifests it made lately,
  * by the file's path and identity there (device, inode, size, modification and change times) and root directory:
  * Deploy, shipping the upload that Analyze inspected in this process, gets its manifest without a second walk. Another
  * file at that path (storage and workspaces never rewrite a file in place: they make a new one) is another identity. A
- * kept manifest is frozen.
+ * kept manifest is frozen. When `read` checks every file of an archive whose manifest is kept (and the file is still
+ * what was inspected), it keeps their checked bytes too, within KEPT_CONTENT_BYTES, for one `each` of that archive
+ * with that manifest: Deploy then reads nothing again.
  */
 export class ZipArchive implements Archive {
   private readonly kept = new Map<string, ArchiveManifest>();
   private keptFiles = 0;
+  private readonly contents = new Map<ArchiveManifest, KeptContents>();
+  private contentBytes = 0;
 
   async inspect(zipPath: string, opts: { rootDirectory?: string }): Promise<ArchiveManifest> {
     const id = await identity(zipPath, opts.rootDirectory);
@@ -70,7 +90,31 @@ export class ZipArchive implements Archive {
       if (this.kept.size <= KEPT_MANIFESTS && this.keptFiles <= KEPT_FILES) break;
       this.kept.delete(oldest);
       this.keptFiles -= m.fileCount;
+      this.forget(m);
     }
+  }
+
+  /** Keeps the checked `files` of the archive at `path` for `manifest` (a kept one), forgetting the oldest beyond. */
+  private keepContents(manifest: ArchiveManifest, path: string, files: ReadonlyMap<string, CheckedBytes>): void {
+    this.forget(manifest);
+    const expiry = setTimeout(() => this.forget(manifest), KEPT_CONTENT_MS).unref();
+    const bytes = keptBytesOf(manifest as ZipManifest);
+    this.contents.set(manifest, { path: resolve(path), files, bytes, expiry });
+    this.contentBytes += bytes;
+    for (const oldest of this.contents.keys()) {
+      if (this.contentBytes <= KEPT_CONTENT_BYTES) break;
+      this.forget(oldest);
+    }
+  }
+
+  /** Drops the contents kept for `manifest`, if any. */
+  private forget(manifest: ArchiveManifest): KeptContents | undefined {
+    const kept = this.contents.get(manifest);
+    if (!kept) return undefined;
+    clearTimeout(kept.expiry);
+    this.contents.delete(manifest);
+    this.contentBytes -= kept.bytes;
+    return kept;
   }
 
   async extract(zipPath: string, manifest: ArchiveManifest, destDir: string, signal?: AbortSignal): Promise<void> {
@@ -85,18 +129,26 @@ export class ZipArchive implements Archive {
     fn: (file: ArchiveContent) => Promise<void>,
     signal?: AbortSignal,
   ): Promise<void> {
-    return eachFile(
-      zipPath,
-      manifest as ZipManifest,
-      (file, content) => fn({ path: file.path, size: file.size, executable: (file.mode & 0o111) !== 0, ...content }),
-      signal,
-    ).catch((err) => Promise.reject(asStageError(err)));
+    const give = (file: ZipManifest['files'][number], content: FileContent) =>
+      fn({ path: file.path, size: file.size, executable: (file.mode & 0o111) !== 0, ...content });
+    const kept = this.contents.get(manifest);
+    if (kept?.path === resolve(zipPath)) {
+      this.forget(manifest);
+      return eachKept(manifest as ZipManifest, kept.files, give, signal);
+    }
+    return eachFile(zipPath, manifest as ZipManifest, give, signal).catch((err) => Promise.reject(asStageError(err)));
   }
 
   async read(zipPath: string, manifest: ArchiveManifest, signal?: AbortSignal): Promise<ArchiveReader> {
-    const reader = await readZip(zipPath, manifest as ZipManifest, { signal }).catch((err) =>
-      Promise.reject(asStageError(err)),
-    );
+    // Only a kept manifest's contents are kept: `each` knows its archive by it.
+    const id = Object.isFrozen(manifest) ? [...this.kept].find(([, m]) => m === manifest)?.[0] : undefined;
+    const reader = await readZip(zipPath, manifest as ZipManifest, {
+      signal,
+      keepBytes: id ? KEPT_CONTENT_BYTES : 0,
+    }).catch((err) => Promise.reject(asStageError(err)));
+    // The file read must still be the one inspected (identity: resolved path, stat, root directory).
+    if (reader.contents && id && (await identity(zipPath, JSON.parse(id)[2])) === id)
+      this.keepContents(manifest, zipPath, reader.contents);
     return {
       readFile: (path, maxBytes) => reader.readFile(path, maxBytes).catch((err) => Promise.reject(asStageError(err))),
       close: () => reader.close(),

@@ -1,9 +1,11 @@
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { StageError } from '../../../core/errors.js';
+import type { ArchiveContent, ArchiveManifest } from '../../../core/ports/archive.js';
 import { ZipArchive } from '../../../plugins/archive-zip/zip-archive.js';
 import { rawZip } from '../../helpers/raw-zip.js';
 
@@ -61,6 +63,94 @@ test('a missing file is refused as it was before, and nothing is kept for it', a
   assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
   put(zip, ['late.html']);
   assert.equal(paths(await archive.inspect(zip, {})), ['late.html']);
+});
+
+/** What `each` hands over for every file: path, size, executable, bytes, and the gzip encoding decoded. */
+async function contents(archive: ZipArchive, zip: string, manifest: ArchiveManifest) {
+  const seen: unknown[] = [];
+  await archive.each(zip, manifest, async (f: ArchiveContent) => {
+    const { path, size, executable } = f;
+    seen.push({ path, size, executable, data: f.data?.toString(), gzip: f.gzip && gunzipSync(f.gzip()).toString() });
+  });
+  return seen;
+}
+
+/** A ZIP of a deflated page, a stored script and an executable, written as storage writes it. */
+function site(path: string): string {
+  const temp = join(dir, `.tmp-${++n}`);
+  writeFileSync(
+    temp,
+    rawZip([
+      { name: 'index.html', data: '<p>page</p>'.repeat(100), method: 8 },
+      { name: 'app.js', data: 'console.log(1)' },
+      { name: 'bin/run', data: '#!/bin/sh', attrs: (0o100755 << 16) >>> 0 },
+    ]),
+  );
+  renameSync(temp, path);
+  return path;
+}
+
+test('the files read is kept for one each of that archive: the same contents, nothing read again', async () => {
+  const archive = new ZipArchive();
+  const zip = site(join(dir, 'kept.zip'));
+  const expected = await contents(new ZipArchive(), zip, await new ZipArchive().inspect(zip, {}));
+  assert.equal((expected[0] as { gzip: string }).gzip, '<p>page</p>'.repeat(100));
+  assert.equal((expected[2] as { executable: boolean }).executable, true);
+  const manifest = await archive.inspect(zip, {});
+  const reader = await archive.read(zip, manifest);
+  assert.is((await reader.readFile('app.js', 100))?.toString(), 'console.log(1)');
+  reader.close();
+  unlinkSync(zip);
+  // The archive is gone: its checked contents come from memory, once.
+  assert.equal(await contents(archive, zip, manifest), expected);
+  const again = await archive.each(zip, manifest, async () => {}).catch((e: NodeJS.ErrnoException) => e);
+  assert.is((again as NodeJS.ErrnoException).code, 'ENOENT');
+});
+
+test('kept contents are only for the archive read: not another path, manifest or replaced file', async () => {
+  const archive = new ZipArchive();
+  const zip = site(join(dir, 'first.zip'));
+  const manifest = await archive.inspect(zip, {});
+  (await archive.read(zip, manifest)).close();
+  // The same manifest with another path reads that path.
+  const other = put(join(dir, 'other.zip'), ['index.html', 'app.js', 'bin/run']);
+  const err = await contents(archive, other, manifest).catch((e: unknown) => e);
+  assert.instance(err, StageError);
+  assert.is((err as StageError).code, 'archive_invalid');
+  // A manifest that is not kept (a copy) keeps nothing: the replaced file is read as it now is.
+  const copy = { ...manifest, files: [...manifest.files] };
+  (await archive.read(zip, copy)).close();
+  put(zip, ['index.html', 'app.js', 'bin/run']);
+  const differs = await contents(archive, zip, copy).catch((e: unknown) => e);
+  assert.is((differs as StageError).code, 'archive_invalid');
+  // A file replaced between inspect and read: nothing kept, each reads the file (here gone).
+  const replaced = site(join(dir, 'replaced-after.zip'));
+  const seen = await archive.inspect(replaced, {});
+  site(replaced);
+  (await archive.read(replaced, seen)).close();
+  unlinkSync(replaced);
+  const gone = await archive.each(replaced, seen, async () => {}).catch((e: NodeJS.ErrnoException) => e);
+  assert.is((gone as NodeJS.ErrnoException).code, 'ENOENT');
+});
+
+test('a file past the in-memory entry size keeps nothing: each streams it from the archive', async () => {
+  const archive = new ZipArchive();
+  const big = 'x'.repeat(1024 * 1024 + 1);
+  const temp = join(dir, `.tmp-${++n}`);
+  writeFileSync(
+    temp,
+    rawZip([
+      { name: 'big.txt', data: big, method: 8 },
+      { name: 'a.txt', data: 'a' },
+    ]),
+  );
+  const zip = join(dir, 'big.zip');
+  renameSync(temp, zip);
+  const manifest = await archive.inspect(zip, {});
+  (await archive.read(zip, manifest)).close();
+  unlinkSync(zip);
+  const err = await archive.each(zip, manifest, async () => {}).catch((e: NodeJS.ErrnoException) => e);
+  assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
 });
 
 test.run();
