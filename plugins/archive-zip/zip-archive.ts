@@ -63,6 +63,8 @@ interface KeptContents {
 export class ZipArchive implements Archive {
   private readonly kept = new Map<string, ArchiveManifest>();
   private keptFiles = 0;
+  /** The identity and root directory each manifest was kept under (it is kept while `kept` has it there). */
+  private readonly keptAs = new WeakMap<ArchiveManifest, { id: string; rootDirectory?: string }>();
   private readonly contents = new Map<ArchiveManifest, KeptContents>();
   private contentBytes = 0;
 
@@ -74,17 +76,19 @@ export class ZipArchive implements Archive {
       Promise.reject(asStageError(err)),
     );
     // Kept only when the file is still what was read.
-    if (id !== null && (await identity(zipPath, opts.rootDirectory)) === id) this.keep(id, manifest);
+    if (id !== null && (await identity(zipPath, opts.rootDirectory)) === id)
+      this.keep(id, manifest, opts.rootDirectory);
     return manifest;
   }
 
   /** Keeps `manifest`, frozen, forgetting the oldest beyond KEPT_MANIFESTS or KEPT_FILES. */
-  private keep(id: string, manifest: ArchiveManifest): void {
+  private keep(id: string, manifest: ArchiveManifest, rootDirectory?: string): void {
     if (manifest.fileCount > KEPT_FILES) return;
     for (const file of manifest.files) Object.freeze(file);
     Object.freeze(manifest.files);
     Object.freeze(manifest.warnings);
     this.kept.set(id, Object.freeze(manifest));
+    this.keptAs.set(manifest, { id, rootDirectory });
     this.keptFiles += manifest.fileCount;
     for (const [oldest, m] of this.kept) {
       if (this.kept.size <= KEPT_MANIFESTS && this.keptFiles <= KEPT_FILES) break;
@@ -108,13 +112,12 @@ export class ZipArchive implements Archive {
   }
 
   /** Drops the contents kept for `manifest`, if any. */
-  private forget(manifest: ArchiveManifest): KeptContents | undefined {
+  private forget(manifest: ArchiveManifest): void {
     const kept = this.contents.get(manifest);
-    if (!kept) return undefined;
+    if (!kept) return;
     clearTimeout(kept.expiry);
     this.contents.delete(manifest);
     this.contentBytes -= kept.bytes;
-    return kept;
   }
 
   async extract(zipPath: string, manifest: ArchiveManifest, destDir: string, signal?: AbortSignal): Promise<void> {
@@ -141,13 +144,14 @@ export class ZipArchive implements Archive {
 
   async read(zipPath: string, manifest: ArchiveManifest, signal?: AbortSignal): Promise<ArchiveReader> {
     // Only a kept manifest's contents are kept: `each` knows its archive by it.
-    const id = Object.isFrozen(manifest) ? [...this.kept].find(([, m]) => m === manifest)?.[0] : undefined;
+    const as = this.keptAs.get(manifest);
+    const kept = as && this.kept.get(as.id) === manifest ? as : undefined;
     const reader = await readZip(zipPath, manifest as ZipManifest, {
       signal,
-      keepBytes: id ? KEPT_CONTENT_BYTES : 0,
+      keepBytes: kept ? KEPT_CONTENT_BYTES : 0,
     }).catch((err) => Promise.reject(asStageError(err)));
     // The file read must still be the one inspected (identity: resolved path, stat, root directory).
-    if (reader.contents && id && (await identity(zipPath, JSON.parse(id)[2])) === id)
+    if (reader.contents && kept && (await identity(zipPath, kept.rootDirectory)) === kept.id)
       this.keepContents(manifest, zipPath, reader.contents);
     return {
       readFile: (path, maxBytes) => reader.readFile(path, maxBytes).catch((err) => Promise.reject(asStageError(err))),

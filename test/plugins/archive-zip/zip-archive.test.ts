@@ -133,6 +133,17 @@ test('kept contents are only for the archive read: not another path, manifest or
   assert.is((gone as NodeJS.ErrnoException).code, 'ENOENT');
 });
 
+test('kept contents go with their manifest: past 16 kept manifests the first is read from its file again', async () => {
+  const archive = new ZipArchive();
+  const zip = site(join(dir, 'evicted.zip'));
+  const manifest = await archive.inspect(zip, {});
+  (await archive.read(zip, manifest)).close();
+  for (let i = 0; i < 16; i++) await archive.inspect(put(join(dir, `more-${i}.zip`), [`${i}.html`]), {});
+  unlinkSync(zip);
+  const err = await archive.each(zip, manifest, async () => {}).catch((e: NodeJS.ErrnoException) => e);
+  assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
+});
+
 test('a file past the in-memory entry size keeps nothing: each streams it from the archive', async () => {
   const archive = new ZipArchive();
   const big = 'x'.repeat(1024 * 1024 + 1);
