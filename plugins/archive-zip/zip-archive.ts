@@ -58,8 +58,8 @@ interface KeptContents {
  * Deploy, shipping the upload that Analyze inspected in this process, gets its manifest without a second walk. Another
  * file at that path (storage and workspaces never rewrite a file in place: they make a new one) is another identity. A
  * kept manifest is frozen. When `read` checks every file of an archive whose manifest is kept (and the file is still
- * what was inspected), it keeps their checked bytes too, within KEPT_CONTENT_BYTES, for one `each` of that archive
- * with that manifest: Deploy then reads nothing again.
+ * what was inspected), it keeps their checked bytes too, within KEPT_CONTENT_BYTES, for one `each` or `extract` of that
+ * archive with that manifest: Deploy (or Build) then reads nothing again.
  */
 export class ZipArchive implements Archive {
   private readonly kept = new Map<string, ArchiveManifest>();
@@ -122,9 +122,19 @@ export class ZipArchive implements Archive {
   }
 
   async extract(zipPath: string, manifest: ArchiveManifest, destDir: string, signal?: AbortSignal): Promise<void> {
-    return extractZip(zipPath, manifest as ZipManifest, destDir, { signal }).catch((err) =>
-      Promise.reject(asStageError(err)),
-    );
+    const kept = this.take(zipPath, manifest);
+    return extractZip(zipPath, manifest as ZipManifest, destDir, {
+      signal,
+      ...(kept ? { files: (fn) => eachKept(manifest as ZipManifest, kept.files, fn, signal) } : {}),
+    }).catch((err) => Promise.reject(asStageError(err)));
+  }
+
+  /** The contents kept for `manifest` of the archive at `zipPath`, taken (they serve one `each` or `extract`). */
+  private take(zipPath: string, manifest: ArchiveManifest): KeptContents | undefined {
+    const found = this.contents.get(manifest);
+    if (found?.path !== resolve(zipPath)) return undefined;
+    this.forget(manifest);
+    return found;
   }
 
   async each(
@@ -135,9 +145,7 @@ export class ZipArchive implements Archive {
   ): Promise<void> {
     const give = (file: ZipManifest['files'][number], content: FileContent) =>
       fn({ path: file.path, size: file.size, executable: (file.mode & 0o111) !== 0, ...content });
-    const found = this.contents.get(manifest);
-    const kept = found?.path === resolve(zipPath) ? found : undefined;
-    if (kept) this.forget(manifest);
+    const kept = this.take(zipPath, manifest);
     const files = kept
       ? eachKept(manifest as ZipManifest, kept.files, give, signal)
       : eachFile(zipPath, manifest as ZipManifest, give, signal);

@@ -1,4 +1,4 @@
-import { mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -104,6 +104,22 @@ test('the files read is kept for one each of that archive: the same contents, no
   // The archive is gone: its checked contents come from memory, once.
   assert.equal(await contents(archive, zip, manifest), expected);
   const again = await archive.each(zip, manifest, async () => {}).catch((e: NodeJS.ErrnoException) => e);
+  assert.is((again as NodeJS.ErrnoException).code, 'ENOENT');
+});
+
+test('an extract after a read writes the kept contents (modes too), once', async () => {
+  const archive = new ZipArchive();
+  const zip = site(join(dir, 'extracted.zip'));
+  const manifest = await archive.inspect(zip, {});
+  (await archive.read(zip, manifest)).close();
+  unlinkSync(zip);
+  const dest = join(dir, 'extracted');
+  await archive.extract(zip, manifest, dest);
+  assert.is(readFileSync(join(dest, 'index.html'), 'utf8'), '<p>page</p>'.repeat(100));
+  assert.is(readFileSync(join(dest, 'app.js'), 'utf8'), 'console.log(1)');
+  assert.is(statSync(join(dest, 'bin/run')).mode & 0o777, 0o755);
+  assert.is(statSync(join(dest, 'app.js')).mode & 0o777, 0o644);
+  const again = await archive.extract(zip, manifest, join(dir, 'again')).catch((e: NodeJS.ErrnoException) => e);
   assert.is((again as NodeJS.ErrnoException).code, 'ENOENT');
 });
 
