@@ -23,8 +23,9 @@ const orphans: number[] = [];
 test.before(async () => {
   c = await cluster({
     // A lease that outlasts a worker stalled a few seconds by a loaded machine (two cores running the whole
-    // suite): a lapse hands a running stage to the other worker, which is right, but is not this test's case.
-    HOIST_QUEUE_VISIBILITY_SECONDS: '5',
+    // suite): a lapse hands a running stage to the other worker, which is right, but is not this test's case. With
+    // 5 s, one CI run saw Analyze claimed twice (its heartbeats wait on each other's database write).
+    HOIST_QUEUE_VISIBILITY_SECONDS: '10',
     HOIST_STUCK_AFTER_SECONDS: '2',
     HOIST_WORKER_CONCURRENCY: '2',
   });
