@@ -7,18 +7,25 @@ import * as assert from 'uvu/assert';
 import { StageError } from '../../../core/errors.js';
 import type { ArchiveContent, ArchiveManifest } from '../../../core/ports/archive.js';
 import { ZipArchive } from '../../../plugins/archive-zip/zip-archive.js';
-import { rawZip } from '../../helpers/raw-zip.js';
+import { rawZip, unixAttrs, type RawEntry } from '../../helpers/raw-zip.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hoist-zip-archive-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 
-/** A ZIP of `names` (each file holding its name) written as a new file, then renamed to `path`, as storage does. */
-function put(path: string, names: string[]): string {
+/** A ZIP of `entries` written as a new file, then renamed to `path`, as storage does. */
+function write(path: string, entries: RawEntry[]): string {
   const temp = join(dir, `.tmp-${++n}`);
-  writeFileSync(temp, rawZip(names.map((name) => ({ name, data: name }))));
+  writeFileSync(temp, rawZip(entries));
   renameSync(temp, path);
   return path;
+}
+/** A ZIP of `names`, each file holding its name (see write). */
+function put(path: string, names: string[]): string {
+  return write(
+    path,
+    names.map((name) => ({ name, data: name })),
+  );
 }
 const paths = (m: { files: { path: string }[] }) => m.files.map((f) => f.path);
 
@@ -76,19 +83,29 @@ async function contents(archive: ZipArchive, zip: string, manifest: ArchiveManif
 }
 
 /** A ZIP of a deflated page, a stored script and an executable, written as storage writes it. */
-function site(path: string): string {
-  const temp = join(dir, `.tmp-${++n}`);
-  writeFileSync(
-    temp,
-    rawZip([
-      { name: 'index.html', data: '<p>page</p>'.repeat(100), method: 8 },
-      { name: 'app.js', data: 'console.log(1)' },
-      { name: 'bin/run', data: '#!/bin/sh', attrs: (0o100755 << 16) >>> 0 },
-    ]),
-  );
-  renameSync(temp, path);
-  return path;
+const site = (path: string) =>
+  write(path, [
+    { name: 'index.html', data: '<p>page</p>'.repeat(100), method: 8 },
+    { name: 'app.js', data: 'console.log(1)' },
+    { name: 'bin/run', data: '#!/bin/sh', attrs: unixAttrs(0o100755) },
+  ]);
+
+/** Inspects and reads the ZIP at `zip` with `archive`, then removes the file; resolves the manifest. */
+async function readThenRemove(archive: ZipArchive, zip: string) {
+  const manifest = await archive.inspect(zip, {});
+  (await archive.read(zip, manifest)).close();
+  unlinkSync(zip);
+  return manifest;
 }
+
+/** The code `archive.each` of `zip` rejects with (ENOENT: it read the file, which is gone). */
+const eachFails = (archive: ZipArchive, zip: string, manifest: ArchiveManifest) =>
+  archive
+    .each(zip, manifest, async () => {})
+    .then(
+      () => 'resolved',
+      (e: NodeJS.ErrnoException) => e.code,
+    );
 
 test('the files read is kept for one each of that archive: the same contents, nothing read again', async () => {
   const archive = new ZipArchive();
@@ -103,16 +120,13 @@ test('the files read is kept for one each of that archive: the same contents, no
   unlinkSync(zip);
   // The archive is gone: its checked contents come from memory, once.
   assert.equal(await contents(archive, zip, manifest), expected);
-  const again = await archive.each(zip, manifest, async () => {}).catch((e: NodeJS.ErrnoException) => e);
-  assert.is((again as NodeJS.ErrnoException).code, 'ENOENT');
+  assert.is(await eachFails(archive, zip, manifest), 'ENOENT');
 });
 
 test('an extract after a read writes the kept contents (modes too), once', async () => {
   const archive = new ZipArchive();
   const zip = site(join(dir, 'extracted.zip'));
-  const manifest = await archive.inspect(zip, {});
-  (await archive.read(zip, manifest)).close();
-  unlinkSync(zip);
+  const manifest = await readThenRemove(archive, zip);
   const dest = join(dir, 'extracted');
   await archive.extract(zip, manifest, dest);
   assert.is(readFileSync(join(dest, 'index.html'), 'utf8'), '<p>page</p>'.repeat(100));
@@ -145,39 +159,25 @@ test('kept contents are only for the archive read: not another path, manifest or
   site(replaced);
   (await archive.read(replaced, seen)).close();
   unlinkSync(replaced);
-  const gone = await archive.each(replaced, seen, async () => {}).catch((e: NodeJS.ErrnoException) => e);
-  assert.is((gone as NodeJS.ErrnoException).code, 'ENOENT');
+  assert.is(await eachFails(archive, replaced, seen), 'ENOENT');
 });
 
 test('kept contents go with their manifest: past 16 kept manifests the first is read from its file again', async () => {
   const archive = new ZipArchive();
   const zip = site(join(dir, 'evicted.zip'));
-  const manifest = await archive.inspect(zip, {});
-  (await archive.read(zip, manifest)).close();
+  const manifest = await readThenRemove(archive, zip);
   for (let i = 0; i < 16; i++) await archive.inspect(put(join(dir, `more-${i}.zip`), [`${i}.html`]), {});
-  unlinkSync(zip);
-  const err = await archive.each(zip, manifest, async () => {}).catch((e: NodeJS.ErrnoException) => e);
-  assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
+  assert.is(await eachFails(archive, zip, manifest), 'ENOENT');
 });
 
 test('a file past the in-memory entry size keeps nothing: each streams it from the archive', async () => {
   const archive = new ZipArchive();
-  const big = 'x'.repeat(1024 * 1024 + 1);
-  const temp = join(dir, `.tmp-${++n}`);
-  writeFileSync(
-    temp,
-    rawZip([
-      { name: 'big.txt', data: big, method: 8 },
-      { name: 'a.txt', data: 'a' },
-    ]),
-  );
-  const zip = join(dir, 'big.zip');
-  renameSync(temp, zip);
-  const manifest = await archive.inspect(zip, {});
-  (await archive.read(zip, manifest)).close();
-  unlinkSync(zip);
-  const err = await archive.each(zip, manifest, async () => {}).catch((e: NodeJS.ErrnoException) => e);
-  assert.is((err as NodeJS.ErrnoException).code, 'ENOENT');
+  const zip = write(join(dir, 'big.zip'), [
+    { name: 'big.txt', data: 'x'.repeat(1024 * 1024 + 1), method: 8 },
+    { name: 'a.txt', data: 'a' },
+  ]);
+  const manifest = await readThenRemove(archive, zip);
+  assert.is(await eachFails(archive, zip, manifest), 'ENOENT');
 });
 
 test.run();
