@@ -1,18 +1,20 @@
 // Upload-to-live latency of a small static site on the embedded defaults (SQLite, local storage,
-// in-process queue, local deployer), all three roles in this process, over real HTTP.
+// in-process queue, local deployer), all three roles in this process, over real HTTP from a client in a process of
+// its own (bench/upload-client.ts), so that this process's CPU is Hoist's alone.
 // Run: node --import tsx bench/upload-to-live.ts [deploys] [--node] [--warmup=n]   Prints figures; never fails on the
 // clock. --warmup: deploys made first and not counted (1 by default; the JIT compiler is still busy after it).
 // --node deploys a dependency-free Node.js app (a start script, an http server answering its marker)
 // instead; HOIST_DEPLOYER and HOIST_SANDBOX are read from the environment (HOIST_DEPLOYER=docker needs
-// the Docker engine and scripts/docker-base-image.sh's image).
+// the Docker engine and scripts/docker-base-image.sh's image). --profile=file writes a CPU profile (.cpuprofile) of
+// the counted deploys only: the warm-up deploys, start and teardown left out.
 import { RequestContext } from '@mikro-orm/core';
 import type { AbstractSqlConnection } from '@mikro-orm/knex';
+import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
+import { Session } from 'node:inspector/promises';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import yazl from 'yazl';
 import { startRoles } from '../adapters/cli/start.js';
 import { boot } from '../adapters/kernel.js';
 import { loadConfig } from '../config/load.js';
@@ -20,126 +22,15 @@ import { ACCOUNT_SERVICE, type AccountService } from '../core/accounts/account-s
 import { DEPLOYER, type Deployer } from '../core/ports/deployer.js';
 import type { LocalDeployer } from '../plugins/deployer-local/local-deployer.js';
 import { SANDBOX, type Sandbox } from '../core/ports/sandbox.js';
-import { sseEvents } from '../client/operation-stream.js';
+import type { UploadClient } from './upload-client.js';
 
 const args = process.argv.slice(2);
 const NODE_APP = args.includes('--node');
 const DEPLOYS = Number(args.find((a) => !a.startsWith('--')) ?? 20);
+const PROFILE = args.find((a) => a.startsWith('--profile='))?.slice(10);
 const WARMUP = Math.max(1, Number(args.find((a) => a.startsWith('--warmup='))?.slice(9) ?? 1));
-const SITE_BYTES = 1_000_000;
-const FILES = 50;
 /** How many of the most frequent SQL statements are listed. */
 const SQL_TOP = Number(process.env.SQL_TOP ?? 15);
-
-/** A ZIP of the given files, in memory. */
-function zipOf(files: [string, Buffer][]): Promise<Buffer> {
-  const zip = new yazl.ZipFile();
-  for (const [name, bytes] of files) zip.addBuffer(bytes, name);
-  zip.end();
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    zip.outputStream
-      .on('data', (c: Buffer) => chunks.push(c))
-      .on('end', () => resolve(Buffer.concat(chunks)))
-      .on('error', reject);
-  });
-}
-
-/** A ZIP of index.html (carrying `marker`) and 49 assets, about SITE_BYTES in all, half of them random binary. */
-function siteZip(marker: string): Promise<Buffer> {
-  const each = Math.floor(SITE_BYTES / FILES);
-  const files: [string, Buffer][] = [
-    [
-      'index.html',
-      Buffer.from(`<!doctype html><title>${marker}</title><p>${marker}</p>${'<p>filler</p>'.repeat(each / 13)}`),
-    ],
-  ];
-  for (let i = 1; i < FILES; i++) {
-    const raw = randomBytes(i % 2 ? each : Math.ceil((each * 3) / 4));
-    // Odd files are incompressible images; even ones base64 text that deflates to about 3/4.
-    files.push([i % 2 ? `img/a${i}.png` : `js/a${i}.js`, i % 2 ? raw : Buffer.from(raw.toString('base64'))]);
-  }
-  return zipOf(files);
-}
-
-/** A ZIP of a dependency-free Node.js app (a start script) whose server answers every request with `marker`. */
-function nodeAppZip(marker: string): Promise<Buffer> {
-  const pkg = { name: 'bench-app', version: '1.0.0', scripts: { start: 'node server.js' } };
-  const server =
-    `require('http').createServer((req, res) => res.end(${JSON.stringify(marker)}))` +
-    `.listen(Number(process.env.PORT), '127.0.0.1');\n`;
-  return zipOf([
-    ['package.json', Buffer.from(JSON.stringify(pkg))],
-    ['server.js', Buffer.from(server)],
-  ]);
-}
-
-// node:http with keep-alive, not fetch: the client shares this process with Hoist, and fetch costs it
-// about 1.5 ms more CPU per request, which would be charged to Hoist.
-const agent = new http.Agent({ keepAlive: true });
-
-/** One HTTP request; resolves the status and the body as text. */
-function request(
-  url: URL,
-  opts: { method?: string; headers?: Record<string, string | number>; body?: Buffer } = {},
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: url.pathname,
-        method: opts.method ?? 'GET',
-        headers: opts.headers,
-        agent,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res
-          .on('data', (c) => chunks.push(c))
-          .on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks).toString() }));
-      },
-    );
-    req.on('error', reject).end(opts.body);
-  });
-}
-
-/**
- * Follows an operation's event stream (`Accept: text/event-stream`, as `hoist deploy` does) until its state is no
- * longer running; resolves that state.
- */
-function follow(url: URL, headers: Record<string, string>): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: url.hostname, port: url.port, path: url.pathname, headers: { ...headers, accept: 'text/event-stream' } },
-      (res) => {
-        void (async () => {
-          for await (const e of sseEvents(res)) {
-            const op = e.event === 'state' ? JSON.parse(e.data) : null;
-            if (op && op.status !== 'running' && op.status !== 'queued') return op;
-          }
-          throw new Error(`the event stream of ${url.pathname} ended early (${res.statusCode})`);
-        })().then(
-          (op) => (req.destroy(), resolve(op)),
-          (err) => (req.destroy(), reject(err)),
-        );
-      },
-    );
-    req.on('error', reject).end();
-  });
-}
-
-/** A multipart/form-data body with the ZIP in the part `file`. */
-function multipart(zip: Buffer): { body: Buffer; type: string } {
-  const boundary = `----hoistbench${randomBytes(8).toString('hex')}`;
-  const head =
-    `--${boundary}\r\ncontent-disposition: form-data; name="file"; ` +
-    `filename="site.zip"\r\ncontent-type: application/zip\r\n\r\n`;
-  return {
-    body: Buffer.concat([Buffer.from(head), zip, Buffer.from(`\r\n--${boundary}--\r\n`)]),
-    type: `multipart/form-data; boundary=${boundary}`,
-  };
-}
 
 /** CPU time of this process's main thread so far, in ms (Linux: its schedstat; NaN elsewhere). */
 function mainThreadCpu(): number {
@@ -151,20 +42,19 @@ function mainThreadCpu(): number {
 }
 
 const ms = (a: string | null, b: string | null) => (a && b ? new Date(b).getTime() - new Date(a).getTime() : NaN);
-const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
 
 const dataDir = mkdtempSync(join(tmpdir(), 'hoist-bench-'));
 
 /**
- * CPU to create FILES files of the site's size in a new folder of the data directory, as a deploy's new blobs are
+ * CPU to create `files` files of `bytes` in all in a new folder of the data directory, as a deploy's new blobs are
  * (written at once, no thread pool): the disk's floor under "cpu". It can differ between folders of one disk (on
  * a machine just started, files in a new folder of /tmp took 1.2 ms each at first, in one of /work 0.02 ms).
  */
-function fileCreationCpu(): number {
+function fileCreationCpu(files: number, bytes: number): number {
   const dir = mkdtempSync(join(dataDir, 'floor-'));
-  const bytes = randomBytes(Math.floor(SITE_BYTES / FILES));
+  const each = randomBytes(Math.floor(bytes / files));
   const cpu = process.cpuUsage();
-  for (let i = 0; i < FILES; i++) writeFileSync(join(dir, String(i)), bytes, { flag: 'wx' });
+  for (let i = 0; i < files; i++) writeFileSync(join(dir, String(i)), each, { flag: 'wx' });
   const used = process.cpuUsage(cpu);
   rmSync(dir, { recursive: true, force: true });
   return (used.user + used.system) / 1000;
@@ -202,65 +92,58 @@ let statementCount = 0;
     .slice(0, 110);
   statements.set(text, (statements.get(text) ?? 0) + 1);
 });
-const api = running.urls.api!;
-const edge = new URL(running.urls.edge!);
 // Every release this run made, removed at the end (a Docker release's container outlives the process).
 const releases: string[] = [];
-const json = async (res: Promise<{ status: number; body: string }>) => {
-  const { status, body } = await res;
-  return { status, body: JSON.parse(body) };
-};
+// The client, in its own process (without this one's --cpu-prof, if any).
+const client = fork(new URL('./upload-client.ts', import.meta.url), [], {
+  execArgv: process.execArgv.filter((a) => !a.startsWith('--cpu-prof')),
+});
+const calls = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
+let lastCall = 0;
+client.on('message', (msg: { id: number; result?: unknown; error?: string }) => {
+  const call = calls.get(msg.id)!;
+  calls.delete(msg.id);
+  if (msg.error === undefined) call.resolve(msg.result);
+  else call.reject(new Error(`client: ${msg.error}`));
+});
+client.on('exit', (code) => {
+  for (const call of calls.values()) call.reject(new Error(`the client exited (${code})`));
+});
+/** Calls the client's `method`; resolves what it answers. */
+function call<M extends keyof UploadClient>(
+  method: M,
+  ...args: Parameters<UploadClient[M]>
+): Promise<Awaited<ReturnType<UploadClient[M]>>> {
+  const id = ++lastCall;
+  return new Promise((resolve, reject) => {
+    calls.set(id, { resolve, reject });
+    client.send({ id, method, args });
+  });
+}
 try {
   const email = 'bench@example.com';
   const password = 'correct horse battery';
   await RequestContext.create(running.kernel.orm.em.fork(), () =>
     running.kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password, plan: 'pro' }),
   );
-  const post = (path: string, headers: Record<string, string>, body: Buffer) =>
-    json(request(new URL(path, api), { method: 'POST', headers: { ...headers, 'content-length': body.length }, body }));
-  const login = await post(
-    '/api/v1/auth/login',
-    { 'content-type': 'application/json' },
-    Buffer.from(JSON.stringify({ email, password })),
-  );
-  const auth = { authorization: `Bearer ${login.body.token}` };
-  const project = (
-    await post(
-      '/api/v1/projects/',
-      { ...auth, 'content-type': 'application/json' },
-      Buffer.from(JSON.stringify({ name: 'bench site' })),
-    )
-  ).body;
-  const host = new URL(project.url).host;
+  const site = await call('setup', running.urls.api!, running.urls.edge!, email, password, NODE_APP);
 
   const rows: Record<string, number>[] = [];
   let zipBytes = 0;
   // The first WARMUP deploys warm up (first use of each code path, the JIT compiler) and are not counted.
+  const profiler = PROFILE ? new Session() : undefined;
   for (let i = 1 - WARMUP; i <= DEPLOYS; i++) {
-    const marker = `release-${i}-${randomBytes(4).toString('hex')}`;
-    const zip = await (NODE_APP ? nodeAppZip : siteZip)(marker);
-    zipBytes = zip.length;
-    const form = multipart(zip);
-
-    const t0 = performance.now();
+    if (i === 1 && profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    }
+    zipBytes = await call('prepare', i);
     const cpu0 = process.cpuUsage();
     const main0 = mainThreadCpu();
     const sql0 = statementCount;
-    const accepted = await post(
-      `/api/v1/projects/${project.id}/local-to-live`,
-      { ...auth, 'content-type': form.type },
-      form.body,
-    );
-    if (accepted.status !== 202) throw new Error(`upload ${i}: ${accepted.status} ${JSON.stringify(accepted.body)}`);
-    const t1 = performance.now();
-    const opUrl = new URL(`/api/v1/operations/${accepted.body.operation.id}`, api);
-    const op = await follow(opUrl, auth);
-    if (op.status !== 'succeeded')
-      throw new Error(`deploy ${i} ${op.status}: ${JSON.stringify(op.error ?? op.stages)}`);
-    const t2 = performance.now();
+    const { op, t0, t1, t2, t3 } = await call('deploy', i);
     releases.push(op.result.deployment_id);
-    while (!(await request(edge, { headers: { host } })).body.includes(marker)) await sleep(1);
-    const t3 = performance.now();
     // The variants deployer-local makes after the switch are this deploy's CPU too (not its time to live).
     await (running.kernel.get<Deployer>(DEPLOYER) as Partial<LocalDeployer>).variantsMade?.(op.result.deployment_id);
     const cpu = process.cpuUsage(cpu0);
@@ -291,6 +174,12 @@ try {
     process.stdout.write(`deploy ${String(i).padStart(2)}: ${(t3 - t0).toFixed(0)} ms\n`);
   }
 
+  if (profiler) {
+    const { profile } = await profiler.post('Profiler.stop');
+    writeFileSync(PROFILE!, JSON.stringify(profile));
+    profiler.disconnect();
+  }
+
   const stat = (xs: number[]) => {
     const s = [...xs].sort((a, b) => a - b);
     const at = (p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)];
@@ -299,15 +188,16 @@ try {
   const f = (n: number) => n.toFixed(0).padStart(7);
   console.log(
     `\nupload-to-live, ${DEPLOYS} deploys (after ${WARMUP} warm-up deploy${WARMUP > 1 ? 's' : ''}) of a ` +
-      (NODE_APP ? 'dependency-free Node.js app' : `${FILES}-file static site`) +
+      (NODE_APP ? 'dependency-free Node.js app' : `${site.files}-file static site`) +
       ` (ZIP ${(zipBytes / 1e6).toFixed(2)} MB), following its events, deployer ${config.deployer}`,
   );
   console.log(
     `load average ${load0.toFixed(1)} at start, ${loadavg()[0].toFixed(1)} at end (${availableParallelism()} cores)`,
   );
   console.log(
-    `data directory ${dataDir}: creating ${FILES} files of ${Math.floor(SITE_BYTES / FILES / 1000)} KB there ` +
-      `takes ${fileCreationCpu().toFixed(1)} ms of CPU (the disk's floor under cpu; TMPDIR moves it)`,
+    `data directory ${dataDir}: creating ${site.files} files of ${Math.floor(site.siteBytes / site.files / 1000)} KB ` +
+      `there takes ${fileCreationCpu(site.files, site.siteBytes).toFixed(1)} ms of CPU ` +
+      "(the disk's floor under cpu; TMPDIR moves it)",
   );
   console.log(`${'ms'.padEnd(12)} ${['median', 'p95', 'min', 'max'].map((h) => h.padStart(7)).join(' ')}`);
   for (const key of Object.keys(rows[0])) {
@@ -324,7 +214,7 @@ try {
       'seen, less created_at → finished_at; edge: succeeded seen → new page served;',
   );
   console.log(
-    'cpu: CPU time of this process (server and client) per deploy, the variants made after the switch ' +
+    "cpu: CPU time of Hoist's process (the client runs in its own) per deploy, the variants made after the switch " +
       'included: the figure other load on the machine disturbs least; cpuSystem: its kernel part (file creation ' +
       'on a disk just written to and deleted from costs most of it); cpuMain: the main thread (JavaScript), the ' +
       'rest being the libuv pool (files, zlib), GC and the JIT compiler.',
@@ -360,7 +250,7 @@ try {
         (value < target ? 'met' : 'missed'),
     );
 } finally {
-  agent.destroy();
+  if (client.connected) client.disconnect();
   const deployer = running.kernel.get<Deployer>(DEPLOYER);
   for (const id of releases) await deployer.remove(id).catch(() => {});
   await running.close();
