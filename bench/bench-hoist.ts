@@ -1,11 +1,11 @@
 // What the side-by-side benches share: Hoist with its roles in this process on a fresh data directory,
 // an account signed in, deploys through the API, an edge in a process of its own (`hoist edge`), and
-// wrk runs parsed into requests per second.
+// wrk runs parsed into requests per second, and the CPU each server process spent per request.
 import { RequestContext } from '@mikro-orm/core';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRoles, type Role, type Running } from '../adapters/cli/start.js';
@@ -161,12 +161,15 @@ export async function startEdgeProcess(
   };
 }
 
-/** Runs wrk against `url` with `headers`; resolves requests per second (and non-2xx/3xx answers, which void it). */
+/**
+ * Runs wrk against `url` with `headers`; resolves requests per second, the requests answered (and non-2xx/3xx
+ * answers, which void it).
+ */
 export async function wrk(
   url: string,
   headers: Record<string, string> = {},
   opts: { threads?: number; connections?: number; seconds?: number } = {},
-): Promise<{ rps: number; errors: number }> {
+): Promise<{ rps: number; requests: number; errors: number }> {
   const args = [`-t${opts.threads ?? 2}`, `-c${opts.connections ?? 50}`, `-d${opts.seconds ?? 5}s`];
   // wrk adds its own Host unless one is spelled `Host`: two would be a 400.
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k === 'host' ? 'Host' : k}: ${v}`);
@@ -178,8 +181,38 @@ export async function wrk(
     child.on('error', reject).on('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk: ${code}`))));
   });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
   const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-  return { rps, errors };
+  return { rps, requests, errors };
+}
+
+/** The CPU time (µs, user and system, all threads) process `pid` has used so far, from /proc (10 ms ticks). */
+export function cpuOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
+
+/** Process `pid` and its children (an nginx master and its worker). */
+export function withChildren(pid: number): number[] {
+  const found = [pid];
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) found.push(Number(name));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
+/** Runs wrk on `at`; resolves its answer and, with `pids`, the CPU those processes spent per request (µs). */
+async function measured(at: WrkTarget, pids: number[] | undefined) {
+  const cpu = () => (pids ?? []).reduce((sum, pid) => sum + cpuOf(pid), 0);
+  const before = cpu();
+  const run = await wrk(...at);
+  return { ...run, perRequest: pids?.length ? (cpu() - before) / run.requests : NaN };
 }
 
 /** One request with node:http (fetch drops the Host header); resolves the status, headers and body. */
@@ -214,46 +247,58 @@ export const filler = (bytes: number) =>
 /** One request of a side-by-side case: the URL and the headers wrk sends. */
 export type WrkTarget = [url: string, headers: Record<string, string>];
 
-/** A server Hoist is measured against: its label, its request, and the least ratio the issue asks for (if any). */
+/**
+ * A server Hoist is measured against: its label, its request, and the least ratio the issue asks for (if any); with
+ * `pids`, its processes, whose CPU per request is printed too.
+ */
 export interface Counterpart {
   label: string;
   at: WrkTarget;
+  pids?: number[];
   target?: number;
   /** A ceiling (a bare server): the table also prints its own ratio to the other counterparts. */
   ceiling?: boolean;
 }
 
-/** A case measured side by side: Hoist's request and its counterparts'. */
+/** A case measured side by side: Hoist's request (and its processes, as a counterpart's) and its counterparts'. */
 export interface SideBySideCase {
   name: string;
   hoist: WrkTarget;
+  hoistPids?: number[];
   others: Counterpart[];
 }
 
 /**
  * Runs each case `rounds` times, Hoist then each counterpart in turn, and prints a table of the median
  * requests per second, Hoist's ratio to each counterpart and the target, under `title` and the load
- * average since `load0`; a ceiling's row also gives its ratio to the case's other counterparts.
+ * average since `load0`; a ceiling's row also gives its ratio to the case's other counterparts. Where both sides
+ * name their processes, the row also gives the median CPU each spent per request (µs): on a machine whose cores the
+ * load generator shares, steadier than requests per second.
  */
 export async function sideBySide(title: string, cases: SideBySideCase[], rounds: number, load0: number) {
   const lines: string[] = [];
   const cell = (x: string, w = 11) => x.padStart(w);
   for (const c of cases) {
     const h: number[] = [];
+    const hCpu: number[] = [];
     const o = c.others.map(() => [] as number[]);
+    const oCpu = c.others.map(() => [] as number[]);
     const errors = c.others.map(() => 0);
     let hoistErrors = 0;
     for (let r = 0; r < rounds; r++) {
-      const a = await wrk(...c.hoist);
+      const a = await measured(c.hoist, c.hoistPids);
       h.push(a.rps);
+      hCpu.push(a.perRequest);
       hoistErrors += a.errors;
       for (const [i, other] of c.others.entries()) {
-        const b = await wrk(...other.at);
+        const b = await measured(other.at, other.pids);
         o[i].push(b.rps);
+        oCpu[i].push(b.perRequest);
         errors[i] += b.errors;
       }
     }
     const hoist = median(h);
+    const hoistCpu = median(hCpu);
     const others = o.map(median);
     process.stdout.write(`${c.name}: ${hoist.toFixed(0)} vs ${others.map((x) => x.toFixed(0)).join(' / ')} req/s\n`);
     lines.push(c.name);
@@ -262,7 +307,10 @@ export async function sideBySide(title: string, cases: SideBySideCase[], rounds:
       const bad = hoistErrors + errors[i];
       const verdict = bad ? `${bad} bad answers` : other.target ? (ratio >= other.target ? 'met' : 'missed') : '';
       const target = other.target ? `≥ ${other.target}×` : '';
-      const cells = [hoist.toFixed(0), others[i].toFixed(0), `${ratio.toFixed(2)}×`, target, verdict];
+      const otherCpu = median(oCpu[i]);
+      const cpu =
+        Number.isNaN(hoistCpu) || Number.isNaN(otherCpu) ? '' : `${hoistCpu.toFixed(1)} / ${otherCpu.toFixed(1)}`;
+      const cells = [hoist.toFixed(0), others[i].toFixed(0), `${ratio.toFixed(2)}×`, target, verdict, cpu];
       lines.push(`  vs ${other.label.padEnd(40)} ${cells.map((x) => cell(x)).join(' ')}`);
       if (other.ceiling)
         for (const [j, them] of c.others.entries())
@@ -277,7 +325,8 @@ export async function sideBySide(title: string, cases: SideBySideCase[], rounds:
   console.log(
     `load average ${load0.toFixed(1)} at start, ${loadavg()[0].toFixed(1)} at end (${availableParallelism()} cores)`,
   );
-  const head = ['hoist req/s', 'other req/s', 'ratio', 'target', ''];
+  const head = ['hoist req/s', 'other req/s', 'ratio', 'target', '', 'CPU µs/req'];
   console.log(`${'case'.padEnd(43)} ${head.map((x) => cell(x)).join(' ')}`);
   for (const l of lines) console.log(l);
+  console.log("CPU µs/req: CPU time of Hoist's process / of the other server's (nginx: master and worker) per request");
 }

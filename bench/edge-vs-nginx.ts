@@ -5,7 +5,8 @@
 // `npm run build` first); the API and the worker that deploy the sites run in this process, idle
 // while wrk runs. nginx runs in two configurations: `access_log off`, and Debian's own nginx.conf
 // (access log to a file, gzip on, default keep-alive limits). A bare node:http server answering the
-// same bytes with the same headers from memory is the ceiling of node:http on this machine.
+// same bytes with the same headers from memory is the ceiling of node:http on this machine. Each static row also
+// gives the CPU the edge's process and the other server's (nginx: master and worker) spent per request.
 // Run: node --import tsx bench/edge-vs-nginx.ts [rounds]   Prints figures; never fails on the clock.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +19,7 @@ import {
   sideBySide,
   startBenchHoist,
   startEdgeProcess,
+  withChildren,
   type Counterpart,
   type SideBySideCase,
   type WrkTarget,
@@ -211,6 +213,9 @@ try {
   const asset = '/assets/index-4f3a9c.js';
   const bare = await startBare(edge, host, ['/', asset], dirs[2]);
   children.push(bare.child);
+  // The processes whose CPU per request is counted: the edge's, each nginx's master and worker, the bare server's.
+  const hoistPids = [edgeProcess.child.pid!];
+  const pidsOf = (child: ChildProcess) => withChildren(child.pid!);
   /** nginx in both configurations, and the bare server, on `path` with `headers` (and `own`: each one's ETag). */
   const counterparts = async (path: string, headers: Record<string, string>, target: number, own?: 'etag') => {
     const at = async (origin: string): Promise<WrkTarget> => [
@@ -218,24 +223,41 @@ try {
       { ...headers, ...(own ? { 'if-none-match': await etagOf(`${origin}${path}`) } : {}) },
     ];
     const others: Counterpart[] = [
-      { label: 'nginx, access_log off', at: await at(nginxOff.origin), target },
-      { label: "nginx, Debian's nginx.conf (access log)", at: await at(nginxDebian.origin), target },
+      { label: 'nginx, access_log off', at: await at(nginxOff.origin), target, pids: pidsOf(nginxOff.child) },
+      {
+        label: "nginx, Debian's nginx.conf (access log)",
+        at: await at(nginxDebian.origin),
+        target,
+        pids: pidsOf(nginxDebian.child),
+      },
     ];
     if (!headers.cookie)
-      others.push({ label: 'bare node:http, same bytes and headers', at: await at(bare.origin), ceiling: true });
+      others.push({
+        label: 'bare node:http, same bytes and headers',
+        at: await at(bare.origin),
+        ceiling: true,
+        pids: [bare.child.pid!],
+      });
     return others;
   };
   const cases: SideBySideCase[] = [
-    { name: 'index.html (4 KB)', hoist: [`${edge}/`, { host }], others: await counterparts('/', {}, 0.8) },
-    { name: 'asset (100 KB)', hoist: [`${edge}${asset}`, { host }], others: await counterparts(asset, {}, 0.8) },
+    { name: 'index.html (4 KB)', hoist: [`${edge}/`, { host }], hoistPids, others: await counterparts('/', {}, 0.8) },
+    {
+      name: 'asset (100 KB)',
+      hoist: [`${edge}${asset}`, { host }],
+      hoistPids,
+      others: await counterparts(asset, {}, 0.8),
+    },
     {
       name: '304 (If-None-Match)',
       hoist: [`${edge}/`, { host, 'if-none-match': await etagOf(`${edge}/`, host) }],
+      hoistPids,
       others: await counterparts('/', {}, 0.8, 'etag'),
     },
     {
       name: 'private, with the cookie',
       hoist: [`${edge}/`, { host: privateSite.host, cookie }],
+      hoistPids,
       others: await counterparts('/', { cookie }, 0.5),
     },
     {

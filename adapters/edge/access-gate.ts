@@ -1,4 +1,3 @@
-import { RequestContext } from '@mikro-orm/core';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
@@ -54,15 +53,16 @@ class Refusal extends Error {
  */
 export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: AccessTokenCache): AccessGate {
   const { config } = kernel;
-  const access = kernel.get<SiteAccessService>(SITE_ACCESS_SERVICE);
-  const inContext = <T>(fn: () => Promise<T>) => RequestContext.create(kernel.orm.em.fork(), fn);
+  const service = kernel.get<SiteAccessService>(SITE_ACCESS_SERVICE);
+  // Each request's own entity manager, given to the service: no request context (see SiteAccessService.on).
+  const forRequest = () => service.on(kernel.orm.em.fork());
 
   // Mail goes out after the answer, so the answer cannot tell a granted address from another by
   // its timing; one project's deliveries run in the order they were asked for.
   const deliveries = new Map<string, Promise<void>>();
   const deliver = (projectId: string, work: () => Promise<void>) => {
     const run = (deliveries.get(projectId) ?? Promise.resolve())
-      .then(() => inContext(work))
+      .then(work)
       .catch((err) => app.log.error({ err, projectId }, 'access code mail failed'));
     deliveries.set(projectId, run);
     void run.finally(() => deliveries.get(projectId) === run && deliveries.delete(projectId));
@@ -108,7 +108,13 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: 
       .header('cache-control', 'no-store')
       .redirect(next, 303);
 
-  const handle = async (req: FastifyRequest, reply: FastifyReply, project: GatedProject, path: string) => {
+  const handle = async (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    access: SiteAccessService,
+    project: GatedProject,
+    path: string,
+  ) => {
     const query = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
     if (req.method === 'GET' || req.method === 'HEAD') {
       const next = safeNext(query.get('next'));
@@ -207,21 +213,20 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: 
         withoutAccessCookie(req.raw);
         return false;
       }
-      return inContext(async () => {
-        const project = await access.project(target.projectId);
-        if (!project) return false;
-        if (path.startsWith(GATE_PREFIX)) {
-          try {
-            await handle(req, reply, project, path);
-          } catch (err) {
-            if (!(err instanceof Refusal)) throw err;
-            page(reply, err.status, gateMessagePage(err.title, err.message));
-          }
-          return true;
+      const access = forRequest();
+      const project = await access.project(target.projectId);
+      if (!project) return false;
+      if (path.startsWith(GATE_PREFIX)) {
+        try {
+          await handle(req, reply, access, project, path);
+        } catch (err) {
+          if (!(err instanceof Refusal)) throw err;
+          page(reply, err.status, gateMessagePage(err.title, err.message));
         }
-        signIn(reply, project, 401, req.method === 'GET' || req.method === 'HEAD' ? safeNext(req.url) : '/');
         return true;
-      });
+      }
+      signIn(reply, project, 401, req.method === 'GET' || req.method === 'HEAD' ? safeNext(req.url) : '/');
+      return true;
     },
 
     upgrade(req, socket, target, pass) {

@@ -37,6 +37,11 @@ export class RateLimiter {
     private readonly clock: Clock,
   ) {}
 
+  /** The same limits, kept through `em` (a fork: see SiteAccessService.on). */
+  on(em: EntityManager): RateLimiter {
+    return new RateLimiter(em, this.clock);
+  }
+
   /** Counts one hit of `key` unless `limit` hits are already in the last `windowSeconds`. */
   async hit(key: string, limit: number, windowSeconds: number): Promise<RateDecision> {
     const now = this.clock.now();

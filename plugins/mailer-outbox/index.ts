@@ -8,9 +8,9 @@ export class OutboxMailer implements Mailer {
   constructor(private readonly em: EntityManager) {}
 
   async send(message: MailMessage): Promise<void> {
-    const em = this.em.fork();
-    em.persist(Object.assign(new OutboxMail(), message));
-    await em.flush();
+    // An insert, not a flush: MikroORM runs a flush in an AsyncLocalStorage context, which the edge (whose gate
+    // mails access codes) keeps out of its process (SiteAccessService.on).
+    await this.em.fork().insert(OutboxMail, Object.assign(new OutboxMail(), message));
   }
 }
 
