@@ -8,7 +8,6 @@ import type { ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -17,6 +16,7 @@ import { EnvironmentVariable } from '../../core/entities/environment-variable.js
 import { ProjectKey } from '../../core/entities/project-key.js';
 import { ENVIRONMENT_SERVICE, type EnvironmentService } from '../../core/environment/environment-service.js';
 import { testCli, type TestCli } from '../helpers/cli.js';
+import { freePort } from '../helpers/hoist-process.js';
 import { hostOf, zipOf } from '../helpers/live.js';
 
 const SECRET = `sk_live_${randomUUID().replace(/-/g, '')}`;
@@ -30,14 +30,6 @@ let cli: TestCli;
 let server: ChildProcess | undefined;
 let logs = '';
 const answers: string[] = [];
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 
 const until = async <T>(get: () => Promise<T>, ok: (v: T) => boolean, ms = 120_000): Promise<T> => {
   const end = Date.now() + ms;
