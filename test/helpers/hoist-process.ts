@@ -1,43 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import { hoistBin, root, type TestCli } from './cli.js';
 
-/** Whether a server can listen on 127.0.0.1:`port` now (0: any port; resolves the port it got, or null). */
-const listenable = (port: number) =>
-  new Promise<number | null>((resolve) => {
-    const s = net.createServer();
-    s.once('error', () => resolve(null));
-    s.listen(port, '127.0.0.1', () => {
-      const { port: got } = s.address() as net.AddressInfo;
-      s.close(() => resolve(got));
-    });
-  });
-
-/** The first port of the kernel's ephemeral range (32768 by default), where outgoing connections take theirs. */
-const EPHEMERAL_FROM = Number(
-  (() => {
-    try {
-      return readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0];
-    } catch {
-      return 32768;
-    }
-  })(),
-);
-
-/**
- * A free TCP port on the loopback for a server a test starts afterwards, picked at random below the ephemeral
- * range. A port `listen(0)` gives is from that range, where the suites' own outgoing connections take their local
- * ports: now and then one took it before the server listened (EADDRINUSE in CI, two runs of three in one session).
- */
-export async function freePort(): Promise<number> {
-  if (EPHEMERAL_FROM > 12_000)
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const port = await listenable(10_000 + Math.floor(Math.random() * (EPHEMERAL_FROM - 10_000)));
-      if (port !== null) return port;
-    }
-  return (await listenable(0))!;
-}
+export { freePort } from '../../plugins/shared/sandbox/free-port.js';
 
 /** Waits until `cond` holds, checking every 100 ms; throws after `ms`. */
 export const until = async (cond: () => boolean | Promise<boolean>, ms = 30_000) => {

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'nats';
 import { NatsQueue, type NatsQueueOptions } from '../../plugins/queue-nats/nats-queue.js';
+import { freePort } from '../../plugins/shared/sandbox/free-port.js';
 import type { QueueFixture } from '../contract/queue.js';
 
 /** The machine's shared NATS (JetStream on). Tests use streams of their own on it, never its defaults. */
@@ -43,16 +43,7 @@ export async function natsQueueFixture(
   };
 }
 
-/** A port nothing listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
+export { freePort };
 
 /** A nats-server of the test's own (JetStream, its own store), which the test may stop and restart. */
 export interface OwnNats {
