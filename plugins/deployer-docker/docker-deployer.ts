@@ -63,6 +63,8 @@ export interface DockerDeployerOptions {
 
 const never = new AbortController().signal;
 const status = engineStatus;
+/** The container a release's image is committed from. */
+const packingName = (deploymentId: string) => `hoist-packing-${deploymentId}`;
 
 /**
  * Runs each release as a container of its own image through the Docker Engine API. The image is
@@ -75,7 +77,9 @@ const status = engineStatus;
  * runs as root beside the engine. The edge reaches it at its address on that network
  * (`http://<container ip>:8080`): no host port is taken, and an edge on the Docker host or in a
  * container attached to the network can route to it. Everything it creates carries
- * `hoist.managed=true` and the deployment and project ids.
+ * `hoist.managed=true` and the deployment and project ids. Every engine call has a deadline (withDeadlines, given by
+ * dockerClient): a wedged engine fails the deploy with `deploy_docker_failed` naming the call; what it could not remove
+ * then goes at the next `remove` of the release (a retry's, the project's deletion).
  */
 export class DockerDeployer implements Deployer, Lifecycle {
   private events: Readable | null = null;
@@ -168,6 +172,13 @@ export class DockerDeployer implements Deployer, Lifecycle {
   async remove(deploymentId: string): Promise<void> {
     const label = ['hoist.managed=true', `hoist.deployment=${deploymentId}`];
     await this.suspend(deploymentId);
+    // The packing container of a prepare that could not remove it (the engine stopped answering) goes with it.
+    await this.docker
+      .getContainer(packingName(deploymentId))
+      .remove({ force: true })
+      .catch((err) => {
+        if (status(err) !== 404) throw err;
+      });
     for (const i of await this.docker.listImages({ filters: { label } })) {
       await this.docker
         .getImage(i.Id)
@@ -280,13 +291,9 @@ export class DockerDeployer implements Deployer, Lifecycle {
    * releaseDockerfile makes an intermediate container per instruction (about 4 times as long).
    */
   private async commitImage(spec: ReleaseSpec, app: string, signal: AbortSignal): Promise<void> {
-    const name = `hoist-packing-${spec.deploymentId}`;
-    const gone = (err: Error) => {
-      if (status(err) !== 404) throw err;
-    };
-    await this.docker.getContainer(name).remove({ force: true }).catch(gone);
+    // One a failed prepare left went with the `remove` prepare begins with.
     const packing = await this.docker.createContainer({
-      name,
+      name: packingName(spec.deploymentId),
       Image: this.opts.baseImage,
       Cmd: ['true'],
       NetworkDisabled: true,
@@ -300,13 +307,24 @@ export class DockerDeployer implements Deployer, Lifecycle {
       ];
       // One archive: each put mounts the container's filesystem anew (about 50 ms).
       const { tar, done } = packDirectories(folders, { uid: 0, gid: 0, worldReadable: true });
-      await Promise.all([packing.putArchive(tar, { path: '/' }), done]);
+      const put = packing.putArchive(tar, { path: '/', abortSignal: signal }).catch((err: Error) => {
+        // Aborted (its deadline, a cancel), the engine reads no more of it: nor does anything else.
+        tar.destroy();
+        throw err;
+      });
+      await Promise.all([put, done]);
       signal.throwIfAborted();
       const [repo, tag] = releaseImageTag(spec.deploymentId).split(':');
+      // Not aborted on cancel: the engine would go on and make the image after the cleanup looked for it.
       await packing.commit({ _query: { container: packing.id, repo, tag }, _body: releaseImageConfig(spec) });
-    } finally {
-      await packing.remove({ force: true }).catch(gone);
+    } catch (err) {
+      // The failure is this one, not the removal's (a wedged engine fails both): one left goes with `remove`.
+      await packing.remove({ force: true }).catch(() => {});
+      throw err;
     }
+    await packing.remove({ force: true }).catch((err: Error) => {
+      if (status(err) !== 404) throw err;
+    });
   }
 
   private create(spec: ReleaseSpec): Promise<Docker.Container> {

@@ -15,7 +15,7 @@ import {
 } from '../../core/ports/sandbox.js';
 import { Box, LABEL, removeLabelled, sandboxLabels } from './box.js';
 import { createCommandContainer, type ImageFacts } from './command-container.js';
-import { startContainer } from '../shared/docker/connection.js';
+import { engineStatus, startContainer } from '../shared/docker/connection.js';
 import { watchDisk } from '../shared/sandbox/disk-watch.js';
 import { prepareNetworks, type SandboxNetworks } from './networks.js';
 import { followOutput } from './output.js';
@@ -56,6 +56,14 @@ const SIGXFSZ_EXIT = 128 + 25;
 const MiB = 1024 * 1024;
 
 /**
+ * The catch of a kill or a stop: any answer of the engine is fine (the container exited already...); none (past the
+ * call's deadline, withDeadlines) aborts `wedged`, where the wait for the container's end, which has none, gives up.
+ */
+const unanswered = (wedged: AbortController) => (err: unknown) => {
+  if (engineStatus(err) === undefined) wedged.abort(err);
+};
+
+/**
  * Runs tenant code in throwaway hardened containers through the Docker Engine API, local or
  * remote. Each run or service gets a fresh container of the base image: the tenant user (10001), a
  * read-only root, tmpfs /tmp and HOME (each `diskMb`), no capabilities, no-new-privileges, memory
@@ -71,6 +79,9 @@ const MiB = 1024 * 1024;
  * container that did not notice, volumes) is removed when any Hoist process on the engine next
  * prepares its sandbox: objects carry their owner's instance id, and an owner is alive while its
  * presence container runs (owners.ts).
+ *
+ * Every engine call has a deadline (withDeadlines, given by dockerClient): a wedged engine fails a run or a service
+ * with a SandboxError naming the call, at the latest once its time limit is up and the engine does not answer the kill.
  */
 export class DockerSandbox implements Sandbox, Lifecycle {
   readonly id = 'sandbox-docker';
@@ -152,10 +163,11 @@ export class DockerSandbox implements Sandbox, Lifecycle {
     const network = spec.network === 'egress' ? setup.networks.egress : setup.networks.internal;
     let why: SandboxEndReason | null = null;
     let container: Docker.Container | null = null;
+    const wedged = new AbortController();
     const stopFor = (reason: SandboxEndReason) => {
       why ??= reason;
       // Best effort: a container that already exited has nothing left to kill.
-      void container?.kill({ signal: 'SIGKILL' }).catch(() => {});
+      void container?.kill({ signal: 'SIGKILL' }).catch(unanswered(wedged));
     };
     let ip: string;
     let output: Promise<void> = Promise.resolve();
@@ -203,7 +215,7 @@ export class DockerSandbox implements Sandbox, Lifecycle {
     }
     const started = container;
     const exited: Promise<SandboxResult> = started
-      .wait()
+      .wait({ abortSignal: wedged.signal })
       .then(async ({ StatusCode }: { StatusCode: number }) => {
         await Promise.race([output, new Promise((r) => setTimeout(r, 2000))]);
         const oom = await started.inspect().then(
@@ -226,7 +238,7 @@ export class DockerSandbox implements Sandbox, Lifecycle {
           why ??= 'canceled';
           // SIGTERM to docker-init, which passes it on; SIGKILL after 5 s. It fails only for a container
           // that has exited already (and so is being removed): `exited` settles either way.
-          await started.stop({ t: 5 }).catch(() => {});
+          await started.stop({ t: 5 }).catch(unanswered(wedged));
           await exited;
         })()),
     };
@@ -243,11 +255,13 @@ export class DockerSandbox implements Sandbox, Lifecycle {
   ): Promise<SandboxResult> {
     let reason: SandboxEndReason | null = null;
     let started = false;
+    const wedged = new AbortController();
+    // Best effort: a container that already exited has nothing left to kill.
+    const kill = () => void container.kill({ signal: 'SIGKILL' }).catch(unanswered(wedged));
     const stopFor = (r: SandboxEndReason) => {
       if (reason) return;
       reason = r;
-      // Best effort: a container that already exited has nothing left to kill.
-      if (started) void container.kill({ signal: 'SIGKILL' }).catch(() => {});
+      if (started) kill();
     };
     const attach = (await container.attach({
       stream: true,
@@ -273,10 +287,12 @@ export class DockerSandbox implements Sandbox, Lifecycle {
         throw new SandboxError(`sandbox-docker could not start the container: ${err.message}`, { cause: err });
       });
       started = true;
-      if (reason) void container.kill({ signal: 'SIGKILL' }).catch(() => {}); // best effort, as in stopFor
+      if (reason) kill();
       attach.write('\n');
       // Waiting once it has started (condition not-running) cannot miss an exit, however quick.
-      const { StatusCode } = (await container.wait()) as { StatusCode: number };
+      const { StatusCode } = (await container.wait({ abortSignal: wedged.signal }).catch((err: Error) => {
+        throw wedged.signal.reason ?? err;
+      })) as { StatusCode: number };
       await Promise.race([output, new Promise((r) => setTimeout(r, 2000))]);
       const info = await container.inspect();
       return this.result(StatusCode, reason, info.State.OOMKilled, 'SIGKILL');
