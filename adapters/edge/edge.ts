@@ -86,7 +86,7 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
     const headers = releaseHeaders(release);
     if (release.target.kind === 'http') {
       reply.hijack();
-      proxy.web(req.raw, reply.raw, release.target.url, headers as Record<string, string>);
+      proxy.web(req.raw, reply.raw, release.target, headers as Record<string, string>);
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD')
@@ -117,7 +117,7 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
     const release = routes.lookup(req.headers.host);
     const target = release?.target;
     if (release && target?.kind === 'http')
-      gate.upgrade(req, socket, release, () => proxy.ws(req, socket, head, target.url));
+      gate.upgrade(req, socket, release, () => proxy.ws(req, socket, head, target));
     else socket.destroy();
   });
   return app;

@@ -121,7 +121,7 @@ export function createFastPath(
       );
     if (target.kind === 'http') {
       countWhenSent(method, res, start);
-      proxy.plain(req, res, target.url, releaseHeaders(release));
+      proxy.plain(req, res, target, releaseHeaders(release));
       return true;
     }
     const answering = serveStatic(req, res, staticRelease(release, target.root));

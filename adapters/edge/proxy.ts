@@ -11,6 +11,7 @@ import type { TLSSocket } from 'node:tls';
 import { createProxyServer } from 'http-proxy-3';
 import { Pool, type Dispatcher } from 'undici';
 import { HoistError } from '../../core/errors.js';
+import type { ReleaseTarget } from '../../core/ports/deployer.js';
 import { badGatewayPage } from './pages.js';
 
 /** How the edge tells a release who asked: the client's scheme when the edge cannot see it itself. */
@@ -66,18 +67,24 @@ const portOf = (host: string | undefined, proto: string) =>
 /** How long a release may take to answer (and between the parts of its answer) before the edge gives up: 502. */
 const PROXY_TIMEOUT_MS = 120_000;
 
-/** A pool of kept connections per release address (http://127.0.0.1:4123): a connection carries one release's traffic. */
+/** A release the edge proxies to: its address, and its unix socket on this host when it has one (used instead). */
+type HttpTarget = Extract<ReleaseTarget, { kind: 'http' }>;
+
+/**
+ * A pool of kept connections per release address (http://127.0.0.1:4123, or its socket): a connection carries one
+ * release's traffic.
+ */
 const pools = new Map<string, Pool>();
-function poolOf(target: string): Pool {
-  let pool = pools.get(target);
+function poolOf({ url, socket }: HttpTarget): Pool {
+  let pool = pools.get(socket ?? url);
   if (!pool) {
     // Addresses of releases long gone: their pools end once their requests have.
     if (pools.size >= 10_000) {
       for (const old of pools.values()) void old.close();
       pools.clear();
     }
-    pool = new Pool(target, { headersTimeout: PROXY_TIMEOUT_MS, bodyTimeout: PROXY_TIMEOUT_MS });
-    pools.set(target, pool);
+    pool = new Pool(url, { headersTimeout: PROXY_TIMEOUT_MS, bodyTimeout: PROXY_TIMEOUT_MS, socketPath: socket });
+    pools.set(socket ?? url, pool);
   }
   return pool;
 }
@@ -128,13 +135,16 @@ function cutWith(answer: IncomingMessage, res: ServerResponse): void {
   answer.once('error', () => res.destroy());
 }
 
+/** What http-proxy is given as a release's target: its socket when it has one, else its address. */
+const proxyTarget = ({ url, socket }: HttpTarget, scheme: 'http' | 'ws') =>
+  socket ? { protocol: `${scheme}:`, host: 'localhost', port: 80, socketPath: socket } : url.replace(/^http/, scheme);
+
 /**
- * Forwards HTTP requests and WebSocket upgrades to a Node.js release, with the X-Forwarded-* headers
- * the edge sets itself (setForwardedHeaders). A release that does not answer gets a 502 page.
- * `plain` forwards a request without a body through an undici Pool per release address (the edge's hot
- * path: less CPU per request than node:http's client, see bench/edge-proxy.ts); `web` takes any request
- * through http-proxy. Both keep their connections to releases open between requests and follow the same
- * header rules.
+ * Forwards HTTP requests and WebSocket upgrades to a Node.js release (through its unix socket when it has one),
+ * with the X-Forwarded-* headers the edge sets itself (setForwardedHeaders). A release that does not answer gets a
+ * 502 page. `plain` forwards a request without a body through an undici Pool per release address (the edge's hot
+ * path: less CPU per request than node:http's client, see bench/edge-proxy.ts); `web` takes any request through
+ * http-proxy. Both keep their connections to releases open between requests and follow the same header rules.
  */
 export function createReleaseProxy(options: ForwardingOptions) {
   // xfwd off: http-proxy would keep a client's X-Forwarded-Host and append to its other claims.
@@ -165,11 +175,11 @@ export function createReleaseProxy(options: ForwardingOptions) {
     res.end(badGatewayPage());
   };
   return {
-    /** Forwards one HTTP request to `target` (a base URL such as http://127.0.0.1:4123). */
-    web(req: IncomingMessage, res: ServerResponse, target: string, headers: Record<string, string>) {
+    /** Forwards one HTTP request to `target`. */
+    web(req: IncomingMessage, res: ServerResponse, target: HttpTarget, headers: Record<string, string>) {
       for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
       setForwardedHeaders(req, options);
-      proxy.web(req, res, { target }, (err) => fail(res, req, err));
+      proxy.web(req, res, { target: proxyTarget(target, 'http') }, (err) => fail(res, req, err));
     },
     /**
      * Forwards a GET or HEAD without a body (no Content-Length, Transfer-Encoding or Upgrade: the caller
@@ -179,7 +189,7 @@ export function createReleaseProxy(options: ForwardingOptions) {
      * default); 502 when the release fails or stays silent for PROXY_TIMEOUT_MS; the client's connection
      * cut when the release's is cut mid-answer.
      */
-    plain(req: IncomingMessage, res: ServerResponse, target: string, headers: OutgoingHttpHeaders) {
+    plain(req: IncomingMessage, res: ServerResponse, target: HttpTarget, headers: OutgoingHttpHeaders) {
       setForwardedHeaders(req, options);
       const asked = req.headers;
       const forwarded: string[] = [];
@@ -208,9 +218,9 @@ export function createReleaseProxy(options: ForwardingOptions) {
       poolOf(target).dispatch({ path, method: req.method as 'GET', headers: forwarded }, handler);
     },
     /** Forwards a WebSocket upgrade to `target`. */
-    ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: string) {
+    ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: HttpTarget) {
       setForwardedHeaders(req, options);
-      proxy.ws(req, socket, head, { target: target.replace(/^http/, 'ws') }, () => socket.destroy());
+      proxy.ws(req, socket, head, { target: proxyTarget(target, 'ws') }, () => socket.destroy());
     },
   };
 }

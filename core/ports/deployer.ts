@@ -1,7 +1,10 @@
 import { token } from '../tokens.js';
 
-/** Where the edge sends a live release's traffic: files under a directory, or an HTTP address. */
-export type ReleaseTarget = { kind: 'static'; root: string } | { kind: 'http'; url: string };
+/**
+ * Where the edge sends a live release's traffic: files under a directory, or an HTTP address (`url`), which on this
+ * host may also be reached at the unix socket `socket`; the edge then uses the socket (see SandboxService.socket).
+ */
+export type ReleaseTarget = { kind: 'static'; root: string } | { kind: 'http'; url: string; socket?: string };
 
 /** A release to run: one deployment of a built artifact. */
 export interface ReleaseSpec {

@@ -114,6 +114,11 @@ export interface SandboxServe extends Omit<SandboxRun, 'signal' | 'limits'> {
 export interface SandboxService {
   /** Where the edge reaches the published port, e.g. `http://127.0.0.1:41234`. */
   readonly url: string;
+  /**
+   * A unix socket on this host that reaches the same port, for a sandbox that can give one: cheaper to proxy to
+   * than `url` (no TCP, and for bubblewrap no slirp4netns). Only Hoist's own processes can open it.
+   */
+  readonly socket?: string;
   /** Settles once the process has ended, for any reason (a stop included). */
   readonly exited: Promise<SandboxResult>;
   /** Stops the process and everything it started; resolves once they are gone. Idempotent. */

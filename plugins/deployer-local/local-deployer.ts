@@ -50,7 +50,8 @@ export interface LocalDeployerOptions {
  * `<dataDir>/releases/<deploymentId>`, unpacked beside it and renamed into place in one step, whose files are
  * hard links to the content-addressed store `<dataDir>/blobs` (each content written once; read-only). A
  * static release is served from it by the edge; a Node.js release runs from it, read-only, in the
- * sandbox, with its port published on the host's loopback for the edge alone (restarted with
+ * sandbox, with its port published on the host's loopback for the edge alone, and with sandbox bwrap also behind a
+ * unix socket only Hoist opens, which the edge proxies to instead (restarted with
  * backoff after a crash, reported at its new address; a crash loop is reported and ends it). Its
  * `npm start` runs the start script without npm when npm would do nothing more (directStart). A static release
  * is ready, and goes live, before its precompressed variants are made: they follow in the background (its index
@@ -266,13 +267,13 @@ export class LocalDeployer implements Deployer, Lifecycle {
           this.running.delete(spec.deploymentId);
           void report.exited(spec.deploymentId, 'The app crashed 5 times within a minute and was stopped.', lines);
         },
-        restarted: (url) => void report.targetChanged(spec.deploymentId, { kind: 'http', url }),
+        restarted: (target) => void report.targetChanged(spec.deploymentId, target),
       },
     );
     try {
-      const url = await supervisor.start(this.opts.healthTimeoutMs, signal);
+      const target = await supervisor.start(this.opts.healthTimeoutMs, signal);
       this.running.set(spec.deploymentId, supervisor);
-      return { kind: 'http', url };
+      return target;
     } catch (err) {
       const tail = supervisor.lines.slice(-20).join('\n');
       const message = `The app ${(err as Error).message}. ${tail ? `Last lines:\n${tail}` : 'It printed nothing.'}`;

@@ -1,3 +1,4 @@
+import type { ReleaseTarget } from '../../core/ports/deployer.js';
 import type { Sandbox, SandboxServe, SandboxService } from '../../core/ports/sandbox.js';
 import { answers, nextPollMs } from '../shared/release/answers.js';
 
@@ -6,8 +7,11 @@ export interface SupervisorEvents {
   /** The process crashed too often: it is stopped for good. */
   crashLoop(lastLines: string[]): void;
   /** The process came back at a new address after a crash. */
-  restarted(url: string): void;
+  restarted(target: HttpTarget): void;
 }
+
+/** Where a release answers: its sandbox's address, and its unix socket when the sandbox gives one. */
+export type HttpTarget = Extract<ReleaseTarget, { kind: 'http' }>;
 
 const KEEP_LINES = 50;
 const CRASH_WINDOW_MS = 60_000;
@@ -19,7 +23,6 @@ const MAX_CRASHES = 5;
  */
 export class Supervisor {
   readonly lines: string[] = [];
-  url = '';
   private service: SandboxService | null = null;
   private stopped = false;
   private crashes: number[] = [];
@@ -31,10 +34,11 @@ export class Supervisor {
   ) {}
 
   /**
-   * Starts the process and resolves with its address once it answers HTTP. Rejects with the reason
+   * Starts the process and resolves with where it answers once it answers HTTP (through its socket when it has one,
+   * as the edge will reach it). Rejects with the reason
    * (and leaves it stopped) when it exits first, when `signal` aborts, or after `timeoutMs`.
    */
-  async start(timeoutMs: number, signal?: AbortSignal): Promise<string> {
+  async start(timeoutMs: number, signal?: AbortSignal): Promise<HttpTarget> {
     const service = await this.sandbox.serve({ ...this.spec, log: (l) => this.keep(l) });
     this.service = service;
     const begun = Date.now();
@@ -48,10 +52,9 @@ export class Supervisor {
         await service.stop();
         throw new Error('canceled');
       }
-      if (await answers(service.url)) {
+      if (await answers(service.url, service.socket)) {
         void service.exited.then(() => this.onCrash(service));
-        this.url = service.url;
-        return service.url;
+        return { kind: 'http', url: service.url, ...(service.socket && { socket: service.socket }) };
       }
       if (Date.now() > end) {
         await service.stop();
@@ -86,7 +89,7 @@ export class Supervisor {
     setTimeout(() => {
       if (this.stopped) return;
       this.start(60_000).then(
-        (url) => this.events.restarted(url),
+        (target) => this.events.restarted(target),
         () => this.onCrash(this.service!),
       );
     }, backoff).unref();

@@ -17,6 +17,7 @@ import { registryAddresses } from '../shared/sandbox/registry-addresses.js';
 import { watchRun } from '../shared/sandbox/watch-run.js';
 import { detectCgroups, runCgroup, type CgroupMode, type RunCgroup } from './cgroup.js';
 import { INSIDE_ID, mountArgs, writeSandboxEtc } from './mounts.js';
+import { INGRESS_FD, openIngress, type Ingress } from './ingress.js';
 import { GUEST, attachSlirp, deniedRanges, denyRuleset, runHelper, type SlirpNetwork } from './network.js';
 import { preflight } from './preflight.js';
 import { releaseUid, takeUid } from './uids.js';
@@ -38,13 +39,17 @@ const RELAY_PORT = 49151;
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** A Node.js one-liner that relays RELAY_PORT of the guest's address to the app's port on the loopback. */
-function relayCommand(appPort: number): string {
+/**
+ * A Node.js one-liner that relays RELAY_PORT of the guest's address, and the ingress socket at INGRESS_FD when the
+ * sandbox got one, to the app's port on the loopback.
+ */
+function relayCommand(appPort: number, ingress: boolean): string {
   const js = [
     "const net=require('net');",
-    `net.createServer(c=>{const u=net.connect(${appPort},'127.0.0.1');const end=()=>{c.destroy();u.destroy()};`,
-    "c.on('error',end).on('close',end);u.on('error',end).on('close',end);c.pipe(u).pipe(c)})",
-    `.listen(${RELAY_PORT},'${GUEST}')`,
+    `const relay=c=>{const u=net.connect(${appPort},'127.0.0.1');const end=()=>{c.destroy();u.destroy()};`,
+    "c.on('error',end).on('close',end);u.on('error',end).on('close',end);c.pipe(u).pipe(c)};",
+    `net.createServer(relay).listen(${RELAY_PORT},'${GUEST}');`,
+    ingress ? `net.createServer(relay).listen({fd:${INGRESS_FD}});` : '',
   ].join('');
   return `${process.execPath} -e ${shellQuote(js)}`;
 }
@@ -113,13 +118,11 @@ export class BwrapSandbox implements Sandbox {
   }
 
   async serve(spec: SandboxServe): Promise<SandboxService> {
-    // slirp4netns forwards to the guest's own address, not to its loopback: a relay there reaches
-    // the app wherever it listens (127.0.0.1, as many apps do, or every interface).
-    const command = `${relayCommand(spec.port)} & exec /bin/sh -c ${shellQuote(spec.command)}`;
     const env = { ...spec.env, PORT: String(spec.port), HOST: '0.0.0.0' };
-    const started = await this.launch({ ...spec, command, env }, true, undefined, RELAY_PORT);
+    const started = await this.launch({ ...spec, env }, true, undefined, spec.port);
     return {
       url: `http://127.0.0.1:${started.hostPort}`,
+      ...(started.socket && { socket: started.socket }),
       exited: started.done,
       stop: async () => {
         started.stop('canceled');
@@ -132,7 +135,8 @@ export class BwrapSandbox implements Sandbox {
     spec: Omit<SandboxRun, 'limits'> & { limits: Omit<SandboxRun['limits'], 'timeMs'> },
     readOnly: boolean,
     timeMs: number | undefined,
-    publish?: number,
+    /** A served release's port: published on the host's loopback, and behind an ingress socket (ingress.ts). */
+    appPort?: number,
   ) {
     await this.prepare();
     const cwd = posix.join(SANDBOX_WORKSPACE, spec.cwd ?? '.');
@@ -143,8 +147,11 @@ export class BwrapSandbox implements Sandbox {
     const release = () => uid !== null && releaseUid(uid);
     let cgroup: RunCgroup | null = null;
     let net: SlirpNetwork | null = null;
+    let ingress: Ingress | null = null;
+    const publish = appPort === undefined ? undefined : RELAY_PORT;
     const cleanup = async () => {
       net?.close();
+      await ingress?.close();
       await cgroup?.remove();
       await rm(join(this.dir, name), { recursive: true, force: true });
       release();
@@ -156,9 +163,14 @@ export class BwrapSandbox implements Sandbox {
         uid !== null
           ? ['/usr/bin/setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all']
           : [];
-      if (publish !== undefined) {
+      let command = spec.command;
+      if (appPort !== undefined) {
         await mkdir(join(this.dir, name), { mode: 0o700 });
         if (uid !== null) await lchown(join(this.dir, name), uid, uid);
+        ingress = await openIngress(join(this.dir, name, 'http.sock'));
+        // slirp4netns forwards to the guest's own address, not to its loopback: a relay there reaches
+        // the app wherever it listens (127.0.0.1, as many apps do, or every interface).
+        command = `${relayCommand(appPort, !!ingress)} & exec /bin/sh -c ${shellQuote(spec.command)}`;
       }
       const disk = spec.limits.diskMb * 1024 * 1024;
       const rlimits = ['/usr/bin/prlimit', `--nproc=${spec.limits.processes}`, `--fsize=${disk}`, '--core=0'];
@@ -197,15 +209,17 @@ export class BwrapSandbox implements Sandbox {
         '--',
         '/bin/sh',
         '-c',
-        spec.command,
+        command,
       ];
       const argv = [...asUser, ...rlimits, ...bwrap];
       const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME, TMPDIR: '/tmp', ...spec.env };
       const child = spawn(argv[0], argv.slice(1), {
         env,
         detached: true,
-        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+        // The ingress socket, if any, at INGRESS_FD (5): bubblewrap passes inherited descriptors on.
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...(ingress ? [ingress.fd] : [])],
       });
+      await ingress?.handOver();
       // bubblewrap closes its info and block descriptors when done with them.
       for (const fd of [child.stdio[3], child.stdio[4]]) fd?.on('error', () => {});
       const kill = () => {
@@ -270,7 +284,7 @@ export class BwrapSandbox implements Sandbox {
         void cleanup().catch(() => {});
         return oom ? { reason: 'memory' as const, exitCode: null, signal: 'SIGKILL' } : result;
       });
-      return { done, stop: watch.stop, hostPort };
+      return { done, stop: watch.stop, hostPort, socket: ingress?.path };
     } catch (err) {
       await cleanup();
       throw err instanceof SandboxError

@@ -14,6 +14,7 @@ const fresh = async () => {
     dataDir,
     workspace: (name: string) => workspaceIn(join(dataDir, 'work'), name),
     cleanup: async () => rmSync(dataDir, { recursive: true, force: true }),
+    socket: true,
   };
 };
 

@@ -35,9 +35,10 @@ function connectAll(targets: (readonly [string, number])[]): string {
 
 /**
  * A shell script that tries every way out the issue lists and prints `ESCAPED <what>` for each
- * that works. `ports` are host ports to connect to (Hoist's services), `dataDir` the host path.
+ * that works. `ports` are host ports to connect to (Hoist's services), `dataDir` the host path, `sockets` unix
+ * sockets of Hoist's (another release's ingress socket).
  */
-export function escapeScript(dataDir: string, otherWorkspace: string, ports: number[]): string {
+export function escapeScript(dataDir: string, otherWorkspace: string, ports: number[], sockets: string[] = []): string {
   // The host's loopback, slirp's gateway to it, and every address of the host's own interfaces.
   const own = Object.values(networkInterfaces()).flatMap((l) =>
     (l ?? []).filter((a) => a.family === 'IPv4').map((a) => a.address),
@@ -46,7 +47,7 @@ export function escapeScript(dataDir: string, otherWorkspace: string, ports: num
   return [
     `for f in ${dataDir}/jwt.key ${dataDir}/master-keys.json ${dataDir}/hoist.sqlite ` +
       `${otherWorkspace}/secret.txt /root/.bashrc /var/run/docker.sock ` +
-      `/run/docker.sock; do`,
+      `/run/docker.sock ${sockets.join(' ')}; do`,
     `  if [ -e "$f" ]; then echo "ESCAPED sees $f"; fi; cat "$f" 2>/dev/null | grep ` +
       `-q ${SECRET} && echo "ESCAPED read $f"; done`,
     `ls ${dataDir} >/dev/null 2>&1 && echo "ESCAPED lists the data directory"`,
@@ -56,11 +57,19 @@ export function escapeScript(dataDir: string, otherWorkspace: string, ports: num
     // Every connection at once from one node process: one node start per address and port took longer than the
     // run's time limit on a loaded machine.
     `node -e "${connectAll(hostAddresses.flatMap((h) => ports.map((p) => [h, p] as const)))}"`,
+    ...sockets.map(
+      (path) =>
+        `node -e "const s=require('net').connect('${path}');s.on('error',()=>{});` +
+        `s.on('connect',()=>{console.log('ESCAPED connect ${path}');s.destroy()})"`,
+    ),
     // Last, and after the report: it ends every process of the run, this shell's parents included.
     'echo attempts-done',
     `kill -9 -1 2>/dev/null; true`,
   ].join('\n');
 }
+
+/** The ingress socket of another tenant's release, when the sandbox gives one. */
+const socketsOf = (release: SandboxService | null) => (release?.socket ? [release.socket] : []);
 
 /** Escape attempts every Sandbox plugin must stop, as a run and as a served release. */
 export function sandboxEscapes(name: string, make: () => Promise<EscapeTarget>): void {
@@ -117,8 +126,9 @@ export function sandboxEscapes(name: string, make: () => Promise<EscapeTarget>):
 
   t(
     'a build command (egress) reaches no secret, no host path and no service of Hoist or another tenant',
-    async ({ e, ports, other }) => {
-      const r = await runIn(e.sandbox, e.workspace('build'), escapeScript(e.dataDir, other, ports), {
+    async ({ e, ports, other, release }) => {
+      const script = escapeScript(e.dataDir, other, ports, socketsOf(release));
+      const r = await runIn(e.sandbox, e.workspace('build'), script, {
         network: 'egress',
       });
       check(r.lines);
@@ -128,9 +138,9 @@ export function sandboxEscapes(name: string, make: () => Promise<EscapeTarget>):
     },
   );
 
-  t('an npm preinstall script is held the same way', async ({ e, ports, other }) => {
+  t('an npm preinstall script is held the same way', async ({ e, ports, other, release }) => {
     const dir = e.workspace('npm');
-    const script = escapeScript(e.dataDir, other, ports);
+    const script = escapeScript(e.dataDir, other, ports, socketsOf(release));
     writeFileSync(join(dir, 'escape.sh'), script);
     writeFileSync(
       join(dir, 'package.json'),
@@ -154,7 +164,7 @@ export function sandboxEscapes(name: string, make: () => Promise<EscapeTarget>):
     'a running release is held the same way, and kill -9 -1 in it harms nothing outside',
     async ({ e, ports, other, release }) => {
       const dir = e.workspace('release');
-      writeFileSync(join(dir, 'escape.sh'), escapeScript(e.dataDir, other, ports));
+      writeFileSync(join(dir, 'escape.sh'), escapeScript(e.dataDir, other, ports, socketsOf(release)));
       const lines: string[] = [];
       const service = await e.sandbox.serve({
         command: 'sh escape.sh',

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,6 +11,8 @@ export interface SandboxUnderTest {
   /** A fresh, empty workspace directory on the host. */
   workspace(name: string): string;
   cleanup(): Promise<void>;
+  /** Whether it gives served releases a unix socket (SandboxService.socket). */
+  socket?: boolean;
 }
 
 export const limits: SandboxLimits = {
@@ -21,6 +24,17 @@ export const limits: SandboxLimits = {
 };
 
 /** Runs `command` and returns its result with the lines it printed. */
+/** The body of GET / through the unix socket `socket` ('' when nothing answers). */
+function getVia(socket: string): Promise<string> {
+  return new Promise((resolve) => {
+    const req = http.get({ socketPath: socket, path: '/', timeout: 2000 }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d)).on('end', () => resolve(body));
+    });
+    req.on('timeout', () => req.destroy()).on('error', () => resolve(''));
+  });
+}
+
 export async function runIn(
   sandbox: Sandbox,
   workspace: string,
@@ -191,9 +205,15 @@ export function sandboxContract(name: string, make: () => Promise<SandboxUnderTe
       if (!body) await new Promise((r) => setTimeout(r, 100));
     }
     assert.is(body, 'served me');
+    assert.is(!!service.socket, !!s.socket, 'a socket is given when the sandbox gives one');
+    if (service.socket) assert.is(await getVia(service.socket), 'served me');
     await service.stop();
     const ended = await service.exited;
     assert.ok(['canceled', 'exited'].includes(ended.reason));
+    // Its socket goes with it.
+    for (let i = 0; i < 50 && service.socket && existsSync(service.socket); i++)
+      await new Promise((r) => setTimeout(r, 20));
+    if (service.socket) assert.not.ok(existsSync(service.socket), 'the socket is removed');
     assert.is(
       await fetch(service.url, { signal: AbortSignal.timeout(2000) }).then(
         () => 'answered',
@@ -239,8 +259,11 @@ export function sandboxContract(name: string, make: () => Promise<SandboxUnderTe
       );
       if (!body) await new Promise((r) => setTimeout(r, 100));
     }
+    // Through the release's socket too, when the sandbox gives one (the edge's way in).
+    const viaSocket = service.socket ? await getVia(service.socket) : 'loopback';
     await service.stop();
     assert.is(body, 'loopback');
+    assert.is(viaSocket, 'loopback');
   });
 
   t('a served release cannot write its release directory', async ({ s }) => {

@@ -1,9 +1,13 @@
 import http from 'node:http';
 
-/** True once something answers HTTP at `url` (any status: the release is up and listening). */
-export function answers(url: string): Promise<boolean> {
+/**
+ * True once something answers HTTP at `url`, or at the unix socket `socket` when given (any status: the release is
+ * up and listening).
+ */
+export function answers(url: string, socket?: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = http.get(url, { timeout: 1000, headers: { 'user-agent': 'hoist-health-check' } }, (res) => {
+    const options = { timeout: 1000, headers: { 'user-agent': 'hoist-health-check' }, socketPath: socket };
+    const req = http.get(url, options, (res) => {
       res.resume();
       resolve(true);
     });

@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createReleaseProxy, type ForwardingOptions } from '../../../adapters/edge/proxy.js';
+import type { ReleaseTarget } from '../../../core/ports/deployer.js';
 import { rawRequest } from '../../helpers/raw-http.js';
 
 // A release that answers with the method, path and headers it got (HTTP), or writes them after a 101 (upgrade).
@@ -45,9 +49,9 @@ async function front(
   options: ForwardingOptions,
   via: 'web' | 'plain' = 'web',
   headers: Record<string, string> = {},
-  to?: string,
+  to?: Extract<ReleaseTarget, { kind: 'http' }>,
 ) {
-  const target = to ?? `http://127.0.0.1:${(release.address() as AddressInfo).port}`;
+  const target = to ?? { kind: 'http' as const, url: `http://127.0.0.1:${(release.address() as AddressInfo).port}` };
   const proxy = createReleaseProxy(options);
   const server = http.createServer((req, res) => proxy[via](req, res, target, headers));
   server.on('upgrade', (req, socket, head) => proxy.ws(req, socket, head, target));
@@ -282,7 +286,15 @@ test('web and plain answer 502 with the edge page when the release is gone', asy
     });
   })}`;
   for (const via of ['web', 'plain'] as const) {
-    const f = await front({ trustProxy: false, appsScheme: 'http' }, via, { 'x-hoist-release': 'dep-1' }, dead);
+    const f = await front(
+      { trustProxy: false, appsScheme: 'http' },
+      via,
+      { 'x-hoist-release': 'dep-1' },
+      {
+        kind: 'http',
+        url: dead,
+      },
+    );
     try {
       const res = await (await rawRequest(f.url, 'GET', '/', { connection: 'close' })).response;
       assert.is(res.status, 502, via);
@@ -316,6 +328,45 @@ test('WebSocket upgrades get the same headers as requests', async () => {
     assert.is(h['x-real-ip'], undefined);
   } finally {
     await f.close();
+  }
+});
+
+test('a release with a unix socket is reached through it, not its address: web, plain and upgrades', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hoist-proxy-socket-'));
+  const socket = join(dir, 'http.sock');
+  // The same release on a socket; the address given beside it answers nothing.
+  const onSocket = http.createServer((req, res) => release.emit('request', req, res));
+  onSocket.on('upgrade', (req, sock, head) => release.emit('upgrade', req, sock, head));
+  await new Promise<void>((r) => onSocket.listen(socket, r));
+  const nowhere = { kind: 'http' as const, url: 'http://127.0.0.1:9', socket };
+  try {
+    for (const via of ['web', 'plain'] as const) {
+      const f = await front({ trustProxy: false, appsScheme: 'http' }, via, {}, nowhere);
+      try {
+        const res = await (await rawRequest(f.url, 'GET', '/page?x=1', { connection: 'close' })).response;
+        assert.is(res.status, 200, via);
+        const got = res.body;
+        assert.is(got.url, '/page?x=1', via);
+        assert.is(got.headers['x-forwarded-for'], '127.0.0.1', via);
+        if (via === 'web') {
+          const conn = await rawRequest(f.url, 'GET', '/socket', {
+            connection: 'Upgrade',
+            upgrade: 'websocket',
+            'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+            'sec-websocket-version': '13',
+          });
+          let data = '';
+          await new Promise<void>((r) => conn.socket.on('data', (d) => (data += d)).on('close', () => r()));
+          assert.match(data, /^HTTP\/1\.1 101/);
+          assert.is(JSON.parse(data.slice(data.indexOf('\r\n\r\n') + 4)).url, '/socket');
+        }
+      } finally {
+        await f.close();
+      }
+    }
+  } finally {
+    await new Promise((r) => onSocket.close(r));
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
