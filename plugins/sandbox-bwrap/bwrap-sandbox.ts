@@ -18,6 +18,7 @@ import { watchRun } from '../shared/sandbox/watch-run.js';
 import { detectCgroups, runCgroup, type CgroupMode, type RunCgroup } from './cgroup.js';
 import { INSIDE_ID, mountArgs, writeSandboxEtc } from './mounts.js';
 import { INGRESS_FD, openIngress, type Ingress } from './ingress.js';
+import { closeInheritedDescriptors } from './inherited-fds.js';
 import { GUEST, attachSlirp, deniedRanges, denyRuleset, runHelper, type SlirpNetwork } from './network.js';
 import { preflight } from './preflight.js';
 import { releaseUid, takeUid } from './uids.js';
@@ -61,7 +62,9 @@ function relayCommand(appPort: number, ingress: boolean): string {
  * file size and core dumps, and a cgroup (v2, or v1 as root) for memory and processes where one can
  * be made. `egress` attaches slirp4netns with the host's loopback disabled, and an nftables ruleset
  * in the sandbox's own namespace refuses the host's addresses, link-local ranges and the configured
- * ones; a served release's port is published on the host's loopback through slirp4netns' API.
+ * ones; a served release's port is published on the host's loopback through slirp4netns' API, and reached by the
+ * edge through a unix socket the sandbox inherits (ingress.ts). No other descriptor of Hoist's reaches a run: the
+ * ones Hoist itself inherited open across exec are closed as the sandbox is prepared (inherited-fds.ts).
  */
 export class BwrapSandbox implements Sandbox {
   readonly id = 'sandbox-bwrap';
@@ -78,6 +81,7 @@ export class BwrapSandbox implements Sandbox {
   prepare(): Promise<void> {
     this.prepared ??= (async () => {
       await preflight();
+      closeInheritedDescriptors();
       await mkdir(this.dir, { recursive: true, mode: 0o711 });
       writeSandboxEtc(join(this.dir, 'etc'));
       this.cgroups = await detectCgroups();
@@ -170,7 +174,8 @@ export class BwrapSandbox implements Sandbox {
         ingress = await openIngress(join(this.dir, name, 'http.sock'));
         // slirp4netns forwards to the guest's own address, not to its loopback: a relay there reaches
         // the app wherever it listens (127.0.0.1, as many apps do, or every interface).
-        command = `${relayCommand(appPort, !!ingress)} & exec /bin/sh -c ${shellQuote(spec.command)}`;
+        // The app itself does not keep the socket's descriptor (the relay accepts on it).
+        command = `${relayCommand(appPort, !!ingress)} & exec /bin/sh -c ${shellQuote(spec.command)} ${INGRESS_FD}>&-`;
       }
       const disk = spec.limits.diskMb * 1024 * 1024;
       const rlimits = ['/usr/bin/prlimit', `--nproc=${spec.limits.processes}`, `--fsize=${disk}`, '--core=0'];

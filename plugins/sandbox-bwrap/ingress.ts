@@ -23,8 +23,9 @@ export interface Ingress {
 /**
  * A unix socket at `path`, listening, for a sandbox to inherit: the edge reaches a release through it and the
  * release's relay, without slirp4netns and its host port (a TCP stack in user space, its own process: 41–48 µs of
- * CPU a proxied request, bench/edge-proxy.ts). Nothing of the host's filesystem is mounted into the sandbox: it gets the
- * descriptor, in a folder only Hoist reads, so a tenant can neither replace the socket nor point it elsewhere.
+ * CPU a proxied request, bench/edge-proxy.ts). Nothing of the host's filesystem is mounted into the sandbox: it
+ * gets the descriptor; the socket is in a folder only Hoist reads, so a tenant can neither replace it nor point it
+ * elsewhere.
  * Null when the path is too long for a socket address (the release is reached over TCP alone) or Node.js does not
  * give the descriptor.
  */

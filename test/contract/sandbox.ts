@@ -266,6 +266,22 @@ export function sandboxContract(name: string, make: () => Promise<SandboxUnderTe
     assert.is(viaSocket, 'loopback');
   });
 
+  t('a served release holds no descriptor but its standard streams', async ({ s }) => {
+    const lines: string[] = [];
+    const service = await s.sandbox.serve({
+      command: 'ls /proc/self/fd',
+      workspace: ws({ s }),
+      env: {},
+      network: 'egress',
+      port: 8080,
+      limits,
+      log: (l) => lines.push(l),
+    });
+    await service.exited;
+    // 3 is the folder `ls` reads.
+    assert.equal(lines.map(Number).sort(), [0, 1, 2, 3], lines.join(' '));
+  });
+
   t('a served release cannot write its release directory', async ({ s }) => {
     const dir = ws({ s });
     const lines: string[] = [];
