@@ -110,11 +110,13 @@ const failureLines = (out) => {
   const at = lines.findIndex((l) => /^\s*FAIL\s/.test(l));
   return at < 0 ? lines.filter((l) => l.trim()).slice(-6) : lines.slice(at, at + 8).filter((l) => l.trim());
 };
+/** Has uvu print the error of a `before` hook that throws (test/helpers/uvu-hook-errors.mjs). */
+const UVU_HOOK_ERRORS = new URL('../test/helpers/uvu-hook-errors.mjs', import.meta.url).href;
 const runOnce = ({ file, leg }) =>
   new Promise((resolve) => {
     const env = { ...process.env, FORCE_COLOR: '0', ...(leg ? { HOIST_TEST_DB: leg } : {}) };
     const began = Date.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--import', UVU_HOOK_ERRORS, file], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
