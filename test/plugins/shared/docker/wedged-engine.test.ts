@@ -92,8 +92,8 @@ else {
     assert.instance(err, StageError);
     assert.is((err as StageError).code, 'deploy_docker_failed');
     assert.match(err.message, /the Docker engine did not answer `GET \/containers\/json` within 1 s/);
-    // The first call's deadline, then the cleanup's: about 2 s.
-    assert.ok(ms < 6000, `it took ${ms} ms`);
+    // The first call's deadline, then the cleanup's: about 2 s; far below the default deadlines (a hang fails too).
+    assert.ok(ms < 20_000, `it took ${ms} ms`);
     assert.ok(
       warnings.some((w) => w.includes(`release ${spec.deploymentId} was not removed`)),
       JSON.stringify(warnings),
@@ -112,7 +112,7 @@ else {
     assert.is((err as StageError).code, 'deploy_docker_failed');
     assert.match(err.message, /the Docker engine did not answer `POST \/commit` within 2 s/);
     // The commit's deadline, then the packing container's removal and the cleanup's: about 4 s.
-    assert.ok(ms >= 2000 && ms < 10_000, `it took ${ms} ms`);
+    assert.ok(ms >= 2000 && ms < 20_000, `it took ${ms} ms`);
     assert.ok(
       warnings.some((w) => w.includes(`release ${spec.deploymentId} was not removed`)),
       JSON.stringify(warnings),
@@ -179,13 +179,13 @@ else {
   };
 
   test('a sandbox run on an engine that answers nothing fails with a SandboxError naming the call', async () => {
-    await wedgedRun('true', (line) => line === undefined, /did not answer `POST \/volumes\/create` within 1 s/, 6000);
+    await wedgedRun('true', (line) => line === undefined, /did not answer `POST \/volumes\/create` within 1 s/, 20_000);
   });
 
   test('a run whose engine wedges while it runs fails once its time limit is up and the kill unanswered', async () => {
     // The time limit (1.5 s), then the kill's deadline (1 s), then the cleanup's.
     const kill = /did not answer `POST \/containers\/[0-9a-f]{12}\/kill` within 1 s/;
-    await wedgedRun('echo running; sleep 60', (line) => line === 'running', kill, 8000);
+    await wedgedRun('echo running; sleep 60', (line) => line === 'running', kill, 20_000);
   });
 }
 
