@@ -23,7 +23,6 @@ export const limits: SandboxLimits = {
   diskMb: 64,
 };
 
-/** Runs `command` and returns its result with the lines it printed. */
 /** The body of GET / through the unix socket `socket` ('' when nothing answers). */
 function getVia(socket: string): Promise<string> {
   return new Promise((resolve) => {
@@ -35,6 +34,7 @@ function getVia(socket: string): Promise<string> {
   });
 }
 
+/** Runs `command` and returns its result with the lines it printed. */
 export async function runIn(
   sandbox: Sandbox,
   workspace: string,

@@ -286,15 +286,8 @@ test('web and plain answer 502 with the edge page when the release is gone', asy
     });
   })}`;
   for (const via of ['web', 'plain'] as const) {
-    const f = await front(
-      { trustProxy: false, appsScheme: 'http' },
-      via,
-      { 'x-hoist-release': 'dep-1' },
-      {
-        kind: 'http',
-        url: dead,
-      },
-    );
+    const to = { kind: 'http' as const, url: dead };
+    const f = await front({ trustProxy: false, appsScheme: 'http' }, via, { 'x-hoist-release': 'dep-1' }, to);
     try {
       const res = await (await rawRequest(f.url, 'GET', '/', { connection: 'close' })).response;
       assert.is(res.status, 502, via);
