@@ -10,4 +10,7 @@ if (!existsSync(main)) {
   console.error('hoist: dist/ is not built: run `npm run build` (npm install runs it)');
   process.exit(1);
 }
+// Before anything else: keeps process.nextTick fast for the life of the process (adapters/tick-object.ts says why).
+const { pinTickObject } = await import(new URL('../dist/adapters/tick-object.js', import.meta.url).href);
+pinTickObject();
 await import(main.href);

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../../config/load.js';
 import { buildHealthServer } from '../observability/health-routes.js';
 import { boot, type Kernel } from '../kernel.js';
+import { pinTickObject } from '../tick-object.js';
 
 /** The roles one process can run. */
 export type Role = 'api' | 'worker' | 'edge';
@@ -20,6 +21,7 @@ export interface Running {
  * runs: an edge alone does not hold the API's routes and schemas or the worker's stages in memory.
  */
 export async function startRoles(roles: Role[], kernel?: Kernel): Promise<Running> {
+  pinTickObject();
   const k = kernel ?? (await boot(loadConfig()));
   const servers: FastifyInstance[] = [];
   const urls: Running['urls'] = {};
