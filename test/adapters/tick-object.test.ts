@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pinnedTickObject, pinTickObject } from '../../adapters/tick-object.js';
 
-test('pinTickObject keeps one of nextTick’s own tick objects alive, once, whatever it is called again', async () => {
+test('pinTickObject keeps one of nextTick’s tick objects alive, the same one however often it is called', async () => {
   pinTickObject();
   await new Promise((r) => process.nextTick(r));
   const pinned = pinnedTickObject() as Record<string | symbol, unknown>;
