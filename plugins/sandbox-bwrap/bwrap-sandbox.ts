@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { lchown, mkdir, readdir, rm } from 'node:fs/promises';
 import { join, posix } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   HOME_DIR as HOME,
   SANDBOX_WORKSPACE,
@@ -35,6 +36,10 @@ export interface BwrapSandboxOptions {
 }
 
 const SIGNALS: Record<number, string> = { 9: 'SIGKILL', 25: 'SIGXFSZ' };
+/** Where a served release's shell says it has begun (a pipe to Hoist): bubblewrap's setup is over. */
+const BEGAN_FD = 6;
+/** How long `serve` waits for a release's shell to begin before it answers all the same. */
+const SETUP_WAIT_MS = 10_000;
 /** Where a served release's relay listens, on the guest's address. */
 const RELAY_PORT = 49151;
 
@@ -123,7 +128,16 @@ export class BwrapSandbox implements Sandbox {
 
   async serve(spec: SandboxServe): Promise<SandboxService> {
     const env = { ...spec.env, PORT: String(spec.port), HOST: '0.0.0.0' };
-    const started = await this.launch({ ...spec, env }, true, undefined, spec.port);
+    let started = await this.launch({ ...spec, env }, true, undefined, spec.port);
+    // bubblewrap's own failure while it sets the sandbox up (as in `run`) ends it before the command has begun: the
+    // release is started again, up to three times, instead of failing its deploy.
+    // A setup that hangs is left to the caller's health check, as before: serve answers within SETUP_WAIT_MS.
+    const began = (s: typeof started) => Promise.race([s.began, delay(SETUP_WAIT_MS, true, { ref: false })]);
+    for (let attempt = 1; attempt < 3 && !(await began(started)); attempt++) {
+      const result = await started.done;
+      if (result.reason !== 'exited' || result.exitCode !== 1) break;
+      started = await this.launch({ ...spec, env }, true, undefined, spec.port);
+    }
     return {
       url: `http://127.0.0.1:${started.hostPort}`,
       ...(started.socket && { socket: started.socket }),
@@ -174,8 +188,11 @@ export class BwrapSandbox implements Sandbox {
         ingress = await openIngress(join(this.dir, name, 'http.sock'));
         // slirp4netns forwards to the guest's own address, not to its loopback: a relay there reaches
         // the app wherever it listens (127.0.0.1, as many apps do, or every interface).
-        // The app itself does not keep the socket's descriptor (the relay accepts on it).
-        command = `${relayCommand(appPort, !!ingress)} & exec /bin/sh -c ${shellQuote(spec.command)} ${INGRESS_FD}>&-`;
+        // The app itself does not keep the socket's descriptor (the relay accepts on it). The shell's first act
+        // tells Hoist the command has begun (BEGAN_FD), and closes that descriptor.
+        command =
+          `printf . >&${BEGAN_FD}; exec ${BEGAN_FD}>&-; ${relayCommand(appPort, !!ingress)} & ` +
+          `exec /bin/sh -c ${shellQuote(spec.command)} ${INGRESS_FD}>&-`;
       }
       const disk = spec.limits.diskMb * 1024 * 1024;
       const rlimits = ['/usr/bin/prlimit', `--nproc=${spec.limits.processes}`, `--fsize=${disk}`, '--core=0'];
@@ -218,11 +235,21 @@ export class BwrapSandbox implements Sandbox {
       ];
       const argv = [...asUser, ...rlimits, ...bwrap];
       const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME, TMPDIR: '/tmp', ...spec.env };
-      const child = spawn(argv[0], argv.slice(1), {
+      const served: (number | 'ignore' | 'pipe')[] = appPort !== undefined ? [ingress?.fd ?? 'ignore', 'pipe'] : [];
+      const child: ChildProcess = spawn(argv[0], argv.slice(1), {
         env,
         detached: true,
-        // The ingress socket, if any, at INGRESS_FD (5): bubblewrap passes inherited descriptors on.
-        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...(ingress ? [ingress.fd] : [])],
+        // A served release's ingress socket, if any, at INGRESS_FD (5), and the pipe its shell says it has begun on,
+        // at BEGAN_FD (6): bubblewrap passes inherited descriptors on.
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...served] as StdioOptions,
+      });
+      // Whether the command began (its shell wrote to BEGAN_FD) before bubblewrap ended: a served release's only.
+      const began = new Promise<boolean>((resolve) => {
+        const pipe = (child.stdio as unknown[])[BEGAN_FD] as NodeJS.ReadableStream | undefined;
+        if (!pipe) return resolve(true);
+        pipe.once('data', () => resolve(true));
+        pipe.once('close', () => resolve(false));
+        pipe.once('error', () => resolve(false));
       });
       await ingress?.handOver();
       // bubblewrap closes its info and block descriptors when done with them.
@@ -289,7 +316,7 @@ export class BwrapSandbox implements Sandbox {
         void cleanup().catch(() => {});
         return oom ? { reason: 'memory' as const, exitCode: null, signal: 'SIGKILL' } : result;
       });
-      return { done, stop: watch.stop, hostPort, socket: ingress?.path };
+      return { done, began, stop: watch.stop, hostPort, socket: ingress?.path };
     } catch (err) {
       await cleanup();
       throw err instanceof SandboxError

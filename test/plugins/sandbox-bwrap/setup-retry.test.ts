@@ -46,4 +46,44 @@ test(
   },
 );
 
+test(
+  'a release whose sandbox bubblewrap fails to set up (exit 1 before its command begins) is started again, three ' +
+    'times at most; one that begins is started once',
+  async () => {
+    const sandbox = await testSandbox(dataDir);
+    const dir = workspaceIn(dataDir, 's');
+    let launches = 0;
+    const launch = (sandbox as unknown as { launch: (...a: unknown[]) => Promise<unknown> }).launch.bind(sandbox);
+    (sandbox as unknown as { launch: typeof launch }).launch = (...a) => (launches++, launch(...a));
+    const lines: string[] = [];
+    // bubblewrap cannot enter a working folder that is not there: it stops before the command, as a failed netlink
+    // call of the kernel's stops it.
+    const failing = await sandbox.serve({
+      command: 'echo never',
+      workspace: dir,
+      cwd: 'missing',
+      env: {},
+      network: 'egress',
+      port: 8080,
+      limits: testLimits,
+      log: (l) => lines.push(l),
+    });
+    const r = await failing.exited;
+    assert.equal([r.reason, r.exitCode, launches], ['exited', 1, 3]);
+    assert.ok(lines.some((l) => l.startsWith('bwrap: ')) && !lines.includes('never'), lines.join('\n'));
+
+    launches = 0;
+    const ok = await sandbox.serve({
+      command: 'echo began; exit 1',
+      workspace: dir,
+      env: {},
+      network: 'egress',
+      port: 8080,
+      limits: testLimits,
+      log: (l) => lines.push(l),
+    });
+    assert.equal([(await ok.exited).exitCode, launches], [1, 1], 'a command that began and failed is its own');
+  },
+);
+
 test.run();
