@@ -186,20 +186,26 @@ export async function wrk(
   return { rps, requests, errors };
 }
 
-/** The CPU time (µs, user and system, all threads) process `pid` has used so far, from /proc (10 ms ticks). */
-export function cpuOf(pid: number): number {
+/** Process `pid`'s parent and the CPU time (µs, user and system, all threads) it has used so far, from /proc. */
+export function procStat(pid: number): { ppid: number; cpu: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Past the command's name (which may hold spaces): state, ppid, ... utime (12th), stime (13th), in 10 ms ticks.
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10_000;
+  return { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) * 10_000 };
 }
+
+/** The ids of the processes running now. */
+export const pidsNow = () =>
+  readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number);
 
 /** Process `pid` and its children (an nginx master and its worker). */
 export function withChildren(pid: number): number[] {
   const found = [pid];
-  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+  for (const other of pidsNow()) {
     try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) found.push(Number(name));
+      if (procStat(other).ppid === pid) found.push(other);
     } catch {
       // Gone meanwhile.
     }
@@ -209,7 +215,7 @@ export function withChildren(pid: number): number[] {
 
 /** Runs wrk on `at`; resolves its answer and, with `pids`, the CPU those processes spent per request (µs). */
 async function measured(at: WrkTarget, pids: number[] | undefined) {
-  const cpu = () => (pids ?? []).reduce((sum, pid) => sum + cpuOf(pid), 0);
+  const cpu = () => (pids ?? []).reduce((sum, pid) => sum + procStat(pid).cpu, 0);
   const before = cpu();
   const run = await wrk(...at);
   return { ...run, perRequest: pids?.length ? (cpu() - before) / run.requests : NaN };

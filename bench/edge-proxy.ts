@@ -6,12 +6,12 @@
 // before and after a change under the same load. `wrk -t2 -c50 -d5s`; the median of ROUNDS rounds.
 // Run: node --import tsx bench/edge-proxy.ts [rounds] [--before <dir>]   (`npm run build` first)
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { hoistBin } from '../test/helpers/cli.js';
 import { freePort } from '../test/helpers/hoist-process.js';
-import { filler, median, startBenchHoist, wrk } from './bench-hoist.js';
+import { filler, median, pidsNow, procStat, startBenchHoist, wrk } from './bench-hoist.js';
 
 const args = process.argv.slice(2);
 const ROUNDS = Number(args.find((a) => /^\d+$/.test(a)) ?? 3);
@@ -55,12 +55,10 @@ async function startEdge(bin: string, dataDir: string): Promise<{ origin: string
 /** Every process: its parent, command line and CPU time so far (µs), from /proc. */
 function processes(): Map<number, { ppid: number; cmd: string; cpu: number }> {
   const found = new Map<number, { ppid: number; cmd: string; cpu: number }>();
-  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+  for (const pid of pidsNow()) {
     try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      found.set(Number(name), { ppid: Number(f[1]), cmd, cpu: (Number(f[11]) + Number(f[12])) * 10_000 });
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      found.set(pid, { ...procStat(pid), cmd });
     } catch {
       // Gone meanwhile.
     }
