@@ -118,6 +118,10 @@ test(
     assert.match(r.stderr, 'host.txt: skipped, a symlink to outside the folder');
     assert.match(r.stderr, /Uploading \d+ B/);
     assert.match(r.stderr, /analyze: succeeded[\s\S]*deploy: succeeded/);
+    // The streamed log lines, each once: the operation's last_lines, which repeat them, are not shown again.
+    const logged = lines(r.stderr).filter((l) => l.startsWith('  │ '));
+    assert.ok(logged.length > 0, r.stderr);
+    assert.equal(logged, [...new Set(logged)], r.stderr);
     assert.not.match(r.stdout, /\x1b\[/, 'no colours or cursor moves without a terminal');
     assert.not.match(r.stderr, /\x1b\[/);
     const home = await h.site(hostOf(url));

@@ -234,9 +234,10 @@ async function watch(
       .follow(id, (e) => {
         if (json) console.log(JSON.stringify(e));
         else if (e.event === 'state') view.update(e.data);
-        else for (const line of e.data.lines) view.info(`  │ ${line}`);
+        else view.log(e.data.lines);
       })
       .catch(() => null);
+    if (!streamed) view.polling();
     const op =
       streamed ??
       (await client.waitForOperation(id, {

@@ -4,6 +4,8 @@ import { bar, bold, dim, formatBytes, green, interactive, red, yellow } from './
 const STAGES = ['analyze', 'build', 'deploy'] as const;
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const LOG_LINES = 6;
+/** How many of the last log lines shown are remembered, to show none of them again from a later view's last_lines. */
+const KEPT_LINES = 200;
 
 type Stage = NonNullable<NonNullable<Operation['stages']>['analyze']>;
 
@@ -21,6 +23,8 @@ export class DeployView {
   private paused = false;
   private printed = new Map<string, string>();
   private logSeen: string[] = [];
+  /** The build log comes as streamed lines (log): the operation's last_lines would only repeat them. */
+  private streamed = false;
   private lastUpload = 0;
   private uploaded = false;
 
@@ -50,6 +54,24 @@ export class DeployView {
       `\r\x1b[2KUploading  ${bar(total ? sent / total : 1)}  ${formatBytes(sent)} / ` +
         `${formatBytes(total)}${sent >= total ? '\n' : ''}`,
     );
+  }
+
+  /**
+   * Build-log lines the event stream sent, each shown once as it comes (above the live block on a terminal); from
+   * then on the last_lines of the operation's views are not shown, since they repeat them.
+   */
+  log(lines: string[]): void {
+    this.streamed = true;
+    this.logSeen = [...this.logSeen, ...lines].slice(-KEPT_LINES);
+    for (const l of lines) this.info(`  │ ${l}`);
+  }
+
+  /**
+   * The events stopped and the operation is polled from now on: the last_lines of its views are shown again, but
+   * for those the stream showed.
+   */
+  polling(): void {
+    this.streamed = false;
   }
 
   /** A new view of the operation (kept, not shown, while paused). */
@@ -115,7 +137,7 @@ export class DeployView {
       if (s?.skipped) return `  ${dim('–')} ${name.padEnd(8)} ${status.padEnd(9)}${dim(' (skipped)')}`;
       return `  ${this.icon(status)} ${name.padEnd(8)} ${status.padEnd(9)}${progress}`;
     });
-    for (const l of op.build_log?.last_lines?.slice(-LOG_LINES) ?? []) lines.push(dim(`  │ ${l}`));
+    if (!this.streamed) for (const l of op.build_log?.last_lines?.slice(-LOG_LINES) ?? []) lines.push(dim(`  │ ${l}`));
     const queue = op.queue?.state === 'waiting' ? ` · waiting in the queue (${op.queue.jobs_ahead ?? 0} ahead)` : '';
     const stuck = op.maybe_stuck ? yellow(' · no sign of life for a while; it may be stuck') : '';
     const hint = op.status === 'running' ? dim('   Ctrl-C to cancel or detach') : '';
@@ -148,6 +170,7 @@ export class DeployView {
       }
       this.printed.set(name, status);
     }
+    if (this.streamed) return;
     const log = op.build_log?.last_lines ?? [];
     // Print only the lines after those already printed (the window slides as the build goes on).
     let from = 0;
