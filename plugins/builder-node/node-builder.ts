@@ -11,7 +11,7 @@ import { HOME_DIR, type Sandbox } from '../../core/ports/sandbox.js';
 import { buildCommand, checkRealDirectory, nodeHeapCap, runTenant } from '../shared/sandbox/run-tenant.js';
 import { missingPackage } from './missing-package.js';
 import { defaultNpmRegistry } from './npm-registry.js';
-import { nothingToInstall } from './nothing-to-install.js';
+import { nothingToInstall, nothingToPrune } from './nothing-to-install.js';
 import { replaceSymlinks } from './replace-symlinks.js';
 
 // Host variables a build needs to reach the registry (its proxy and CA bundle, which the sandbox's
@@ -98,10 +98,10 @@ export class NodeBuilder implements Builder {
     const steps = d.runtime === 'node' ? 3 : 2;
 
     // The analyzer's own install command (not a project setting) is skipped when it would fetch nothing.
-    const skipInstall =
-      d.installCommand !== null &&
-      d.reasons.install_command !== 'project setting install_command' &&
-      (await nothingToInstall(workspace));
+    const ownInstall = d.installCommand !== null && d.reasons.install_command !== 'project setting install_command';
+    const skipInstall = ownInstall && (await nothingToInstall(workspace));
+    // Judged on package.json as uploaded, before any of the project's scripts ran.
+    const skipPrune = ownInstall && /^npm\s/.test(d.installCommand!) && (await nothingToPrune(workspace));
     if (skipInstall)
       log(`No install: package.json declares no dependencies and no install scripts ("${d.installCommand}" skipped).`);
     else if (d.installCommand) {
@@ -123,6 +123,8 @@ export class NodeBuilder implements Builder {
         ? 'pnpm prune --prod'
         : null;
     if (skipInstall) log('Nothing to prune: nothing was installed.');
+    else if (prune && skipPrune)
+      log(`Nothing to prune: package.json declares no devDependencies ("${prune}" skipped).`);
     else if (prune) await run(prune, base);
     else
       log(

@@ -436,4 +436,44 @@ test('without dependencies, an install script, an install_command setting or emp
   }
 });
 
+test('an app with dependencies but no devDependencies installs them, prunes nothing and says so', async () => {
+  const workspace = project({
+    ...locked(['is-number'], [], { scripts: { start: 'node server.js' } }),
+    'server.js': '',
+  });
+  const { outputDir, log, error } = await build(
+    workspace,
+    detection({ runtime: 'node', buildCommand: null, startCommand: 'npm start' }),
+  );
+  assert.is(error, undefined, log.join('\n'));
+  assert.is(outputDir, workspace);
+  assert.ok(log.includes('$ npm ci'), log.join('\n'));
+  assert.ok(
+    log.includes('Nothing to prune: package.json declares no devDependencies ("npm prune --omit=dev" skipped).'),
+    log.join('\n'),
+  );
+  assert.not.ok(
+    log.some((l) => l.startsWith('$ npm prune')),
+    log.join('\n'),
+  );
+  assert.ok(existsSync(join(workspace, 'node_modules/is-number/index.js')));
+});
+
+test('workspaces or an install_command setting keep the prune without devDependencies', async () => {
+  const cases: [string, Record<string, string>, Partial<Detection>][] = [
+    ['workspaces', { ...locked(['is-number'], [], { workspaces: [] }) }, {}],
+    [
+      'setting',
+      locked(['is-number']),
+      { installCommand: 'npm ci', reasons: { install_command: 'project setting install_command' } },
+    ],
+  ];
+  for (const [name, files, d] of cases) {
+    const workspace = project({ ...files, 'server.js': '' });
+    const { log, error } = await build(workspace, detection({ runtime: 'node', buildCommand: null, ...d }));
+    assert.is(error, undefined, `${name}: ${log.join('\n')}`);
+    assert.ok(log.includes('$ npm prune --omit=dev'), `${name}: ${log.join('\n')}`);
+  }
+});
+
 test.run();
