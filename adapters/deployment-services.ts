@@ -23,6 +23,7 @@ import { StageRunner } from '../core/deployments/stage-runner.js';
 import { DataDirWorkspaces } from '../core/deployments/workspace.js';
 import { AnalyzeStage } from '../core/deployments/stages/analyze.js';
 import { BuildStage } from '../core/deployments/stages/build.js';
+import { BuildCaches } from '../core/deployments/build-cache.js';
 import { DeployStage } from '../core/deployments/stages/deploy.js';
 import { UPLOAD_DEPLOYMENTS, UploadDeployments } from '../core/deployments/upload-deployments.js';
 import { IDEMPOTENCY_SERVICE, IdempotencyService } from '../core/idempotency/idempotency-service.js';
@@ -192,6 +193,9 @@ export const deploymentServices: ServiceDefinition[] = [
             d.clock,
             d.log,
             d.logChunks,
+            config.buildCacheMb > 0
+              ? new BuildCaches(config.dataDir, Math.min(config.buildCacheMb, config.buildDiskMb / 2) * 1048576)
+              : undefined,
           ),
           deploy: new DeployStage(
             d.deployer,

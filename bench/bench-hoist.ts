@@ -5,7 +5,7 @@ import { RequestContext } from '@mikro-orm/core';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRoles, type Role, type Running } from '../adapters/cli/start.js';
@@ -15,6 +15,8 @@ import type { HoistConfig } from '../config/schema.js';
 import { ACCOUNT_SERVICE, type AccountService } from '../core/accounts/account-service.js';
 import { Deployment } from '../core/entities/deployment.js';
 import type { ReleaseTarget } from '../core/ports/deployer.js';
+import type { Sandbox } from '../core/ports/sandbox.js';
+import { plugins } from '../adapters/plugins.js';
 import { hoistBin, root } from '../test/helpers/cli.js';
 import { freePort } from '../test/helpers/hoist-process.js';
 import { zipOf } from '../test/helpers/live.js';
@@ -335,4 +337,20 @@ export async function sideBySide(title: string, cases: SideBySideCase[], rounds:
   console.log(`${'case'.padEnd(43)} ${head.map((x) => cell(x)).join(' ')}`);
   for (const l of lines) console.log(l);
   console.log("CPU µs/req: CPU time of Hoist's process / of the other server's (nginx: master and worker) per request");
+}
+
+/**
+ * The sandbox `HOIST_SANDBOX` names (bwrap by default), prepared, keeping its files in a fresh data directory
+ * (0711, as Hoist's is), with the configuration it was made from.
+ */
+export async function benchSandbox(
+  prefix: string,
+): Promise<{ dataDir: string; config: HoistConfig; sandbox: Sandbox }> {
+  const dataDir = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(dataDir, 0o711);
+  const config = loadConfig(process.env, { dataDir });
+  const definition = plugins.find((p) => p.port === 'sandbox' && p.name === config.sandbox)!;
+  const sandbox = (await definition.create({ config, log: { warn: () => {} } })) as Sandbox;
+  await sandbox.prepare();
+  return { dataDir, config, sandbox };
 }

@@ -3,22 +3,14 @@
 // the host, alternating. Run: node --import tsx bench/sandbox.ts [rounds]   (HOIST_SANDBOX=bwrap|docker)
 // Prints figures; never fails on the clock.
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../config/load.js';
-import type { Sandbox } from '../core/ports/sandbox.js';
-import { plugins } from '../adapters/plugins.js';
+import { benchSandbox } from './bench-hoist.js';
 
 const ROUNDS = Number(process.argv[2] ?? 20);
-const dataDir = mkdtempSync(join(tmpdir(), 'hoist-bench-sandbox-'));
-chmodSync(dataDir, 0o711);
-const config = loadConfig(process.env, { dataDir });
-const definition = plugins.find((p) => p.port === 'sandbox' && p.name === config.sandbox)!;
-const sandbox = (await definition.create({ config, log: { warn: () => {} } })) as Sandbox;
-await sandbox.prepare();
+const { dataDir, config, sandbox } = await benchSandbox('hoist-bench-sandbox-');
 const work = join(dataDir, 'work');
 mkdirSync(work, { mode: 0o711 });
 chmodSync(work, 0o711);
@@ -101,7 +93,7 @@ for (let i = 0; i < ROUNDS; i++) {
     }),
   );
 }
-console.log(`sandbox ${definition.id}, ${ROUNDS} rounds, median ms`);
+console.log(`sandbox ${config.sandbox}, ${ROUNDS} rounds, median ms`);
 for (const [name, xs] of Object.entries(rows)) console.log(`${name.padEnd(30)} ${median(xs).toFixed(1)}`);
 console.log(
   `added to a build command: ` +

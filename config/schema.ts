@@ -502,6 +502,15 @@ export const settings = {
     min: 16,
     doc: 'Disk one build may fill (workspace, HOME and /tmp), and its largest file, MiB.',
   },
+  buildCacheMb: {
+    type: 'integer',
+    env: 'HOIST_BUILD_CACHE_MB',
+    default: 512,
+    min: 0,
+    doc:
+      "Disk each account's build cache may keep between its builds (npm's download cache: a warm one halves an " +
+      'install), MiB; at most half of buildDiskMb is used. 0 turns the cache off.',
+  },
   buildOutputBytes: {
     type: 'integer',
     env: 'HOIST_BUILD_OUTPUT_BYTES',

@@ -14,6 +14,12 @@ export interface BuildInput {
   log(line: string): void;
   /** Reports progress within the stage (0–1). */
   progress(fraction: number): void;
+  /**
+   * A folder the builder may keep things in for the account's next builds (a package manager's download cache):
+   * what an earlier build left there, or empty. Tenant code may write it; it goes back only as folders and regular
+   * files within the configured size (HOIST_BUILD_CACHE_MB), and may be dropped at any time. Absent when off.
+   */
+  cache?: string;
 }
 
 /** The result of a build: the directory to pack as the immutable artifact. */

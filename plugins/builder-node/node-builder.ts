@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rename } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import type { HoistConfig } from '../../core/plugin.js';
@@ -47,10 +47,25 @@ export class NodeBuilder implements Builder {
     return detection.packageManager !== null;
   }
 
-  async build({ workspace, detection: d, env, signal, log, progress }: BuildInput): Promise<BuildOutput> {
-    // HOME (with npm's cache) lasts for the install and build commands of this build only.
-    const home = join(dirname(workspace), 'home');
+  async build(input: BuildInput): Promise<BuildOutput> {
+    // HOME lasts for the install and build commands of this build only. npm's download cache in it (~/.npm) comes
+    // from the account's build cache when there is one, and goes back there at the end.
+    const home = join(dirname(input.workspace), 'home');
     await mkdir(home, { recursive: true });
+    const npmCache = input.cache && join(input.cache, 'npm');
+    if (npmCache) await rename(npmCache, join(home, '.npm')).catch(() => {});
+    try {
+      return await this.buildWith(input, home, npmCache !== undefined);
+    } finally {
+      if (npmCache) await rename(join(home, '.npm'), npmCache).catch(() => {});
+    }
+  }
+
+  private async buildWith(
+    { workspace, detection: d, env, signal, log, progress }: BuildInput,
+    home: string,
+    cached: boolean,
+  ): Promise<BuildOutput> {
     // Read lazily (once per process) so that booting Hoist, e.g. for a CLI command, spawns no npm.
     const registry = this.config.npmRegistry ?? (await defaultNpmRegistry());
     const base: Record<string, string> = {
@@ -62,6 +77,9 @@ export class NodeBuilder implements Builder {
       npm_config_update_notifier: 'false',
       npm_config_fund: 'false',
       npm_config_audit: 'false',
+      // With a lockfile (npm ci), what the cache holds is what the lockfile pins, checked against its integrity:
+      // npm need not ask the registry again. (npm install resolves ranges: it asks.)
+      ...(cached && /^npm ci(\s|$)/.test(d.installCommand ?? '') && { npm_config_prefer_offline: 'true' }),
       ...env,
       // After the project's variables: they cannot point installs elsewhere (lockfile URLs included).
       npm_config_registry: registry,

@@ -16,19 +16,24 @@ test.before(async () => {
 });
 test.after(async () => h?.close());
 
-async function deploy(name: string, files: Record<string, string>, settings?: Record<string, string>) {
+async function deploy(
+  name: string,
+  files: Record<string, string>,
+  settings?: Record<string, string>,
+  as: string = token,
+) {
   if (settings) {
     const res = await fetch(`${h.api}/api/v1/projects/`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name, settings }),
     });
     assert.is(res.status, 201, await res.text());
   }
-  const res = await h.upload(token, '/api/v1/local-to-live', await zipOf(files), { name });
+  const res = await h.upload(as, '/api/v1/local-to-live', await zipOf(files), { name });
   const body = await res.json();
   assert.is(res.status, 202, JSON.stringify(body));
-  return { op: await h.waitFor(token, body.operation.id, undefined, 180_000), url: body.project.url as string };
+  return { op: await h.waitFor(as, body.operation.id, undefined, 180_000), url: body.project.url as string };
 }
 
 /** Hoist's secrets as they are on disk: none of them may show up anywhere a tenant can read. */
@@ -158,6 +163,31 @@ test('a Vite build installs from its lockfile and deploys', async () => {
   const js = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
   assert.ok(js, html);
   assert.match((await h.site(hostOf(url), js!)).body, 'vite-built');
+});
+
+test("an account's build cache (~/.npm) is its own: the next build finds what one left, another's none", async () => {
+  /** A project whose build lists what earlier builds planted in ~/.npm, plants its own `mark`, and serves the list. */
+  const project = (mark: string) => ({
+    'package.json': JSON.stringify({ name: mark, version: '1.0.0', scripts: { build: 'node build.js' } }),
+    'build.js': `const fs = require('fs'), d = require('os').homedir() + '/.npm';
+const seen = fs.existsSync(d) ? fs.readdirSync(d).filter((n) => n.startsWith('planted')).sort() : [];
+fs.mkdirSync(d, { recursive: true });
+fs.writeFileSync(d + '/planted-${mark}', 'x');
+fs.mkdirSync('dist', { recursive: true });
+fs.writeFileSync('dist/index.html', 'seen:' + seen.join(','));`,
+  });
+  const served = async (name: string, as: string) => {
+    const { op, url } = await deploy(name, project(name), { output_directory: 'dist' }, as);
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    return { site: (await h.site(hostOf(url), '/')).body, op };
+  };
+  const first = await served('cache-a1', token);
+  assert.is(first.site, 'seen:');
+  const second = await served('cache-a2', token);
+  assert.is(second.site, 'seen:planted-cache-a1', 'another project of the account finds what the first kept');
+  assert.match(JSON.stringify(second.op), 'Build cache: restored');
+  const other = await h.login();
+  assert.is((await served('cache-b1', other.token)).site, 'seen:', "another account's build finds none of it");
 });
 
 test.run();

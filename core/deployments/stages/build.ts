@@ -13,6 +13,7 @@ import type { Storage } from '../../ports/storage.js';
 import type { OperationState } from '../../operations/state-machine.js';
 import type { Logger } from '../../tokens.js';
 import { BuildLog } from '../build-log.js';
+import type { BuildCaches, CacheReturn } from '../build-cache.js';
 import type { LogChunks } from '../log-chunks.js';
 import type { BuildRepository, BuildUpdate } from '../repositories/build-repository.js';
 import type { Redaction } from '../redaction.js';
@@ -40,6 +41,8 @@ export class BuildStage implements StageImpl {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly logChunks?: Pick<LogChunks, 'writer' | 'appendWithin'>,
+    /** The accounts' build caches (BuildInput.cache); none without. */
+    private readonly caches?: BuildCaches,
   ) {}
 
   async run(ctx: StageContext) {
@@ -185,14 +188,29 @@ export class BuildStage implements StageImpl {
         if (builder) {
           const env = await this.environment.forBuild(ctx.operation.id, ctx.project.id);
           redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
-          ({ outputDir } = await builder.build({
-            workspace,
-            detection: analysis,
-            env,
-            signal: ctx.signal,
-            log: write,
-            progress: (f) => ctx.progress(0.1 + 0.8 * f),
-          }));
+          const caches = this.caches;
+          const cache = caches && join(await dir(), 'cache');
+          if (cache && (await caches.take(ctx.operation.accountId, cache)))
+            write('Build cache: restored (what earlier builds of this account kept).');
+          try {
+            ({ outputDir } = await builder.build({
+              workspace,
+              detection: analysis,
+              env,
+              signal: ctx.signal,
+              log: write,
+              progress: (f) => ctx.progress(0.1 + 0.8 * f),
+              ...(cache && { cache }),
+            }));
+          } finally {
+            if (cache) {
+              const kept = await caches.giveBack(ctx.operation.accountId, cache).catch((err) => {
+                this.logger.warn({ err, buildId: build }, 'the build cache was not kept');
+                return null;
+              });
+              if (kept && (kept.bytes || !kept.kept)) write(cacheLine(kept, caches.maxBytes));
+            }
+          }
         }
         // skip_build packs the upload as it is: the folder it serves must be in it (a builder checks its own output).
         if (
@@ -289,4 +307,13 @@ function uploadAsArtifact(
     artifactSha256: ctx.version.archiveSha256,
     artifactSize: ctx.version.archiveSize,
   };
+}
+
+/** The build log's line on what became of the build's cache (`max`: the most it may hold, bytes). */
+function cacheLine(r: CacheReturn, max: number): string {
+  const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
+  if (r.kept) return `Build cache: kept for the next build (${mib(r.bytes)}).`;
+  if (r.why === 'too_large') return `Build cache: not kept, over ${mib(max)} (HOIST_BUILD_CACHE_MB).`;
+  if (r.why === 'newer_kept') return 'Build cache: not kept; another build of this account kept its own first.';
+  return 'Build cache: not kept; it held something other than folders and regular files.';
 }

@@ -101,7 +101,7 @@ function detection(d: Partial<Detection>): Detection {
 async function build(
   workspace: string,
   d: Detection,
-  opts: { env?: Record<string, string>; signal?: AbortSignal; config?: Partial<HoistConfig> } = {},
+  opts: { env?: Record<string, string>; signal?: AbortSignal; config?: Partial<HoistConfig>; cache?: string } = {},
 ): Promise<{ outputDir?: string; error?: StageError; log: string[] }> {
   const config = loadConfig({ HOIST_DATA_DIR: dataDir }, { buildTimeoutSeconds: 120, ...opts.config });
   const log: string[] = [];
@@ -114,6 +114,7 @@ async function build(
       signal: opts.signal ?? new AbortController().signal,
       log: (l) => log.push(l),
       progress: () => {},
+      ...(opts.cache && { cache: opts.cache }),
     });
     return { outputDir, log };
   } catch (err) {
@@ -474,6 +475,38 @@ test('workspaces or an install_command setting keep the prune without devDepende
     assert.is(error, undefined, `${name}: ${log.join('\n')}`);
     assert.ok(log.includes('$ npm prune --omit=dev'), `${name}: ${log.join('\n')}`);
   }
+});
+
+test("npm's downloads go to the build cache, and an npm ci with it fetches nothing again", async () => {
+  const cache = join(root, `cache-${++n}`);
+  mkdirSync(cache);
+  const app = (): Record<string, string> => ({
+    ...locked(['is-number', 'semver'], [], { scripts: { start: 'node server.js' } }),
+    'server.js': '',
+  });
+  // npm says of each request whether its cache answered it.
+  const env = { npm_config_loglevel: 'http' };
+  const fetched = (log: string[]) => log.filter((l) => l.includes('http fetch GET'));
+  const first = await build(project(app()), detection({ runtime: 'node', buildCommand: null }), { cache, env });
+  assert.is(first.error, undefined, first.log.join('\n'));
+  assert.ok(
+    fetched(first.log).some((l) => l.includes('(cache miss)')),
+    first.log.join('\n'),
+  );
+  assert.ok(existsSync(join(cache, 'npm/_cacache')), "the downloads are in the cache, not in the build's HOME");
+
+  const again = project(app());
+  const second = await build(again, detection({ runtime: 'node', buildCommand: null }), { cache, env });
+  assert.is(second.error, undefined, second.log.join('\n'));
+  assert.ok(existsSync(join(again, 'node_modules/semver/package.json')));
+  assert.ok(fetched(second.log).length > 0, second.log.join('\n'));
+  // Answered from the cache without asking the registry (without prefer-offline: "cache updated", each one asked).
+  assert.ok(
+    fetched(second.log).every((l) => /\(cache (hit|stale)\)/.test(l)),
+    second.log.join('\n'),
+  );
+  assert.ok(existsSync(join(cache, 'npm/_cacache')), 'given back');
+  assert.not.ok(existsSync(join(dirname(again), 'home/.npm')));
 });
 
 test.run();

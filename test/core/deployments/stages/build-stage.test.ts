@@ -1,11 +1,12 @@
 // BuildStage alone, on fakes of its ports and repository: the build record it keeps, the artifact it
 // stores, and the upload it packs itself when skip_build left the stage out.
-import { mkdtempSync } from 'node:fs';
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { BuildCaches } from '../../../../core/deployments/build-cache.js';
 import { Redactor } from '../../../../core/deployments/redaction.js';
 import { BuildStage } from '../../../../core/deployments/stages/build.js';
 import { StageError } from '../../../../core/errors.js';
@@ -51,7 +52,7 @@ function builder(fail = false): Builder {
   };
 }
 
-function setup(builders: Builder[] = [builder()]) {
+function setup(builders: Builder[] = [builder()], caches?: BuildCaches) {
   const builds = new FakeBuilds();
   const storage = fakeStorage(new Map([['uploads/site.zip', Buffer.from('zip')]]));
   const log = fakeLog();
@@ -65,6 +66,8 @@ function setup(builders: Builder[] = [builder()]) {
     { forOperation: async () => new Redactor(null) },
     systemClock,
     log,
+    undefined,
+    caches,
   );
   return { builds, storage, stage, log };
 }
@@ -199,6 +202,59 @@ test('abandon cancels the running build; a version without an Analyze result is 
   assert.is(builds.rows[0].status, 'canceled');
   const err = await stage.run(stageContext({ analysis: null })).catch((e: unknown) => e);
   assert.is((err as StageError).code, 'build_no_analysis');
+});
+
+test("a builder gets the account's build cache, kept for its next build; one it fills with a link is not", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hoist-build-stage-cache-'));
+  const seen: string[] = [];
+  /** Records what the cache held, then adds `name` (a file, or a link when `link`). */
+  const caching = (name: string, link = false): Builder => ({
+    ...builder(),
+    build: async (input) => {
+      seen.push((await readdir(input.cache!)).sort().join(','));
+      if (link) await symlink('/etc', join(input.cache!, name));
+      else await writeFile(join(input.cache!, name), 'downloads');
+      return builder().build(input);
+    },
+  });
+  const caches = new BuildCaches(dataDir, 1024 * 1024);
+  // Builds of one account.
+  const ctx = stageContext();
+  const lines = async (b: Builder) => {
+    const { builds, stage } = setup([b], caches);
+    await (
+      await stage.run(ctx)
+    ).also!(null as never);
+    return builds.rows[0].log!.lastLines;
+  };
+  const first = await lines(caching('a'));
+  assert.ok(first.includes('Build cache: kept for the next build (0.0 MiB).'), first.join('\n'));
+  assert.not.ok(first.some((l) => l.startsWith('Build cache: restored')));
+  const second = await lines(caching('b', true));
+  assert.ok(second.includes('Build cache: restored (what earlier builds of this account kept).'), second.join('\n'));
+  assert.ok(
+    second.includes('Build cache: not kept; it held something other than folders and regular files.'),
+    second.join('\n'),
+  );
+  await lines(caching('c'));
+  assert.equal(seen, ['', 'a', ''], 'the cache with a link was dropped');
+  assert.ok(existsSync('/etc/passwd'));
+});
+
+test('a failed build gives its cache back too', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hoist-build-stage-cache-'));
+  const caches = new BuildCaches(dataDir, 1024 * 1024);
+  const failing: Builder = {
+    ...builder(true),
+    build: async (input) => {
+      await writeFile(join(input.cache!, 'partial'), 'downloads');
+      return builder(true).build(input);
+    },
+  };
+  const { stage } = setup([failing], caches);
+  const ctx = stageContext();
+  assert.instance(await stage.run(ctx).catch((e: unknown) => e), StageError);
+  assert.ok(existsSync(join(dataDir, 'build-cache', ctx.operation.accountId, 'partial')));
 });
 
 test.run();
