@@ -234,6 +234,10 @@ test('a redeploy of an unchanged 1,000-file folder sends its manifest only (unde
   const manifest = await manifestOf(listFolder(dir).files);
   const wire = gzipSync(JSON.stringify({ files: manifest })).length;
   assert.ok(wire < 100_000, `${wire} bytes`);
+  // Without --json: the upload's start line once (an empty ZIP's progress is 0 of 0 at every chunk of the request).
+  const plain = await cli.run(['deploy', dir, '--name', 'many-files']);
+  assert.is(plain.code, 0, plain.stderr);
+  assert.equal(plain.stderr.match(/Uploading .*/g), ['Uploading 0 B…'], plain.stderr);
 });
 
 test('env set | ls | rm through the API; values are never shown', async () => {

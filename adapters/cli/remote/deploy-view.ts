@@ -27,6 +27,8 @@ export class DeployView {
   private streamed = false;
   private lastUpload = 0;
   private uploaded = false;
+  /** The size of the upload whose start line was printed (plain mode), so it is printed once. */
+  private announced: number | null = null;
 
   constructor(json: boolean) {
     this.mode = json ? 'quiet' : interactive() ? 'tty' : 'plain';
@@ -44,7 +46,10 @@ export class DeployView {
 
   /** Upload progress: a bar redrawn at most every 100 ms on a terminal; a start and an end line otherwise. */
   uploadProgress(sent: number, total: number): void {
-    if (this.mode === 'plain' && sent === 0) this.info(`Uploading ${formatBytes(total)}…`);
+    if (this.mode === 'plain' && sent === 0 && this.announced !== total) {
+      this.announced = total;
+      this.info(`Uploading ${formatBytes(total)}…`);
+    }
     if (this.mode !== 'tty' || this.uploaded) return;
     this.uploaded = sent >= total;
     const now = Date.now();
