@@ -85,6 +85,11 @@ test(
     assert.is(saved.email, user.email);
     assert.not.match(r.stdout + r.stderr, saved.token, 'the token is never printed');
     token = saved.token;
+    // A wrong password while logged in is the API's answer, not a saved login that expired; the login stays.
+    const wrong = await cli.run(['login'], `${user.email}\nwrong password\n`);
+    assert.is(wrong.code, 1, wrong.stderr);
+    assert.match(wrong.stderr, 'hoist: Invalid e-mail or password (unauthorized');
+    assert.is(credentials().token, token);
     const who = await cli.run(['whoami', '--json']);
     assert.is(who.code, 0, who.stderr);
     assert.is(JSON.parse(who.stdout).user.email, user.email);

@@ -50,6 +50,7 @@ export default function session(program: Command): void {
         },
         {
           needToken: false,
+          anonymous: true,
           check: (o) => {
             if (o.password !== undefined) throw usage(PASSWORD_IN_ARGV);
           },

@@ -13,7 +13,10 @@ export interface Explained {
 const sized = (feature: string | null, n: number | null) =>
   n === null ? 'unlimited' : feature?.endsWith('bytes') ? formatBytes(n) : String(n);
 
-/** Turns any error into something a person can act on (what happened, and what to do). */
+/**
+ * Turns any error into something a person can act on (what happened, and what to do). `tokenFrom`: where the token
+ * the failed call sent came from ('none': it sent none, so a 401 is the API's own answer, a wrong password say).
+ */
 export function explain(err: unknown, tokenFrom: 'env' | 'file' | 'none' = 'file'): Explained {
   if (err instanceof CliError)
     return {
@@ -54,7 +57,7 @@ export function explain(err: unknown, tokenFrom: 'env' | 'file' | 'none' = 'file
       },
     };
     let message = `${err.message} (${err.code}${err.requestId ? `, request ${err.requestId}` : ''})`;
-    if (err.status === 401) {
+    if (err.status === 401 && tokenFrom !== 'none') {
       message =
         tokenFrom === 'env'
           ? 'The API refused HOIST_TOKEN (expired, revoked or invalid): set a fresh token, or ' +

@@ -15,7 +15,16 @@ export interface RemoteOptions {
  */
 export function remoteAction<O extends RemoteOptions, A extends unknown[]>(
   fn: (c: Connection, o: O, ...args: A) => Promise<void>,
-  { needToken = true, check }: { needToken?: boolean; check?: (o: O, ...args: A) => void } = {},
+  {
+    needToken = true,
+    check,
+    anonymous = false,
+  }: {
+    needToken?: boolean;
+    check?: (o: O, ...args: A) => void;
+    /** The call authenticates otherwise (login): a 401 is its answer, not a saved token's. */
+    anonymous?: boolean;
+  } = {},
 ) {
   return async (...all: unknown[]): Promise<void> => {
     // Commander passes the arguments, then the options, then the command.
@@ -28,7 +37,7 @@ export function remoteAction<O extends RemoteOptions, A extends unknown[]>(
       tokenFrom = c.tokenFrom;
       await fn(c, o, ...args);
     } catch (err) {
-      const e = explain(err, tokenFrom);
+      const e = explain(err, anonymous ? 'none' : tokenFrom);
       if (o.json) console.log(JSON.stringify(e.json));
       else console.error(`hoist: ${e.message}`);
       process.exitCode = e.exitCode;
