@@ -43,6 +43,20 @@ const SETUP_WAIT_MS = 10_000;
 /** Where a served release's relay listens, on the guest's address. */
 const RELAY_PORT = 49151;
 
+/** How long a failed setup waits for the rest of what bubblewrap says (its stderr closing) before it reports. */
+const STDERR_WAIT_MS = 2000;
+/** A line of bubblewrap's own on its stderr. */
+const BWRAP_SAID = /^bwrap: /m;
+
+/**
+ * bubblewrap failed its own setup of a sandbox before the command began (it said so on its stderr): a run or a release
+ * whose launch throws it is launched again, three times at most.
+ */
+class BwrapSetupError extends SandboxError {}
+
+/** What `launch` hands back: the run's end, whether its command began, how to stop it, and its published port. */
+type Launched = Awaited<ReturnType<BwrapSandbox['launch']>>;
+
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
@@ -111,7 +125,14 @@ export class BwrapSandbox implements Sandbox {
         commandSpoke = true;
         spec.log(line);
       };
-      const started = await this.launch({ ...spec, log }, false, spec.limits.timeMs);
+      let started: Launched;
+      try {
+        started = await this.launch({ ...spec, log }, false, spec.limits.timeMs);
+      } catch (err) {
+        // The same failure of bubblewrap's, seen by Hoist's part of the setup (the sandbox gone under it).
+        if (err instanceof BwrapSetupError && attempt < 3) continue;
+        throw err;
+      }
       // The workspace (and HOME) are host folders: their size is watched while the run lasts.
       const stopWatching = watchDisk(
         [spec.workspace, ...(spec.home ? [spec.home] : [])],
@@ -128,15 +149,22 @@ export class BwrapSandbox implements Sandbox {
 
   async serve(spec: SandboxServe): Promise<SandboxService> {
     const env = { ...spec.env, PORT: String(spec.port), HOST: '0.0.0.0' };
-    let started = await this.launch({ ...spec, env }, true, undefined, spec.port);
     // bubblewrap's own failure while it sets the sandbox up (as in `run`) ends it before the command has begun: the
-    // release is started again, up to three times, instead of failing its deploy.
+    // release is started again, up to three times, instead of failing its deploy. It shows as an exit 1 before the
+    // shell said it began, or (the sandbox gone while Hoist attached its network) as a BwrapSetupError.
     // A setup that hangs is left to the caller's health check, as before: serve answers within SETUP_WAIT_MS.
-    const began = (s: typeof started) => Promise.race([s.began, delay(SETUP_WAIT_MS, true, { ref: false })]);
-    for (let attempt = 1; attempt < 3 && !(await began(started)); attempt++) {
+    const began = (s: Launched) => Promise.race([s.began, delay(SETUP_WAIT_MS, true, { ref: false })]);
+    let started: Launched;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        started = await this.launch({ ...spec, env }, true, undefined, spec.port);
+      } catch (err) {
+        if (err instanceof BwrapSetupError && attempt < 3) continue;
+        throw err;
+      }
+      if (attempt >= 3 || (await began(started))) break;
       const result = await started.done;
       if (result.reason !== 'exited' || result.exitCode !== 1) break;
-      started = await this.launch({ ...spec, env }, true, undefined, spec.port);
     }
     return {
       url: `http://127.0.0.1:${started.hostPort}`,
@@ -261,12 +289,14 @@ export class BwrapSandbox implements Sandbox {
           // already gone
         }
       };
-      const sandboxPid = await readChildPid(child);
-      // What bubblewrap says while the run is set up, for the error when the setup fails.
+      // What bubblewrap says while the run is set up, for the error when the setup fails: from its start, as it may
+      // give up before its info document is read.
       let setupErr = '';
       const onSetupErr = (d: Buffer) => (setupErr += d);
       child.stderr!.on('data', onSetupErr);
+      let hostPort = 0;
       try {
+        const sandboxPid = await readChildPid(child);
         if (this.cgroups) {
           cgroup = await runCgroup(this.cgroups, name, spec.limits.memoryMb, spec.limits.processes);
           await cgroup.add(child.pid!);
@@ -286,14 +316,25 @@ export class BwrapSandbox implements Sandbox {
             denyRuleset(deniedRanges(this.opts.denyCidrs), this.registryAddresses),
           );
         }
+        hostPort = publish !== undefined ? await net!.publish(publish) : 0;
       } catch (err) {
         kill();
+        // Its last words may still be on their way as the failure shows here.
+        await stderrClosed(child, STDERR_WAIT_MS);
         const said = setupErr.trim();
-        throw said ? new SandboxError(`${(err as Error).message} (bubblewrap: ${said})`, { cause: err }) : err;
+        const known = (err as Error).message;
+        const message = said && !known.includes(said) ? `${known} (bubblewrap: ${said})` : known;
+        // The command waits on the block descriptor until the setup is over: a `bwrap:` line now is bubblewrap's own
+        // failure (it gave up before Hoist read its sandbox's pid, or its sandbox ended under Hoist's setup: a netlink
+        // call of the kernel's failing under load), not Hoist's; `run` and `serve` make such a sandbox again.
+        if (BWRAP_SAID.test(said)) throw new BwrapSetupError(message, { cause: err });
+        throw message !== known ? new SandboxError(message, { cause: err }) : err;
       } finally {
         child.stderr!.off('data', onSetupErr);
       }
-      const hostPort = publish !== undefined ? await net!.publish(publish) : 0;
+      // Said while Hoist set the sandbox up, before any line of the command (it waits on the block descriptor): a
+      // failure of bubblewrap's own that Hoist's part did not notice, which `run` and `serve` find first in the log.
+      for (const line of setupErr.split('\n')) if (line.trim()) spec.log(line);
       const watch = watchRun(child, {
         timeMs,
         outputBytes: spec.limits.outputBytes,
@@ -324,6 +365,19 @@ export class BwrapSandbox implements Sandbox {
         : new SandboxError(`the sandbox could not start: ${(err as Error).message}`, { cause: err });
     }
   }
+}
+
+/** Resolves once `child`'s stderr has closed (all it said was read), or after `ms`. */
+function stderrClosed(child: ChildProcess, ms: number): Promise<void> {
+  const stderr = child.stderr!;
+  if (stderr.closed || stderr.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    stderr.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 /** Reads bubblewrap's info document (written once the namespaces exist) and returns the sandbox's pid. */

@@ -38,6 +38,8 @@ export function watchRun(
   if (opts.signal?.aborted) onAbort();
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   const exited = new Promise<[number | null, string | null]>((resolve) => {
+    // Ended before it was watched (a sandbox given up on while it was set up): its 'exit' event has gone by.
+    if (child.exitCode !== null || child.signalCode !== null) return resolve([child.exitCode, child.signalCode]);
     child.once('error', () => resolve([null, null]));
     child.once('exit', (code, sig) => resolve([code, sig]));
   });
