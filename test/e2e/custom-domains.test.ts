@@ -167,6 +167,8 @@ test(
     await waitForDomain(added.body.id, (x) => x.status === 'active', 'active', body.project.id);
 
     const host = 'members.customer.test';
+    // The worker's check made it active: the edge has it just after that commit, which the poll may see first.
+    assert.is((await edgeAnswers(host, 401)).status, 401, 'the edge gates the active domain');
     for (const path of ['/', '/index.html', '/missing']) {
       const gate = await edgeRequest(h.edge, host, 'GET', path);
       assert.is(gate.status, 401, path);
