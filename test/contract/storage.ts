@@ -385,9 +385,11 @@ export function storageContract(name: string, make: () => Promise<StorageUnderTe
     const after = live();
     assert.is(res.size, total);
     assert.is(res.sha256, hash.digest('hex'));
-    assert.ok(peak.js < total / 5, `heap + buffers grew by ${peak.js} bytes during a ${total}-byte put`);
+    // Bounded, not buffered: a multipart put holds the part it fills and the one it sends (2 × 5 MiB on S3), plus the
+    // streams' own buffers; one that buffers holds all 50 MiB. (total / 5 failed by 336 bytes on S3 in CI.)
+    assert.ok(peak.js < total / 3, `heap + buffers grew by ${peak.js} bytes during a ${total}-byte put`);
     assert.ok(
-      after.js - base.js < total / 5,
+      after.js - base.js < total / 3,
       `heap + buffers grew by ${after.js - base.js} bytes after a ${total}-byte put`,
     );
     assert.ok(peak.rss < total / 2, `rss grew by ${peak.rss} bytes during a ${total}-byte put`);
