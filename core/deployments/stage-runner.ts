@@ -189,7 +189,16 @@ export class StageRunner {
         return;
       }
       // Unexpected, and maybe passing (a dropped connection, a full disk): the queue delivers it again
-      // after a short backoff, and the claim is handed back so that delivery need not wait out the lease.
+      // after a short backoff, and the claim is handed back so that delivery need not wait out the lease. The
+      // operator's log says why, redacted as the operation's stored messages are (the stack names Hoist's code).
+      const { code, message } = err as NodeJS.ErrnoException;
+      const reason = await this.shown(started.op, { code: String(code ?? ''), message: String(message) })
+        .then((s) => s.message)
+        .catch(() => 'its reason could not be redacted');
+      this.log.warn(
+        { operationId, stage, attempt, deliveries: job.deliveries, code, reason },
+        'a stage failed unexpectedly: the queue delivers it again',
+      );
       await this.store
         .apply(operationId, { type: 'stage_released', stage, attempt, token })
         .catch(warn('the claim of a failed attempt was not handed back'));

@@ -20,6 +20,7 @@ import { StageError } from '../../../core/errors.js';
 import { type OperationState } from '../../../core/operations/state-machine.js';
 import { QUEUE, type Queue } from '../../../core/ports/queue.js';
 import { deploymentRows } from '../../helpers/deployment-rows.js';
+import type { Logger } from '../../../core/tokens.js';
 import { testKernel } from '../../helpers/kernel.js';
 
 const LEASE_MS = 600_000;
@@ -28,6 +29,8 @@ let stopConsuming: () => Promise<void>;
 /** What Analyze does, per operation; every run is counted with its delivery. */
 const behaviour = new Map<string, (ctx: StageContext) => Promise<void>>();
 const runs = new Map<string, number>();
+/** What the runner logged as warnings. */
+const warnings: { obj: Record<string, unknown>; msg?: string }[] = [];
 
 test.before(async () => {
   kernel = await testKernel({ queueVisibilitySeconds: LEASE_MS / 1000, queueMaxDeliveries: 3 });
@@ -46,7 +49,13 @@ test.before(async () => {
     { analyze, build: done, deploy: done },
     200,
     LEASE_MS,
-    kernel.log,
+    {
+      debug: () => {},
+      info: () => {},
+      error: () => {},
+      warn: (obj: object | string, msg?: string) =>
+        void (typeof obj === 'object' && warnings.push({ obj: { ...obj }, msg })),
+    } as Logger,
     kernel.get<Redaction>(REDACTION),
   );
   stopConsuming = await kernel
@@ -148,6 +157,19 @@ test("an error that keeps coming ends after the queue's deliveries, promptly, wi
     `failed 3 times (EIO: i/o error, read '<data>/storage/versions/abc.zip')`,
   );
   assert.is(runs.get(id), 3);
+  const logged = warnings.filter((w) => w.obj.operationId === id);
+  assert.equal(
+    logged.map((w) => [w.msg, w.obj.stage, w.obj.deliveries, w.obj.code, w.obj.reason]),
+    [1, 2, 3].map((n) => [
+      'a stage failed unexpectedly: the queue delivers it again',
+      'analyze',
+      n,
+      'EIO',
+      "EIO: i/o error, read '<data>/storage/versions/abc.zip'",
+    ]),
+    "each delivery's failure is logged for the operator, redacted",
+  );
+  assert.not.ok(JSON.stringify(logged).includes(dataDir()));
 });
 
 test("a StageError quoting a value of the operation's environment stores it masked", async () => {
