@@ -12,6 +12,12 @@ import {
   type FileVariant,
   type IndexedFile,
 } from '../../core/deployments/file-index.js';
+import {
+  locationOf,
+  matchRedirect,
+  REDIRECTS_FILE,
+  type RedirectRule,
+} from '../../core/deployments/site-redirects.cjs';
 import { notFoundPage } from './pages.js';
 
 /** The static release a request is answered from, and the headers every answer of it carries. */
@@ -53,22 +59,9 @@ export function serveStatic(req: IncomingMessage, res: ServerResponse, release: 
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const pathname = q < 0 ? url : url.slice(0, q);
-  let rel: string;
-  // A plain path (no escapes, dot segments or empty segments) is its own normal form.
-  if (pathname.charCodeAt(0) === 47 && !PLAIN_UNSAFE.test(pathname)) rel = pathname.slice(1);
-  else {
-    let path: string;
-    try {
-      path = decodeURIComponent(pathname);
-    } catch {
-      return plain(res, 400, 'Bad path', release.headers);
-    }
-    if (path.includes('\0')) return plain(res, 400, 'Bad path', release.headers);
-    // Normalizing an absolute path drops every `..` at the top, so rel never climbs out of root.
-    rel = posix.normalize(`/${path}`).slice(1);
-    if (rel.split('/').some((s, i) => s.startsWith('.') && !(i === 0 && s === '.well-known')))
-      return notFound(req, res, release);
-  }
+  const rel = relOf(pathname);
+  if (rel === BAD) return plain(res, 400, 'Bad path', release.headers);
+  if (rel === null) return notFound(req, res, release);
   const index = heldFileIndex(release.root);
   if (index === undefined)
     return fileIndexOf(release.root)
@@ -78,6 +71,48 @@ export function serveStatic(req: IncomingMessage, res: ServerResponse, release: 
 }
 
 const PLAIN_UNSAFE = /%|\/\.|\/\/|\0/;
+const BAD = Symbol('bad path');
+
+/**
+ * The path relative to the release root that `pathname` names, normalized (never above the root); null for a dotfile
+ * (not served, except under `/.well-known/`); BAD when it does not decode or holds NUL.
+ */
+function relOf(pathname: string): string | null | typeof BAD {
+  // A plain path (no escapes, dot segments or empty segments) is its own normal form.
+  if (pathname.charCodeAt(0) === 47 && !PLAIN_UNSAFE.test(pathname)) return pathname.slice(1);
+  let path: string;
+  try {
+    path = decodeURIComponent(pathname);
+  } catch {
+    return BAD;
+  }
+  if (path.includes('\0')) return BAD;
+  // Normalizing an absolute path drops every `..` at the top, so rel never climbs out of root.
+  const rel = posix.normalize(`/${path}`).slice(1);
+  return rel.split('/').some((s, i) => s.startsWith('.') && !(i === 0 && s === '.well-known')) ? null : rel;
+}
+
+/** A folder asked for without its trailing slash (lookup): redirected to it. */
+const FOLDER = Symbol('folder');
+
+/**
+ * The file of `files` that answers `rel` (`pathname` as asked): `dir/index.html` for a folder, the file, or
+ * `page.html` for an extensionless `page`; FOLDER for a folder without its slash (unless `slashless`: then its
+ * index.html); null for none. The site's `_redirects` is never one.
+ */
+function lookup(
+  files: FileIndex['files'],
+  rel: string,
+  pathname: string,
+  slashless = false,
+): string | typeof FOLDER | null {
+  const dir = rel === '' || rel.endsWith('/') ? rel : `${rel}/`;
+  if (Object.hasOwn(files, `${dir}index.html`))
+    return pathname.endsWith('/') || slashless ? `${dir}index.html` : FOLDER;
+  if (Object.hasOwn(files, rel)) return rel === REDIRECTS_FILE ? null : rel;
+  const html = rel && !pathname.endsWith('/') && !extname(rel) ? `${rel}.html` : null;
+  return html !== null && Object.hasOwn(files, html) ? html : null;
+}
 
 function answer(
   req: IncomingMessage,
@@ -89,16 +124,53 @@ function answer(
   index: FileIndex | null,
 ): void | Promise<void> {
   if (!index) return fromDisk(req, res, release, url, pathname, rel);
-  const { files } = index;
-  const dir = rel === '' || rel.endsWith('/') ? rel : `${rel}/`;
-  const isDir = Object.hasOwn(files, `${dir}index.html`);
-  if (isDir && !pathname.endsWith('/')) return redirectToFolder(res, rel, url.slice(pathname.length), release);
-  let name: string | null = isDir ? `${dir}index.html` : rel;
-  if (!isDir && !Object.hasOwn(files, rel))
-    name = rel && !pathname.endsWith('/') && !extname(rel) ? `${rel}.html` : null;
-  const file = name !== null && Object.hasOwn(files, name) ? files[name] : null;
-  if (!file) return notFound(req, res, release);
-  return indexed(req, res, release, name!, file, index.variantsPending !== undefined);
+  const found = lookup(index.files, rel, pathname);
+  const rule = index.redirects && matchRedirect(index.redirects, pathname, found !== null);
+  if (rule) return redirected(req, res, release, url.slice(pathname.length), rule, index);
+  if (found === null) return notFound(req, res, release);
+  if (found === FOLDER) return redirectToFolder(res, rel, url.slice(pathname.length), release);
+  return indexed(req, res, release, found, index.files[found], index.variantsPending !== undefined);
+}
+
+/**
+ * Answers by the site's `_redirects` rule that matched: a redirect to `to` (with the request's `query` unless `to`
+ * has its own), or the release file `to` names, with status 200 (a rewrite) or the rule's 404 or 410. Rules do not
+ * apply again to `to`.
+ */
+function redirected(
+  req: IncomingMessage,
+  res: ServerResponse,
+  release: StaticRelease,
+  query: string,
+  { rule, to }: { rule: RedirectRule; to: string },
+  index: FileIndex,
+): void | Promise<void> {
+  if (rule.status !== 200 && rule.status !== 404 && rule.status !== 410) {
+    try {
+      res.writeHead(rule.status, { ...release.headers, location: locationOf(rule, to, query), 'content-length': 0 });
+    } catch {
+      // What the request put in `to` is not a valid header value.
+      return plain(res, 400, 'Bad path', release.headers);
+    }
+    return void res.end();
+  }
+  const path = to.split(/[?#]/, 1)[0];
+  const rel = relOf(path);
+  const found = typeof rel === 'string' ? lookup(index.files, rel, path, true) : null;
+  const name = found === FOLDER ? null : found;
+  if (rule.status === 200)
+    return name === null
+      ? notFound(req, res, release)
+      : indexed(req, res, release, name, index.files[name], index.variantsPending !== undefined);
+  // The site's 404.html stands in for a page the release lacks.
+  return notFound(
+    req,
+    res,
+    release,
+    name ?? '404.html',
+    rule.status,
+    name === null ? undefined : index.files[name].type,
+  );
 }
 
 /** A release without a file index (deployed before indexes existed): the disk is asked. */
@@ -336,16 +408,27 @@ function redirectToFolder(res: ServerResponse, rel: string, query: string, relea
   end(res, 301, { ...release.headers, location });
 }
 
-/** A 404 with the site's own 404.html when the release has one, else the edge's page; never conditional. */
-async function notFound(req: IncomingMessage, res: ServerResponse, release: StaticRelease): Promise<void> {
-  const page = (await readFile(join(release.root, '404.html')).catch(() => null)) ?? Buffer.from(notFoundPage());
-  res.writeHead(404, {
+/**
+ * A 404 with the site's own 404.html when the release has one, else the edge's page; never conditional. A
+ * `_redirects` rule's 404 or 410 names its own `page` (of `type`), and `status`.
+ */
+async function notFound(
+  req: IncomingMessage,
+  res: ServerResponse,
+  release: StaticRelease,
+  page = '404.html',
+  status = 404,
+  type = 'text/html; charset=utf-8',
+): Promise<void> {
+  const own = await readFile(join(release.root, page)).catch(() => null);
+  const body = own ?? Buffer.from(notFoundPage());
+  res.writeHead(status, {
     ...release.headers,
-    'content-type': 'text/html; charset=utf-8',
+    'content-type': own ? type : 'text/html; charset=utf-8',
     'cache-control': 'no-store',
-    'content-length': page.length,
+    'content-length': body.length,
   });
-  res.end(req.method === 'HEAD' ? undefined : page);
+  res.end(req.method === 'HEAD' ? undefined : body);
 }
 
 function plain(res: ServerResponse, status: number, text: string, headers: OutgoingHttpHeaders): void {

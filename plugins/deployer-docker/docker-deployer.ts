@@ -24,7 +24,7 @@ import {
   MAX_RESTARTS,
   RELEASE_PORT,
   RELEASE_USER,
-  RUNTIME_DIR,
+  stageRuntime,
   releaseContainerName,
   releaseEnv,
   releaseImageConfig,
@@ -146,8 +146,10 @@ export class DockerDeployer implements Deployer, Lifecycle {
         const deps = { storage: this.storage, archive: this.archive };
         await unpackArtifact(deps, spec.artifactKey, dir, app, signal, spec.artifactRoot);
         signal.throwIfAborted();
+        const hoist = join(dir, 'hoist');
+        await stageRuntime(hoist, app, spec);
         const startCommand = spec.startCommand && (await directStart(spec.startCommand, app, spec.env));
-        await this.commitImage({ ...spec, startCommand }, app, signal);
+        await this.commitImage({ ...spec, startCommand }, app, hoist, signal);
       });
       control.log(`Image ${releaseImageTag(spec.deploymentId)} made`);
       signal.throwIfAborted();
@@ -290,7 +292,7 @@ export class DockerDeployer implements Deployer, Lifecycle {
    * committed with the release's configuration. One layer on the base image, where a build of
    * releaseDockerfile makes an intermediate container per instruction (about 4 times as long).
    */
-  private async commitImage(spec: ReleaseSpec, app: string, signal: AbortSignal): Promise<void> {
+  private async commitImage(spec: ReleaseSpec, app: string, hoist: string, signal: AbortSignal): Promise<void> {
     // One a failed prepare left went with the `remove` prepare begins with.
     const packing = await this.docker.createContainer({
       name: packingName(spec.deploymentId),
@@ -303,7 +305,7 @@ export class DockerDeployer implements Deployer, Lifecycle {
     try {
       const folders = [
         { dir: app, prefix: 'app' },
-        { dir: RUNTIME_DIR, prefix: 'hoist' },
+        { dir: hoist, prefix: 'hoist' },
       ];
       // One archive: each put mounts the container's filesystem anew (about 50 ms).
       const { tar, done } = packDirectories(folders, { uid: 0, gid: 0, worldReadable: true });

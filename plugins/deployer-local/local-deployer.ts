@@ -26,6 +26,8 @@ import {
 import { fileIndexPath, variantsDir, variantsPack, type FileIndex } from '../../core/ports/file-index.js';
 import { directStart } from '../shared/release/npm-start.js';
 import { nodeHeapCap } from '../shared/sandbox/run-tenant.js';
+import { checkedRedirects, checkRedirectsSize, REDIRECTS_FILE } from '../shared/release/site-redirects.js';
+import type { RedirectRule } from '../../core/deployments/site-redirects.cjs';
 import { Supervisor } from './supervisor.js';
 
 /** The port a release listens on inside its sandbox (it gets it as PORT). */
@@ -99,12 +101,26 @@ export class LocalDeployer implements Deployer, Lifecycle {
       const staging = join(work, 'release');
       const deps = { storage: this.storage, archive: this.archive };
       const { zip, manifest } = await fetchArtifact(deps, spec.artifactKey, work, control.signal, spec.artifactRoot);
+      // A static site's _redirects is checked as it goes by: a refused one stops the release before it is stored.
+      const redirectsFile = spec.runtime === 'static' && manifest.files.find((f) => f.path === REDIRECTS_FILE);
+      let redirects: RedirectRule[] | undefined;
       // Each file becomes a link to its blob; the release's index goes beside it (a static release's marked as
       // waiting for its variants).
-      const files = (fn: Parameters<Archive['each']>[2]) => this.archive.each(zip, manifest, fn, control.signal);
+      const files = (fn: Parameters<Archive['each']>[2]) =>
+        this.archive.each(
+          zip,
+          manifest,
+          (file) => {
+            if (redirectsFile && file.path === REDIRECTS_FILE) redirects = checkedRedirects(file.data, file.size);
+            return fn(file);
+          },
+          control.signal,
+        );
+      if (redirectsFile) checkRedirectsSize(redirectsFile.size);
       index = await storeReleaseFiles(this.store, staging, files, { precompress: false, signal: control.signal, gzip });
       await this.removeFiles(root);
       if (spec.runtime === 'static') index.variantsPending = Date.now();
+      if (redirects) index.redirects = redirects;
       await saveFileIndex(root, index);
       await rename(staging, root);
     });

@@ -80,6 +80,21 @@ else {
     assert.ok(info.NetworkSettings.Networks.hoist, 'on the hoist network');
   });
 
+  test("a static site's _redirects is followed by its container: a deep link gets the SPA's index.html", async () => {
+    const { host } = await deploy('Docker SPA', {
+      'index.html': '<h1>spa shell</h1>',
+      _redirects: '/old/:id /new/:id 301\n/* /index.html 200\n',
+    });
+    const deep = await h.site(host, '/app/deep/link');
+    assert.is(deep.status, 200);
+    assert.is(deep.body, '<h1>spa shell</h1>');
+    const moved = await h.site(host, '/old/42?x=1');
+    assert.is(moved.status, 301);
+    assert.is(moved.headers.location, '/new/42?x=1');
+    // The rules file is not served: the fallback answers in its place.
+    assert.is((await h.site(host, '/_redirects')).body, '<h1>spa shell</h1>');
+  });
+
   test('a Node.js app goes live in its container, reached through the edge; a redeploy replaces it', async () => {
     const server = (marker: string) => `
 const http = require('http');

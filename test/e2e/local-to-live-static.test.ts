@@ -1,4 +1,6 @@
 // legs: db
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
@@ -74,6 +76,40 @@ test('an archive without index.html fails Analyze with fix_input guidance', asyn
   assert.is(op.stages.analyze.error.code, 'analyze_no_index_html');
   assert.is(op.next_step.action, 'fix_input');
   assert.is(op.stages.build.status, 'canceled');
+});
+
+test("_redirects: a single-page app's deep links get index.html; a refused rule fails the deploy only", async () => {
+  const redirects = '/old-docs/*  /docs/:splat  301\n/*  /index.html  200\n';
+  const zip = await zipOf({ 'index.html': '<div id="app"></div>', 'docs/a.html': 'docs a', _redirects: redirects });
+  const body = await (await h.upload(token, '/api/v1/local-to-live', zip, { name: 'spa' })).json();
+  const op = await h.waitFor(token, body.operation.id);
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  const host = hostOf(body.project.url);
+  const deep = await h.site(host, '/settings/profile?tab=2');
+  assert.is(deep.status, 200);
+  assert.is(deep.body, '<div id="app"></div>');
+  assert.is((await h.site(host, '/docs/a')).body, 'docs a', 'a file answers before the fallback');
+  const moved = await h.site(host, '/old-docs/a?v=1');
+  assert.is(moved.status, 301);
+  assert.is(moved.headers.location, '/docs/a?v=1');
+  assert.is((await h.site(host, '/_redirects')).body, '<div id="app"></div>', 'the rules file is not served');
+
+  const releases = () => readdirSync(join(h.dataDir, 'releases')).sort();
+  const before = releases();
+  const bad = await zipOf({
+    'index.html': 'new version',
+    _redirects: '/*  /index.html  200\n/api/*  https://backend.internal/:splat  200\n/x /y 302 Role=admin\n',
+  });
+  const path = `/api/v1/projects/${body.project.id}/local-to-live`;
+  const again = await (await h.upload(token, path, bad)).json();
+  const failed = await h.waitFor(token, again.operation.id);
+  assert.is(failed.status, 'failed');
+  assert.is(failed.stages.deploy.error.code, 'deploy_redirects_invalid');
+  assert.match(failed.stages.deploy.error.message, /line 2: https:\/\/backend\.internal\/:splat: .*proxying/);
+  assert.match(failed.stages.deploy.error.message, /line 3: Role=admin: conditions/);
+  assert.is(failed.next_step.action, 'fix_input');
+  assert.is((await h.site(host, '/anything')).body, '<div id="app"></div>', 'the live release still answers');
+  assert.equal(releases(), before, 'nothing of the refused release is on disk');
 });
 
 test('an unknown host gets the 404 page', async () => {

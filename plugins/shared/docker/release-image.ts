@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { StageError } from '../../../core/errors.js';
@@ -7,6 +7,7 @@ import type { Archive } from '../../../core/ports/archive.js';
 import type { ReleaseSpec } from '../../../core/ports/deployer.js';
 import type { Storage } from '../../../core/ports/storage.js';
 import { answers, nextPollMs } from '../release/answers.js';
+import { checkedRedirects, checkRedirectsSize, REDIRECTS_FILE } from '../release/site-redirects.js';
 import { unpackArtifact } from '../release/unpack-artifact.js';
 import { TENANT_USER, tenantTmpfs } from './hardening.js';
 
@@ -22,6 +23,8 @@ export const releaseTmpfs = (diskMb: number) => ({ '/tmp': tenantTmpfs(diskMb, '
 
 /** Hoist's runtime scripts of a release (`/hoist` in its image): the static server and the app runner. */
 export const RUNTIME_DIR = fileURLToPath(new URL('./runtime/', import.meta.url));
+/** The `_redirects` rules' matcher, which the static server shares with the edge (copied to `/hoist`). */
+const SITE_REDIRECTS = fileURLToPath(new URL('../../../core/deployments/site-redirects.cjs', import.meta.url));
 
 /** Labels on everything a Docker deployer creates; cleanup only ever touches objects carrying them. */
 export function releaseLabels(spec: Pick<ReleaseSpec, 'deploymentId' | 'projectId'>): Record<string, string> {
@@ -95,8 +98,28 @@ export function releaseDockerfile(spec: ReleaseSpec, baseImage: string): string 
 }
 
 /**
+ * Lays out `hoist` (the release's `/hoist`, absent): the static server, the app runner and the `_redirects` matcher
+ * they share with the edge; for a static site whose `app` (the artifact, unpacked) holds a `_redirects` file, its
+ * rules, checked (StageError `deploy_redirects_invalid` when refused), in `redirects.json`.
+ */
+export async function stageRuntime(hoist: string, app: string, spec: Pick<ReleaseSpec, 'runtime'>): Promise<void> {
+  await mkdir(hoist);
+  for (const f of ['entry.cjs', 'static-server.cjs']) await copyFile(join(RUNTIME_DIR, f), join(hoist, f));
+  await copyFile(SITE_REDIRECTS, join(hoist, 'site-redirects.cjs'));
+  if (spec.runtime !== 'static') return;
+  // The site's _redirects, checked here, is what the static server follows (hoist/redirects.json).
+  const file = join(app, REDIRECTS_FILE);
+  const found = await lstat(file).catch(() => null);
+  if (!found?.isFile()) return;
+  checkRedirectsSize(found.size);
+  const rules = checkedRedirects(await readFile(file), found.size);
+  await writeFile(join(hoist, 'redirects.json'), JSON.stringify(rules));
+}
+
+/**
  * Lays out the Docker build context of a release in `dir`: `Dockerfile`, `app/` (the artifact from
- * Storage, unpacked) and `hoist/` (the static server and the app runner). Returns the entries.
+ * Storage, unpacked) and `hoist/` (stageRuntime: StageError `deploy_redirects_invalid` when the site's `_redirects`
+ * is refused). Returns the entries.
  */
 export async function stageBuildContext(
   dir: string,
@@ -106,8 +129,7 @@ export async function stageBuildContext(
   signal: AbortSignal,
 ): Promise<string[]> {
   await unpackArtifact(deps, spec.artifactKey, dir, join(dir, 'app'), signal, spec.artifactRoot);
-  await mkdir(join(dir, 'hoist'));
-  for (const f of ['entry.cjs', 'static-server.cjs']) await copyFile(join(RUNTIME_DIR, f), join(dir, 'hoist', f));
+  await stageRuntime(join(dir, 'hoist'), join(dir, 'app'), spec);
   await writeFile(join(dir, 'Dockerfile'), releaseDockerfile(spec, baseImage));
   return ['Dockerfile', 'app', 'hoist'];
 }

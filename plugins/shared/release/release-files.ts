@@ -236,7 +236,9 @@ export async function addReleaseVariants(
   }
   const sorted: Record<string, IndexedFile> = {};
   for (const path of Object.keys(index.files)) sorted[path] = files[path]!;
-  return { files: sorted };
+  // What else the index says (its redirects) stays; the variants are no longer pending.
+  const { variantsPending: _, ...rest } = index;
+  return { ...rest, files: sorted };
 }
 
 /** Files up to this size are compressed from memory by addReleaseVariants; larger ones as a stream. */

@@ -10,6 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { variantsDir } from '../../../core/ports/file-index.js';
 import { serveStatic, type StaticRelease } from '../../../adapters/edge/static-files.js';
+import { parseRedirects } from '../../../core/deployments/site-redirects.cjs';
 import { BlobStore } from '../../../plugins/shared/release/blob-store.js';
 import {
   addReleaseVariants,
@@ -33,6 +34,7 @@ let server: http.Server;
 let release: StaticRelease;
 let old: StaticRelease;
 let pending: StaticRelease | null = null;
+let redirecting: StaticRelease | null = null;
 
 /** A release stored as deployer-local stores it (files, index, one pack of variants), beside the store. */
 async function stored(id: string, files: Record<string, Buffer>, precompress = true): Promise<string> {
@@ -69,7 +71,11 @@ test.before(async () => {
   old = { deploymentId: 'r0', root: oldRoot, headers: {} };
   server = http.createServer((req, res) => {
     const asked = req.headers['x-release'];
-    const answering = serveStatic(req, res, asked === 'r0' ? old : asked === 'r2' ? pending! : release);
+    const answering = serveStatic(
+      req,
+      res,
+      asked === 'r0' ? old : asked === 'r2' ? pending! : asked === 'r3' ? redirecting! : release,
+    );
     if (answering) answering.catch(() => res.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -168,6 +174,78 @@ test('a release stored before packs is served its variants as whole files', asyn
   const plain = await get('/style.css', { 'accept-encoding': 'gzip', 'x-release': 'r0' });
   assert.is(plain.headers['content-encoding'], undefined, 'it had no gzip variant');
   assert.ok(plain.body.equals(css));
+});
+
+test('a release with _redirects rules: redirects, rewrites, forced rules, 404 and 410 pages', async () => {
+  const page = (name: string) => Buffer.from(`<h1>${name}</h1>`);
+  const text = [
+    '# rules are tried in order',
+    '/old/:id  /new/:id',
+    '/blog/*  https://blog.example/:splat  302',
+    '/search  /find?q=all  307',
+    '/go/*  /:splat  302',
+    '/about  /index.html  200!',
+    '/removed  /gone.html  410',
+    '/missing/*  /nothing.html  404',
+    '/ghost  /nothing.html  200',
+    '/climb/*  /:splat  200',
+    '/*  /index.html  200',
+  ].join('\n');
+  const root = await stored('r3', {
+    'index.html': page('home'),
+    'about.html': page('about'),
+    'docs/index.html': page('docs'),
+    'gone.html': page('gone'),
+    '404.html': page('not found'),
+    _redirects: Buffer.from(text),
+  });
+  const { rules, errors } = parseRedirects(text);
+  assert.equal(errors, []);
+  await saveFileIndex(root, { ...(await readFileIndex(root))!, redirects: rules });
+  redirecting = { deploymentId: 'r3', root, headers: { 'x-hoist-release': 'r3' } };
+  const at = (path: string) => get(path, { 'x-release': 'r3' });
+
+  const moved = await at('/old/42?x=1');
+  assert.is(moved.status, 301);
+  assert.is(moved.headers.location, '/new/42?x=1', 'placeholder filled, the query kept');
+  assert.is(moved.headers['x-hoist-release'], 'r3');
+  assert.is((await at('/old/42/')).headers.location, '/new/42', 'a trailing slash does not matter');
+  const blog = await at('/blog/2024/hello?ref=x');
+  assert.is(blog.status, 302);
+  assert.is(blog.headers.location, 'https://blog.example/2024/hello?ref=x');
+  assert.is((await at('/search?q=mine')).headers.location, '/find?q=all', "a target's own query wins");
+  assert.is((await at('/go//evil.example/x')).headers.location, '/evil.example/x', 'never to a host the request names');
+
+  const spa = await at('/app/deep/link');
+  assert.is(spa.status, 200, 'the single-page fallback');
+  assert.equal(spa.body, page('home'));
+  assert.is(spa.headers['content-type'], 'text/html; charset=utf-8');
+  assert.ok(spa.headers.etag, 'the rewritten file keeps its validators');
+  const again = await get('/app/deep/link', { 'x-release': 'r3', 'if-none-match': String(spa.headers.etag) });
+  assert.is(again.status, 304);
+
+  assert.equal((await at('/docs/')).body, page('docs'), 'a file answers first: the fallback does not apply');
+  const folder = await at('/docs');
+  assert.is(folder.status, 301, 'a folder without its slash still redirects to it');
+  assert.is(folder.headers.location, '/docs/');
+  assert.equal((await at('/about')).body, page('home'), 'a forced rule wins over the file about.html');
+
+  const gone = await at('/removed');
+  assert.is(gone.status, 410);
+  assert.equal(gone.body, page('gone'));
+  assert.is(gone.headers['cache-control'], 'no-store');
+  const missing = await at('/missing/x');
+  assert.is(missing.status, 404);
+  assert.equal(missing.body, page('not found'), "the site's 404.html: the rule's page does not exist");
+  const ghost = await at('/ghost');
+  assert.is(ghost.status, 404, 'a rewrite to a file the release lacks is a 404');
+  assert.equal(ghost.body, page('not found'));
+
+  const hidden = await at('/_redirects');
+  assert.equal(hidden.body, page('home'), '_redirects is not served: the fallback answers');
+  const climb = await at('/climb/..%2f..%2fr1.index.json');
+  assert.is(climb.status, 404, 'a rewrite never leaves the release');
+  assert.equal(climb.body, page('not found'));
 });
 
 test.run();

@@ -1,12 +1,13 @@
 'use strict';
 // A dependency-free static file server with the edge's rules (adapters/edge/edge.ts): `/dir/` →
 // `dir/index.html` (`/dir` redirects to `/dir/`), `/page` → `page.html`, anything else → the
-// site's 404.html (or a plain page) with 404; no dotfiles except under /.well-known/; ETags that
-// name the release; Last-Modified; conditional requests; one byte range; gzip or brotli.
+// site's 404.html (or a plain page) with 404; no dotfiles except under /.well-known/; the site's _redirects rules;
+// ETags that name the release; Last-Modified; conditional requests; one byte range; gzip or brotli.
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const zlib = require('node:zlib');
+const { locationOf, matchRedirect, REDIRECTS_FILE } = require('./site-redirects.cjs');
 
 const TYPES = {
   '.html': 'text/html; charset=utf-8',
@@ -61,11 +62,72 @@ function rangeOf(header, size) {
   return start > end || start >= size ? 'unsatisfiable' : [start, end];
 }
 
-function createStaticServer(root, release) {
-  async function notFound(res) {
-    const page = await fs.promises.readFile(path.join(root, '404.html')).catch(() => null);
-    res.writeHead(404, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-    res.end(page || NOT_FOUND);
+const FOLDER = 'folder';
+
+/**
+ * The path below the root that `pathname` names, normalized (never above it); null for a dotfile (not served, but
+ * under /.well-known/); undefined when it does not decode or holds NUL.
+ */
+function relOf(pathname) {
+  let decoded;
+  try {
+    decoded = decodeURIComponent(pathname);
+  } catch {
+    return undefined;
+  }
+  if (decoded.includes('\0')) return undefined;
+  const rel = path.posix.normalize(`/${decoded}`).slice(1);
+  return rel.split('/').some((s, i) => s.startsWith('.') && !(i === 0 && s === '.well-known')) ? null : rel;
+}
+
+/**
+ * A static server of the release at `root`. `redirects`: the rules of its `_redirects` (site-redirects.cjs), which
+ * Hoist checked and wrote to redirects.json beside this file.
+ */
+function createStaticServer(root, release, redirects = []) {
+  async function notFound(res, page = '404.html', status = 404) {
+    const own = page && (await fs.promises.readFile(path.join(root, page)).catch(() => null));
+    const type = own ? TYPES[path.extname(page).toLowerCase()] || 'application/octet-stream' : TYPES['.html'];
+    res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+    res.end(own || NOT_FOUND);
+  }
+
+  /**
+   * The file that answers `rel` (`pathname` as asked) and its stat, as the edge finds it: `dir/index.html` (FOLDER
+   * for a folder holding one, asked without its slash, unless `slashless`), the file, or `page.html`; null for none.
+   */
+  async function find(rel, pathname, slashless = false) {
+    if (rel === REDIRECTS_FILE) return null;
+    const file = path.join(root, rel);
+    const found = await statOf(file);
+    if (found && found.isDirectory()) {
+      const index = path.join(file, 'index.html');
+      const indexFound = await statOf(index);
+      if (indexFound && indexFound.isFile())
+        return pathname.endsWith('/') || slashless ? { file: index, found: indexFound } : FOLDER;
+    } else if (found && found.isFile()) return { file, found };
+    if (!rel || pathname.endsWith('/') || path.extname(rel)) return null;
+    const html = await statOf(`${file}.html`);
+    return html && html.isFile() ? { file: `${file}.html`, found: html } : null;
+  }
+
+  /** Answers by the `_redirects` rule that matched (as the edge does: adapters/edge/static-files.ts). */
+  async function redirected(req, res, { rule, to }, query) {
+    if (rule.status !== 200 && rule.status !== 404 && rule.status !== 410) {
+      try {
+        res.writeHead(rule.status, { location: locationOf(rule, to, query), 'content-length': 0 });
+      } catch {
+        res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
+        return res.end('Bad path');
+      }
+      return res.end();
+    }
+    const target = to.split(/[?#]/, 1)[0];
+    const rel = relOf(target);
+    const found = typeof rel === 'string' ? await find(rel, target, true) : null;
+    if (rule.status === 200) return found ? serve(req, res, found.file, found.found) : notFound(res);
+    // The site's 404.html stands in for a page the release lacks.
+    return notFound(res, found ? path.relative(root, found.file) : '404.html', rule.status);
   }
 
   async function handle(req, res) {
@@ -74,34 +136,26 @@ function createStaticServer(root, release) {
       return res.end();
     }
     const pathname = req.url.split('?')[0] || '/';
-    let decoded;
-    try {
-      decoded = decodeURIComponent(pathname);
-    } catch {
-      decoded = '\0';
-    }
-    if (decoded.includes('\0')) {
+    const rel = relOf(pathname);
+    if (rel === undefined) {
       res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
       return res.end('Bad path');
     }
-    const rel = path.posix.normalize(`/${decoded}`).slice(1);
-    if (rel.split('/').some((s, i) => s.startsWith('.') && !(i === 0 && s === '.well-known'))) return notFound(res);
-    let file = path.join(root, rel);
-    let found = await statOf(file);
-    if (found && found.isDirectory()) {
-      if (!pathname.endsWith('/')) {
-        const location = `/${rel.split('/').map(encodeURIComponent).join('/')}/${req.url.slice(pathname.length)}`;
-        res.writeHead(301, { location });
-        return res.end();
-      }
-      file = path.join(file, 'index.html');
-      found = await statOf(file);
-    } else if (!found && rel && !pathname.endsWith('/') && !path.extname(rel)) {
-      file = `${file}.html`;
-      found = await statOf(file);
+    if (rel === null) return notFound(res);
+    const found = await find(rel, pathname);
+    const hit = redirects.length ? matchRedirect(redirects, pathname, found !== null) : null;
+    if (hit) return redirected(req, res, hit, req.url.slice(pathname.length));
+    if (found === FOLDER) {
+      const location = `/${rel.split('/').map(encodeURIComponent).join('/')}/${req.url.slice(pathname.length)}`;
+      res.writeHead(301, { location });
+      return res.end();
     }
-    if (!found || !found.isFile()) return notFound(res);
+    if (!found) return notFound(res);
+    return serve(req, res, found.file, found.found);
+  }
 
+  /** Answers with `file` (`found`: its stat): conditional requests, one range, compression. */
+  async function serve(req, res, file, found) {
     const size = found.size;
     const etag = `W/"${release}-${size.toString(16)}"`;
     const lastModified = found.mtime.toUTCString();

@@ -261,7 +261,10 @@ test('without precompress, ready gzip encodings are kept for addReleaseVariants,
   // streamed: none of them.
   assert.equal([...kept.keys()].sort(), [sha('app.js'), sha('style.css')].sort());
   assert.ok(kept.get(sha('app.js'))!.equals(fastGzip(files['app.js'])));
-  const full = await addReleaseVariants(release, index, { gzip: kept });
+  const redirects = [{ from: '/*', to: '/index.html', status: 200 as const, force: false }];
+  const full = await addReleaseVariants(release, { ...index, variantsPending: 1, redirects }, { gzip: kept });
+  assert.equal(full.redirects, redirects, "the index's redirects stay");
+  assert.is(full.variantsPending, undefined, 'no longer pending');
   const made = variantBytes(release, full);
   for (const path of ['app.js', 'copy.js', 'style.css'])
     assert.ok(made[`${path} gzip`]!.equals(fastGzip(files[path as keyof typeof files])), `${path}: the ready bytes`);

@@ -1,0 +1,43 @@
+/** One rule of a `_redirects` file (site-redirects.cjs says what each part means). */
+export interface RedirectRule {
+  /** A path: literal segments, `:name` placeholders and a final `*`. */
+  from: string;
+  /** A path or an http(s) URL, with `:name` and `:splat` replaced by what they matched. */
+  to: string;
+  /** 301, 302, 303, 307 or 308 redirect; 200 rewrites; 404 and 410 answer with `to` and that status. */
+  status: 200 | 301 | 302 | 303 | 307 | 308 | 404 | 410;
+  /** Applies even where a file answers the path (`!` after the status). */
+  force: boolean;
+}
+
+/** A line of a `_redirects` file that was refused (line 0: the file as a whole), and why. */
+export interface RedirectError {
+  line: number;
+  message: string;
+}
+
+/** Parses the text of a `_redirects` file: its rules in order, and what was refused. */
+export function parseRedirects(text: string): { rules: RedirectRule[]; errors: RedirectError[] };
+
+/**
+ * The first of `rules` that applies to `pathname` (as sent, without its query), with its `to` filled in; only forced
+ * rules when `fileFound`. Null when none applies.
+ */
+export function matchRedirect(
+  rules: readonly RedirectRule[],
+  pathname: string,
+  fileFound: boolean,
+): { rule: RedirectRule; to: string } | null;
+
+/**
+ * The Location of a redirect by `rule` to `to` for a request whose query is `query` ('' or `?...`): the query goes
+ * along unless `to` has its own; a path the request made start with `//` or `/\` starts with one `/`.
+ */
+export function locationOf(rule: RedirectRule, to: string, query: string): string;
+
+/** The largest `_redirects` file read, in bytes. */
+export const MAX_BYTES: number;
+/** The most rules a `_redirects` file may hold. */
+export const MAX_RULES: number;
+/** The file's name, at the root of the site. */
+export const REDIRECTS_FILE: '_redirects';

@@ -1,0 +1,122 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { locationOf, matchRedirect, MAX_RULES, parseRedirects } from '../../../core/deployments/site-redirects.cjs';
+
+test('rules parse in order: status 301 by default, ! forces, comments and blank lines are skipped', () => {
+  const { rules, errors } = parseRedirects(
+    '# a comment\r\n\n/old /new\n  /blog/:year/*   /posts/:year/:splat   302  \n/* /index.html 200!  # the fallback\n',
+  );
+  assert.equal(errors, []);
+  assert.equal(rules, [
+    { from: '/old', to: '/new', status: 301, force: false },
+    { from: '/blog/:year/*', to: '/posts/:year/:splat', status: 302, force: false },
+    { from: '/*', to: '/index.html', status: 200, force: true },
+  ]);
+});
+
+test('each refused line is named with its number and why', () => {
+  const lines = [
+    '/only-from',
+    'https://other.example/* /x',
+    'relative /x',
+    '/a b=c /d',
+    '/a nowhere',
+    '/a https://other.example/x 200',
+    '/a /b 404 Country=us',
+    '/a /b 418',
+    '/a /b permanent',
+    '/a* /b',
+    '/*/a /b',
+    '/:1x /b',
+    '/a /b 301 extra',
+    `/${'x'.repeat(2100)} /b`,
+    '/a\u0001 /b',
+    'https://[bad /x',
+    '/a https://[bad 302',
+  ];
+  const { rules, errors } = parseRedirects(lines.join('\n'));
+  assert.equal(rules, []);
+  assert.equal(
+    errors.map((e) => e.line),
+    lines.map((_, i) => i + 1),
+  );
+  const say = (n: number) => errors[n - 1].message;
+  assert.match(say(1), /target is missing/);
+  assert.match(say(2), /matching on a domain is not supported/);
+  assert.match(say(3), /starts with \//);
+  assert.match(say(4), /query parameters is not supported/);
+  assert.match(say(5), /"to" is a path that starts with \/ or an http\(s\) URL/);
+  assert.match(say(6), /proxying\) is not supported/);
+  assert.match(say(7), /conditions .* are not supported/);
+  assert.match(say(8), /418: the status is one of 200, 301/);
+  assert.match(say(9), /the status is one of/);
+  assert.match(say(10), /a \* may only end the path/);
+  assert.match(say(11), /a \* may only end the path/);
+  assert.match(say(12), /placeholder/);
+  assert.match(say(13), /nothing after the status/);
+  assert.match(say(14), /at most 2048 characters/);
+  assert.match(say(15), /control characters/);
+  assert.match(say(17), /not a valid URL/);
+});
+
+test(`more than ${MAX_RULES} rules are refused as a whole`, () => {
+  const { rules, errors } = parseRedirects(Array.from({ length: MAX_RULES + 1 }, (_, i) => `/p${i} /q${i}`).join('\n'));
+  assert.is(rules.length, MAX_RULES + 1);
+  assert.equal(errors, [{ line: 0, message: `${MAX_RULES + 1} rules: at most ${MAX_RULES} are supported` }]);
+});
+
+test('matching: placeholders, the splat (the empty rest too), trailing slashes, escapes, first match wins', () => {
+  const { rules } = parseRedirects(
+    [
+      '/old /new',
+      '/u/:user/p/:post /posts/:post?by=:user',
+      '/docs/* /v2/docs/:splat',
+      '/caf\u00e9 /coffee',
+      '/u/* /users',
+      '/ /home 302',
+    ].join('\n'),
+  );
+  const to = (path: string) => matchRedirect(rules, path, false)?.to ?? null;
+  assert.is(to('/old'), '/new');
+  assert.is(to('/old/'), '/new');
+  assert.is(to('/older'), null);
+  assert.is(to('/old/x'), null);
+  assert.is(to('/u/ann/p/7'), '/posts/7?by=ann');
+  assert.is(to('/u/ann/p/7/8'), '/users', 'one segment a placeholder: the next rule matches');
+  assert.is(to('/u//p/7'), '/users', 'a placeholder matches no empty segment');
+  assert.is(to('/docs/a/b%20c'), '/v2/docs/a/b%20c', 'the splat as sent, still escaped');
+  assert.is(to('/docs'), '/v2/docs/', 'the splat matches the empty rest');
+  assert.is(to('/caf%C3%A9'), '/coffee', 'a literal segment matches its escaped form');
+  assert.is(to('/'), '/home');
+  assert.is(matchRedirect(rules, '/old', true), null, 'a file answers: only forced rules apply');
+});
+
+test('forced rules apply where a file answers; the others only where none does', () => {
+  const { rules } = parseRedirects('/a /x 200\n/a /y 200!\n/* /index.html 200');
+  assert.is(matchRedirect(rules, '/a', false)!.to, '/x');
+  assert.is(matchRedirect(rules, '/a', true)!.to, '/y');
+  assert.is(matchRedirect(rules, '/b', true), null);
+  assert.is(matchRedirect(rules, '/b', false)!.to, '/index.html');
+  assert.is(matchRedirect([], '/b', false), null);
+});
+
+test('a placeholder named like a property of objects is only a name', () => {
+  const { rules } = parseRedirects('/:__proto__/:constructor /:constructor/:__proto__/:toString');
+  assert.is(matchRedirect(rules, '/a/b', false)!.to, '/b/a/:toString');
+});
+
+test("a redirect's Location: the request's query goes along, before a fragment; no host from the request", () => {
+  const { rules } = parseRedirects('/y/* /:splat 302\n/z /a#top\n/q /b?x=1\n/ext/* //cdn.example/:splat');
+  const location = (path: string, query = '') => {
+    const hit = matchRedirect(rules, path, false)!;
+    return locationOf(hit.rule, hit.to, query);
+  };
+  assert.is(location('/y/a/b', '?k=v'), '/a/b?k=v');
+  assert.is(location('/z', '?k=v'), '/a?k=v#top');
+  assert.is(location('/q', '?k=v'), '/b?x=1');
+  assert.is(location('/y//evil.example/p'), '/evil.example/p', 'not //evil.example: another host');
+  assert.is(location('/y/\\evil.example'), '/evil.example');
+  assert.is(location('/ext/x.js'), '//cdn.example/x.js', "the rule's own host stays");
+});
+
+test.run();

@@ -1,0 +1,134 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { test } from 'uvu';
+import { zipOf } from '../../../helpers/live.js';
+import * as assert from 'uvu/assert';
+import { parseRedirects, type RedirectRule } from '../../../../core/deployments/site-redirects.cjs';
+import { StageError } from '../../../../core/errors.js';
+import type { ReleaseSpec } from '../../../../core/ports/deployer.js';
+import archiveZip from '../../../../plugins/archive-zip/index.js';
+import { stageBuildContext } from '../../../../plugins/shared/docker/release-image.js';
+import { LocalStorage } from '../../../../plugins/storage-local/local-storage.js';
+
+const SITE_REDIRECTS = fileURLToPath(new URL('../../../../core/deployments/site-redirects.cjs', import.meta.url));
+
+const root = mkdtempSync(join(tmpdir(), 'hoist-release-image-'));
+const storage = new LocalStorage(join(root, 'storage'));
+const archive = await archiveZip.create({});
+const deps = { storage, archive };
+const servers: Server[] = [];
+test.before(() => storage.start());
+test.after(async () => {
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  rmSync(root, { recursive: true, force: true });
+});
+
+let n = 0;
+/** `files` as an artifact in Storage, and a fresh (absent) build context folder; the spec of its release. */
+async function artifact(files: Record<string, string>, over: Partial<ReleaseSpec> = {}) {
+  const id = `dep-${++n}`;
+  const artifactKey = `artifacts/${id}.zip`;
+  await storage.put(artifactKey, Readable.from([await zipOf(files)]));
+  const spec: ReleaseSpec = {
+    deploymentId: id,
+    projectId: 'proj-1',
+    slug: 'site',
+    runtime: 'static',
+    artifactKey,
+    startCommand: null,
+    env: {},
+    ...over,
+  };
+  const dir = join(root, 'work', id);
+  mkdirSync(dir, { recursive: true });
+  return { spec, dir };
+}
+
+const stage = (dir: string, spec: ReleaseSpec) =>
+  stageBuildContext(dir, spec, 'hoist-node-base:local', deps, new AbortController().signal);
+
+const GOOD = '# SPA\n/old/:id /new/:id 301\n\n/* /index.html 200\n';
+
+test("a static site's _redirects: its rules in hoist/redirects.json, beside the server and the matcher", async () => {
+  const { spec, dir } = await artifact({ 'index.html': 'home', 'about.html': 'about', _redirects: GOOD });
+  assert.equal(await stage(dir, spec), ['Dockerfile', 'app', 'hoist']);
+  assert.equal(readdirSync(join(dir, 'hoist')).sort(), [
+    'entry.cjs',
+    'redirects.json',
+    'site-redirects.cjs',
+    'static-server.cjs',
+  ]);
+  const rules = JSON.parse(readFileSync(join(dir, 'hoist', 'redirects.json'), 'utf8')) as RedirectRule[];
+  assert.equal(rules, [
+    { from: '/old/:id', to: '/new/:id', status: 301, force: false },
+    { from: '/*', to: '/index.html', status: 200, force: false },
+  ]);
+  assert.equal(rules, parseRedirects(GOOD).rules);
+  assert.is(readFileSync(join(dir, 'hoist', 'site-redirects.cjs'), 'utf8'), readFileSync(SITE_REDIRECTS, 'utf8'));
+  assert.match(readFileSync(join(dir, 'Dockerfile'), 'utf8'), 'COPY --chown=0:0 hoist /hoist');
+
+  // The staged server loads beside its matcher and follows the staged rules.
+  const { createStaticServer } = createRequire(import.meta.url)(join(dir, 'hoist', 'static-server.cjs')) as {
+    createStaticServer(root: string, release: string, redirects: RedirectRule[]): Server;
+  };
+  const server = createStaticServer(join(dir, 'app'), spec.deploymentId, rules);
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const deep = await fetch(`${base}/app/deep/link`);
+  assert.is(deep.status, 200);
+  assert.is(await deep.text(), 'home');
+  assert.is((await fetch(`${base}/about`)).status, 200);
+  assert.is((await fetch(`${base}/old/7`, { redirect: 'manual' })).headers.get('location'), '/new/7');
+});
+
+test('the _redirects of the artifact root (artifactRoot) is the one checked', async () => {
+  const { spec, dir } = await artifact(
+    { 'dist/index.html': 'home', 'dist/_redirects': '/a /b 302', _redirects: '/x https://other.example/ 200' },
+    { artifactRoot: 'dist' },
+  );
+  await stage(dir, spec);
+  assert.equal(JSON.parse(readFileSync(join(dir, 'hoist', 'redirects.json'), 'utf8')), [
+    { from: '/a', to: '/b', status: 302, force: false },
+  ]);
+});
+
+test('a refused _redirects rejects with deploy_redirects_invalid naming each refused line', async () => {
+  const bad = '# fine so far\n/a https://other.example/x 200\n/ok /fine 301\n/b /c 301 Country=us\n';
+  const { spec, dir } = await artifact({ 'index.html': 'home', _redirects: bad });
+  const err = await stage(dir, spec).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof StageError, String(err));
+  assert.is(err.code, 'deploy_redirects_invalid');
+  assert.match(err.message, 'line 2: https://other.example/x: answering with');
+  assert.match(err.message, 'line 4: Country=us: conditions');
+  assert.not.match(err.message, 'line 3');
+  assert.equal(err.details.lines, [2, 4]);
+  assert.not.ok(existsSync(join(dir, 'hoist', 'redirects.json')));
+});
+
+test('a static site without _redirects has no rules file; a Node.js app ignores its _redirects', async () => {
+  const plain = await artifact({ 'index.html': 'home' });
+  await stage(plain.dir, plain.spec);
+  assert.ok(existsSync(join(plain.dir, 'hoist', 'static-server.cjs')));
+  assert.not.ok(existsSync(join(plain.dir, 'hoist', 'redirects.json')));
+
+  const node = await artifact(
+    { 'package.json': '{"name":"app"}', 'server.js': '', _redirects: '/b /c 301 Country=us\n' },
+    { runtime: 'node', startCommand: 'node server.js' },
+  );
+  assert.equal(await stage(node.dir, node.spec), ['Dockerfile', 'app', 'hoist']);
+  assert.not.ok(existsSync(join(node.dir, 'hoist', 'redirects.json')));
+  assert.ok(existsSync(join(node.dir, 'hoist', 'site-redirects.cjs')));
+  assert.ok(existsSync(join(node.dir, 'app', '_redirects')), 'the app keeps the file as any other');
+});
+
+test.run();
