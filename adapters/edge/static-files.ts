@@ -13,11 +13,14 @@ import {
   type IndexedFile,
 } from '../../core/deployments/file-index.js';
 import {
+  HEADERS_FILE,
   locationOf,
+  matchHeaders,
   matchRedirect,
   REDIRECTS_FILE,
+  type HeaderRule,
   type RedirectRule,
-} from '../../core/deployments/site-redirects.cjs';
+} from '../../core/deployments/site-rules.cjs';
 import { notFoundPage } from './pages.js';
 
 /** The static release a request is answered from, and the headers every answer of it carries. */
@@ -98,7 +101,7 @@ const FOLDER = Symbol('folder');
 /**
  * The file of `files` that answers `rel` (`pathname` as asked): `dir/index.html` for a folder, the file, or
  * `page.html` for an extensionless `page`; FOLDER for a folder without its slash (unless `slashless`: then its
- * index.html); null for none. The site's `_redirects` is never one.
+ * index.html); null for none. The site's `_redirects` and `_headers` are never one.
  */
 function lookup(
   files: FileIndex['files'],
@@ -109,7 +112,7 @@ function lookup(
   const dir = rel === '' || rel.endsWith('/') ? rel : `${rel}/`;
   if (Object.hasOwn(files, `${dir}index.html`))
     return pathname.endsWith('/') || slashless ? `${dir}index.html` : FOLDER;
-  if (Object.hasOwn(files, rel)) return rel === REDIRECTS_FILE ? null : rel;
+  if (Object.hasOwn(files, rel)) return rel === REDIRECTS_FILE || rel === HEADERS_FILE ? null : rel;
   const html = rel && !pathname.endsWith('/') && !extname(rel) ? `${rel}.html` : null;
   return html !== null && Object.hasOwn(files, html) ? html : null;
 }
@@ -126,10 +129,11 @@ function answer(
   if (!index) return fromDisk(req, res, release, url, pathname, rel);
   const found = lookup(index.files, rel, pathname);
   const rule = index.redirects && matchRedirect(index.redirects, pathname, found !== null);
-  if (rule) return redirected(req, res, release, url.slice(pathname.length), rule, index);
+  if (rule) return redirected(req, res, release, pathname, url.slice(pathname.length), rule, index);
   if (found === null) return notFound(req, res, release);
   if (found === FOLDER) return redirectToFolder(res, rel, url.slice(pathname.length), release);
-  return indexed(req, res, release, found, index.files[found], index.variantsPending !== undefined);
+  const site = index.headers && siteHeadersOf(index.headers, pathname);
+  return indexed(req, res, release, found, index.files[found], index.variantsPending !== undefined, site);
 }
 
 /**
@@ -141,6 +145,7 @@ function redirected(
   req: IncomingMessage,
   res: ServerResponse,
   release: StaticRelease,
+  pathname: string,
   query: string,
   { rule, to }: { rule: RedirectRule; to: string },
   index: FileIndex,
@@ -161,7 +166,15 @@ function redirected(
   if (rule.status === 200)
     return name === null
       ? notFound(req, res, release)
-      : indexed(req, res, release, name, index.files[name], index.variantsPending !== undefined);
+      : indexed(
+          req,
+          res,
+          release,
+          name,
+          index.files[name],
+          index.variantsPending !== undefined,
+          index.headers && siteHeadersOf(index.headers, pathname),
+        );
   // The site's 404.html stands in for a page the release lacks.
   return notFound(
     req,
@@ -210,14 +223,17 @@ function indexed(
   name: string,
   file: IndexedFile,
   pending: boolean,
+  /** What the site's `_headers` rules add for the path asked (siteHeadersOf), if anything. */
+  site?: OutgoingHttpHeaders | null,
 ): void | Promise<void> {
   const asked = req.headers;
-  if (matches(asked['if-none-match'], file.etag)) return end(res, 304, headersOf(release, file, VALIDATORS, pending));
+  if (matches(asked['if-none-match'], file.etag))
+    return end(res, 304, headersFor(release, file, VALIDATORS, pending, site));
   if (asked.range || asked['if-modified-since'])
-    return viaSend(req, res, join(release.root, name), headersOf(release, file, VALIDATORS, pending), file.size);
+    return viaSend(req, res, join(release.root, name), headersFor(release, file, VALIDATORS, pending, site), file.size);
   const encoding = chosenEncoding(asked['accept-encoding'], !!file.br, !!file.gzip);
   const variant = encoding === 'br' ? file.br : encoding === 'gzip' ? file.gzip : undefined;
-  res.writeHead(200, headersOf(release, file, encoding, pending));
+  res.writeHead(200, headersFor(release, file, encoding, pending, site));
   if (req.method === 'HEAD') return void res.end();
   const source = variant ?? file;
   const held = heldFiles.get(source);
@@ -309,6 +325,45 @@ const vary = (file: IndexedFile, pending: boolean): OutgoingHttpHeaders =>
 /** The headers of a 304, which @fastify/send completes for ranges and If-Modified-Since. */
 const VALIDATORS = 'validators';
 type Answer = 'br' | 'gzip' | null | typeof VALIDATORS;
+
+/** What the `_headers` rules of a release add for a path, by rules and path: bounded, cleared when full. */
+const siteHeadersBy = new WeakMap<readonly HeaderRule[], Map<string, OutgoingHttpHeaders | null>>();
+const SITE_PATHS_KEPT = 1024;
+
+/** The headers the site's `_headers` `rules` set for `pathname` (frozen, the same object each time), or null. */
+function siteHeadersOf(rules: readonly HeaderRule[], pathname: string): OutgoingHttpHeaders | null {
+  let byPath = siteHeadersBy.get(rules);
+  if (!byPath) siteHeadersBy.set(rules, (byPath = new Map()));
+  let found = byPath.get(pathname);
+  if (found === undefined) {
+    const matched = matchHeaders(rules, pathname);
+    found = matched && Object.freeze({ ...matched });
+    if (byPath.size >= SITE_PATHS_KEPT) byPath.clear();
+    byPath.set(pathname, found);
+  }
+  return found;
+}
+
+/**
+ * headersOf, with what the site's `_headers` set for the path asked (`site`) over them, and the release's own headers
+ * over both: built once and kept.
+ */
+const merged = new WeakMap<OutgoingHttpHeaders, WeakMap<OutgoingHttpHeaders, OutgoingHttpHeaders>>();
+function headersFor(
+  release: StaticRelease,
+  file: IndexedFile,
+  answer: Answer,
+  pending: boolean,
+  site: OutgoingHttpHeaders | null | undefined,
+): OutgoingHttpHeaders {
+  const base = headersOf(release, file, answer, pending);
+  if (!site) return base;
+  let bySite = merged.get(base);
+  if (!bySite) merged.set(base, (bySite = new WeakMap()));
+  let headers = bySite.get(site);
+  if (!headers) bySite.set(site, (headers = Object.freeze({ ...base, ...site, ...release.headers })));
+  return headers;
+}
 
 /** The headers of `file` in `release` for `answer` (a 200 as an encoding, null: identity), built once and kept. */
 const built = new WeakMap<IndexedFile, WeakMap<OutgoingHttpHeaders, Map<Answer, OutgoingHttpHeaders>>>();

@@ -7,7 +7,7 @@ export interface NextStep {
 }
 
 /** Error-code prefixes that mean the upload itself is bad: retrying the same input fails the same way. */
-export const INPUT_ERROR_PREFIXES = ['archive_', 'analyze_', 'deploy_redirects_'];
+export const INPUT_ERROR_PREFIXES = ['archive_', 'analyze_', 'deploy_redirects_', 'deploy_headers_'];
 
 /** True when the operation's running stage has sent no sign of life for longer than `thresholdMs`. */
 export function isMaybeStuck(state: OperationState, now: Date, thresholdMs: number): boolean {

@@ -26,8 +26,7 @@ import {
 import { fileIndexPath, variantsDir, variantsPack, type FileIndex } from '../../core/ports/file-index.js';
 import { directStart } from '../shared/release/npm-start.js';
 import { nodeHeapCap } from '../shared/sandbox/run-tenant.js';
-import { checkedRedirects, checkRedirectsSize, REDIRECTS_FILE } from '../shared/release/site-redirects.js';
-import type { RedirectRule } from '../../core/deployments/site-redirects.cjs';
+import { addSiteRules, checkSiteRuleSize, isSiteRuleFile, type SiteRules } from '../shared/release/site-rules.js';
 import { Supervisor } from './supervisor.js';
 
 /** The port a release listens on inside its sandbox (it gets it as PORT). */
@@ -101,9 +100,11 @@ export class LocalDeployer implements Deployer, Lifecycle {
       const staging = join(work, 'release');
       const deps = { storage: this.storage, archive: this.archive };
       const { zip, manifest } = await fetchArtifact(deps, spec.artifactKey, work, control.signal, spec.artifactRoot);
-      // A static site's _redirects is checked as it goes by: a refused one stops the release before it is stored.
-      const redirectsFile = spec.runtime === 'static' && manifest.files.find((f) => f.path === REDIRECTS_FILE);
-      let redirects: RedirectRule[] | undefined;
+      // A static site's _redirects and _headers are checked as they go by: a refused one stops the release before
+      // it is stored.
+      const rules: SiteRules = {};
+      const site = spec.runtime === 'static';
+      if (site) for (const f of manifest.files) if (isSiteRuleFile(f.path)) checkSiteRuleSize(f.path, f.size);
       // Each file becomes a link to its blob; the release's index goes beside it (a static release's marked as
       // waiting for its variants).
       const files = (fn: Parameters<Archive['each']>[2]) =>
@@ -111,16 +112,14 @@ export class LocalDeployer implements Deployer, Lifecycle {
           zip,
           manifest,
           (file) => {
-            if (redirectsFile && file.path === REDIRECTS_FILE) redirects = checkedRedirects(file.data, file.size);
+            if (site && isSiteRuleFile(file.path)) addSiteRules(rules, file.path, file.data, file.size);
             return fn(file);
           },
           control.signal,
         );
-      if (redirectsFile) checkRedirectsSize(redirectsFile.size);
       index = await storeReleaseFiles(this.store, staging, files, { precompress: false, signal: control.signal, gzip });
       await this.removeFiles(root);
-      if (spec.runtime === 'static') index.variantsPending = Date.now();
-      if (redirects) index.redirects = redirects;
+      if (site) index = { ...index, ...rules, variantsPending: Date.now() };
       await saveFileIndex(root, index);
       await rename(staging, root);
     });

@@ -80,14 +80,16 @@ else {
     assert.ok(info.NetworkSettings.Networks.hoist, 'on the hoist network');
   });
 
-  test("a static site's _redirects is followed by its container: a deep link gets the SPA's index.html", async () => {
+  test("a static site's _redirects and _headers are followed in its container: deep links get index.html", async () => {
     const { host } = await deploy('Docker SPA', {
       'index.html': '<h1>spa shell</h1>',
       _redirects: '/old/:id /new/:id 301\n/* /index.html 200\n',
+      _headers: '/*\n  X-Frame-Options: DENY\n',
     });
     const deep = await h.site(host, '/app/deep/link');
     assert.is(deep.status, 200);
     assert.is(deep.body, '<h1>spa shell</h1>');
+    assert.is(deep.headers['x-frame-options'], 'DENY', 'its _headers too');
     const moved = await h.site(host, '/old/42?x=1');
     assert.is(moved.status, 301);
     assert.is(moved.headers.location, '/new/42?x=1');

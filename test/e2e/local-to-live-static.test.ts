@@ -80,7 +80,12 @@ test('an archive without index.html fails Analyze with fix_input guidance', asyn
 
 test("_redirects: a single-page app's deep links get index.html; a refused rule fails the deploy only", async () => {
   const redirects = '/old-docs/*  /docs/:splat  301\n/*  /index.html  200\n';
-  const zip = await zipOf({ 'index.html': '<div id="app"></div>', 'docs/a.html': 'docs a', _redirects: redirects });
+  const zip = await zipOf({
+    'index.html': '<div id="app"></div>',
+    'docs/a.html': 'docs a',
+    _redirects: redirects,
+    _headers: '/docs/*\n  Cache-Control: public, max-age=600\n',
+  });
   const body = await (await h.upload(token, '/api/v1/local-to-live', zip, { name: 'spa' })).json();
   const op = await h.waitFor(token, body.operation.id);
   assert.is(op.status, 'succeeded', JSON.stringify(op));
@@ -88,11 +93,15 @@ test("_redirects: a single-page app's deep links get index.html; a refused rule 
   const deep = await h.site(host, '/settings/profile?tab=2');
   assert.is(deep.status, 200);
   assert.is(deep.body, '<div id="app"></div>');
-  assert.is((await h.site(host, '/docs/a')).body, 'docs a', 'a file answers before the fallback');
+  const docs = await h.site(host, '/docs/a');
+  assert.is(docs.body, 'docs a', 'a file answers before the fallback');
+  assert.is(docs.headers['cache-control'], 'public, max-age=600', 'the _headers rule');
+  assert.is(deep.headers['cache-control'], 'public, max-age=0, must-revalidate');
   const moved = await h.site(host, '/old-docs/a?v=1');
   assert.is(moved.status, 301);
   assert.is(moved.headers.location, '/docs/a?v=1');
-  assert.is((await h.site(host, '/_redirects')).body, '<div id="app"></div>', 'the rules file is not served');
+  for (const file of ['/_redirects', '/_headers'])
+    assert.is((await h.site(host, file)).body, '<div id="app"></div>', `${file} is not served`);
 
   const releases = () => readdirSync(join(h.dataDir, 'releases')).sort();
   const before = releases();

@@ -7,7 +7,7 @@ import type { Archive } from '../../../core/ports/archive.js';
 import type { ReleaseSpec } from '../../../core/ports/deployer.js';
 import type { Storage } from '../../../core/ports/storage.js';
 import { answers, nextPollMs } from '../release/answers.js';
-import { checkedRedirects, checkRedirectsSize, REDIRECTS_FILE } from '../release/site-redirects.js';
+import { addSiteRules, checkSiteRuleSize, SITE_RULE_FILES, type SiteRules } from '../release/site-rules.js';
 import { unpackArtifact } from '../release/unpack-artifact.js';
 import { TENANT_USER, tenantTmpfs } from './hardening.js';
 
@@ -23,8 +23,8 @@ export const releaseTmpfs = (diskMb: number) => ({ '/tmp': tenantTmpfs(diskMb, '
 
 /** Hoist's runtime scripts of a release (`/hoist` in its image): the static server and the app runner. */
 export const RUNTIME_DIR = fileURLToPath(new URL('./runtime/', import.meta.url));
-/** The `_redirects` rules' matcher, which the static server shares with the edge (copied to `/hoist`). */
-const SITE_REDIRECTS = fileURLToPath(new URL('../../../core/deployments/site-redirects.cjs', import.meta.url));
+/** The site rules' matcher (`_redirects`, `_headers`), which the static server shares with the edge (in `/hoist`). */
+const SITE_RULES = fileURLToPath(new URL('../../../core/deployments/site-rules.cjs', import.meta.url));
 
 /** Labels on everything a Docker deployer creates; cleanup only ever touches objects carrying them. */
 export function releaseLabels(spec: Pick<ReleaseSpec, 'deploymentId' | 'projectId'>): Record<string, string> {
@@ -98,28 +98,32 @@ export function releaseDockerfile(spec: ReleaseSpec, baseImage: string): string 
 }
 
 /**
- * Lays out `hoist` (the release's `/hoist`, absent): the static server, the app runner and the `_redirects` matcher
- * they share with the edge; for a static site whose `app` (the artifact, unpacked) holds a `_redirects` file, its
- * rules, checked (StageError `deploy_redirects_invalid` when refused), in `redirects.json`.
+ * Lays out `hoist` (the release's `/hoist`, absent): the static server, the app runner and the site rules' matcher
+ * they share with the edge; for a static site whose `app` (the artifact, unpacked) holds a `_redirects` or `_headers`
+ * file, their rules, checked (StageError `deploy_redirects_invalid`, `deploy_headers_invalid` when refused), in
+ * `site-rules.json`.
  */
 export async function stageRuntime(hoist: string, app: string, spec: Pick<ReleaseSpec, 'runtime'>): Promise<void> {
   await mkdir(hoist);
   for (const f of ['entry.cjs', 'static-server.cjs']) await copyFile(join(RUNTIME_DIR, f), join(hoist, f));
-  await copyFile(SITE_REDIRECTS, join(hoist, 'site-redirects.cjs'));
+  await copyFile(SITE_RULES, join(hoist, 'site-rules.cjs'));
   if (spec.runtime !== 'static') return;
-  // The site's _redirects, checked here, is what the static server follows (hoist/redirects.json).
-  const file = join(app, REDIRECTS_FILE);
-  const found = await lstat(file).catch(() => null);
-  if (!found?.isFile()) return;
-  checkRedirectsSize(found.size);
-  const rules = checkedRedirects(await readFile(file), found.size);
-  await writeFile(join(hoist, 'redirects.json'), JSON.stringify(rules));
+  const rules: SiteRules = {};
+  for (const name of SITE_RULE_FILES) {
+    const file = join(app, name);
+    const found = await lstat(file).catch(() => null);
+    if (!found?.isFile()) continue;
+    checkSiteRuleSize(name, found.size);
+    addSiteRules(rules, name, await readFile(file), found.size);
+  }
+  // What the static server follows (entry.cjs reads it).
+  if (rules.redirects || rules.headers) await writeFile(join(hoist, 'site-rules.json'), JSON.stringify(rules));
 }
 
 /**
  * Lays out the Docker build context of a release in `dir`: `Dockerfile`, `app/` (the artifact from
- * Storage, unpacked) and `hoist/` (stageRuntime: StageError `deploy_redirects_invalid` when the site's `_redirects`
- * is refused). Returns the entries.
+ * Storage, unpacked) and `hoist/` (stageRuntime: StageError `deploy_redirects_invalid` or `deploy_headers_invalid`
+ * when the site's `_redirects` or `_headers` is refused). Returns the entries.
  */
 export async function stageBuildContext(
   dir: string,

@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { variantsDir } from '../../../core/ports/file-index.js';
 import { serveStatic, type StaticRelease } from '../../../adapters/edge/static-files.js';
-import { parseRedirects } from '../../../core/deployments/site-redirects.cjs';
+import { parseHeaders, parseRedirects } from '../../../core/deployments/site-rules.cjs';
 import { BlobStore } from '../../../plugins/shared/release/blob-store.js';
 import {
   addReleaseVariants,
@@ -176,7 +176,7 @@ test('a release stored before packs is served its variants as whole files', asyn
   assert.ok(plain.body.equals(css));
 });
 
-test('a release with _redirects rules: redirects, rewrites, forced rules, 404 and 410 pages', async () => {
+test('_redirects and _headers: redirects, rewrites, forced rules, 404 and 410 pages, headers', async () => {
   const page = (name: string) => Buffer.from(`<h1>${name}</h1>`);
   const text = [
     '# rules are tried in order',
@@ -201,8 +201,10 @@ test('a release with _redirects rules: redirects, rewrites, forced rules, 404 an
   });
   const { rules, errors } = parseRedirects(text);
   assert.equal(errors, []);
-  await saveFileIndex(root, { ...(await readFileIndex(root))!, redirects: rules });
-  redirecting = { deploymentId: 'r3', root, headers: { 'x-hoist-release': 'r3' } };
+  const site = parseHeaders('/*\n  X-Frame-Options: DENY\n  X-Robots-Tag: all\n/docs/*\n  Cache-Control: no-cache\n');
+  assert.equal(site.errors, []);
+  await saveFileIndex(root, { ...(await readFileIndex(root))!, redirects: rules, headers: site.rules });
+  redirecting = { deploymentId: 'r3', root, headers: { 'x-hoist-release': 'r3', 'x-robots-tag': 'noindex' } };
   const at = (path: string) => get(path, { 'x-release': 'r3' });
 
   const moved = await at('/old/42?x=1');
@@ -241,8 +243,23 @@ test('a release with _redirects rules: redirects, rewrites, forced rules, 404 an
   assert.is(ghost.status, 404, 'a rewrite to a file the release lacks is a 404');
   assert.equal(ghost.body, page('not found'));
 
-  const hidden = await at('/_redirects');
-  assert.equal(hidden.body, page('home'), '_redirects is not served: the fallback answers');
+  for (const file of ['/_redirects', '/_headers'])
+    assert.equal((await at(file)).body, page('home'), `${file} is not served: the fallback answers`);
+
+  // _headers: on files, rewrites and 304s; the release's own headers win (a draft stays noindex).
+  const docs = await at('/docs/');
+  assert.is(docs.headers['cache-control'], 'no-cache');
+  assert.is(docs.headers['x-frame-options'], 'DENY');
+  assert.is(docs.headers['x-robots-tag'], 'noindex');
+  assert.is(docs.headers['x-hoist-release'], 'r3');
+  const same = await get('/docs/', { 'x-release': 'r3', 'if-none-match': String(docs.headers.etag) });
+  assert.is(same.status, 304);
+  assert.is(same.headers['cache-control'], 'no-cache');
+  assert.is(spa.headers['x-frame-options'], 'DENY', 'a rewrite gets the headers of the path asked');
+  assert.is(spa.headers['cache-control'], 'public, max-age=0, must-revalidate', 'the default elsewhere');
+  const range = await get('/docs/', { 'x-release': 'r3', range: 'bytes=0-3' });
+  assert.is(range.status, 206);
+  assert.is(range.headers['cache-control'], 'no-cache');
   const climb = await at('/climb/..%2f..%2fr1.index.json');
   assert.is(climb.status, 404, 'a rewrite never leaves the release');
   assert.equal(climb.body, page('not found'));

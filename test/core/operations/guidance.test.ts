@@ -101,7 +101,7 @@ test('succeeded: nothing to do', () => {
 });
 
 test('failed on bad input: fix the input rather than retry', () => {
-  assert.equal(INPUT_ERROR_PREFIXES, ['archive_', 'analyze_', 'deploy_redirects_']);
+  assert.equal(INPUT_ERROR_PREFIXES, ['archive_', 'analyze_', 'deploy_redirects_', 'deploy_headers_']);
   for (const code of ['archive_not_zip', 'analyze_no_runtime']) {
     const step = recommendedNextStep(
       state([1, started('analyze')], [2, failed('analyze', code)]),

@@ -11,16 +11,16 @@ const APP_PORT = 8081;
 const [mode, command] = process.argv.slice(2);
 
 if (mode === 'static') {
-  // The site's _redirects rules, as Hoist checked them (none when it has no such file). One that cannot be read
-  // stops the release (it does not go live without its rules).
-  let redirects = [];
+  // The site's _redirects and _headers rules, as Hoist checked them (none when it has no such file). A file that
+  // cannot be read stops the release (it does not go live without its rules).
+  let rules = {};
   try {
-    redirects = JSON.parse(require('node:fs').readFileSync(`${__dirname}/redirects.json`, 'utf8'));
+    rules = JSON.parse(require('node:fs').readFileSync(`${__dirname}/site-rules.json`, 'utf8'));
   } catch (err) {
     if (err.code !== 'ENOENT') throw err;
   }
   require('./static-server.cjs')
-    .createStaticServer('/app', process.env.HOIST_RELEASE || 'release', redirects)
+    .createStaticServer('/app', process.env.HOIST_RELEASE || 'release', rules)
     .listen(PUBLIC_PORT, '0.0.0.0');
 } else {
   const app = spawn('sh', ['-c', command], {

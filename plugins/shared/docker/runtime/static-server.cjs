@@ -1,13 +1,13 @@
 'use strict';
 // A dependency-free static file server with the edge's rules (adapters/edge/edge.ts): `/dir/` →
 // `dir/index.html` (`/dir` redirects to `/dir/`), `/page` → `page.html`, anything else → the
-// site's 404.html (or a plain page) with 404; no dotfiles except under /.well-known/; the site's _redirects rules;
-// ETags that name the release; Last-Modified; conditional requests; one byte range; gzip or brotli.
+// site's 404.html (or a plain page) with 404; no dotfiles except under /.well-known/; the site's _redirects and
+// _headers rules; ETags that name the release; Last-Modified; conditional requests; one byte range; gzip or brotli.
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const zlib = require('node:zlib');
-const { locationOf, matchRedirect, REDIRECTS_FILE } = require('./site-redirects.cjs');
+const { HEADERS_FILE, locationOf, matchHeaders, matchRedirect, REDIRECTS_FILE } = require('./site-rules.cjs');
 
 const TYPES = {
   '.html': 'text/html; charset=utf-8',
@@ -81,10 +81,10 @@ function relOf(pathname) {
 }
 
 /**
- * A static server of the release at `root`. `redirects`: the rules of its `_redirects` (site-redirects.cjs), which
- * Hoist checked and wrote to redirects.json beside this file.
+ * A static server of the release at `root`. `rules`: those of its `_redirects` and `_headers` (site-rules.cjs),
+ * which Hoist checked and wrote to site-rules.json beside this file.
  */
-function createStaticServer(root, release, redirects = []) {
+function createStaticServer(root, release, { redirects = [], headers: siteHeaders = [] } = {}) {
   async function notFound(res, page = '404.html', status = 404) {
     const own = page && (await fs.promises.readFile(path.join(root, page)).catch(() => null));
     const type = own ? TYPES[path.extname(page).toLowerCase()] || 'application/octet-stream' : TYPES['.html'];
@@ -97,7 +97,7 @@ function createStaticServer(root, release, redirects = []) {
    * for a folder holding one, asked without its slash, unless `slashless`), the file, or `page.html`; null for none.
    */
   async function find(rel, pathname, slashless = false) {
-    if (rel === REDIRECTS_FILE) return null;
+    if (rel === REDIRECTS_FILE || rel === HEADERS_FILE) return null;
     const file = path.join(root, rel);
     const found = await statOf(file);
     if (found && found.isDirectory()) {
@@ -112,7 +112,7 @@ function createStaticServer(root, release, redirects = []) {
   }
 
   /** Answers by the `_redirects` rule that matched (as the edge does: adapters/edge/static-files.ts). */
-  async function redirected(req, res, { rule, to }, query) {
+  async function redirected(req, res, { rule, to }, pathname, query) {
     if (rule.status !== 200 && rule.status !== 404 && rule.status !== 410) {
       try {
         res.writeHead(rule.status, { location: locationOf(rule, to, query), 'content-length': 0 });
@@ -125,7 +125,7 @@ function createStaticServer(root, release, redirects = []) {
     const target = to.split(/[?#]/, 1)[0];
     const rel = relOf(target);
     const found = typeof rel === 'string' ? await find(rel, target, true) : null;
-    if (rule.status === 200) return found ? serve(req, res, found.file, found.found) : notFound(res);
+    if (rule.status === 200) return found ? serve(req, res, found.file, found.found, pathname) : notFound(res);
     // The site's 404.html stands in for a page the release lacks.
     return notFound(res, found ? path.relative(root, found.file) : '404.html', rule.status);
   }
@@ -144,18 +144,21 @@ function createStaticServer(root, release, redirects = []) {
     if (rel === null) return notFound(res);
     const found = await find(rel, pathname);
     const hit = redirects.length ? matchRedirect(redirects, pathname, found !== null) : null;
-    if (hit) return redirected(req, res, hit, req.url.slice(pathname.length));
+    if (hit) return redirected(req, res, hit, pathname, req.url.slice(pathname.length));
     if (found === FOLDER) {
       const location = `/${rel.split('/').map(encodeURIComponent).join('/')}/${req.url.slice(pathname.length)}`;
       res.writeHead(301, { location });
       return res.end();
     }
     if (!found) return notFound(res);
-    return serve(req, res, found.file, found.found);
+    return serve(req, res, found.file, found.found, pathname);
   }
 
-  /** Answers with `file` (`found`: its stat): conditional requests, one range, compression. */
-  async function serve(req, res, file, found) {
+  /**
+   * Answers with `file` (`found`: its stat) for `pathname` (whose _headers rules apply): conditional requests, one
+   * range, compression.
+   */
+  async function serve(req, res, file, found, pathname) {
     const size = found.size;
     const etag = `W/"${release}-${size.toString(16)}"`;
     const lastModified = found.mtime.toUTCString();
@@ -166,11 +169,13 @@ function createStaticServer(root, release, redirects = []) {
       'cache-control': 'public, max-age=0, must-revalidate',
       'accept-ranges': 'bytes',
       'content-type': type,
+      ...(siteHeaders.length ? matchHeaders(siteHeaders, pathname) : null),
     };
     const inm = req.headers['if-none-match'];
     const ims = req.headers['if-modified-since'];
     if (inm ? etagMatches(inm, etag) : ims && Math.floor(found.mtimeMs / 1000) * 1000 <= Date.parse(ims)) {
-      res.writeHead(304, { etag, 'last-modified': lastModified, 'cache-control': headers['cache-control'] });
+      const { 'content-type': _, 'accept-ranges': __, ...validators } = headers;
+      res.writeHead(304, validators);
       return res.end();
     }
     const ifRange = req.headers['if-range'];

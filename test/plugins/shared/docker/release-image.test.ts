@@ -9,14 +9,14 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import { zipOf } from '../../../helpers/live.js';
 import * as assert from 'uvu/assert';
-import { parseRedirects, type RedirectRule } from '../../../../core/deployments/site-redirects.cjs';
+import { parseHeaders, parseRedirects } from '../../../../core/deployments/site-rules.cjs';
 import { StageError } from '../../../../core/errors.js';
 import type { ReleaseSpec } from '../../../../core/ports/deployer.js';
 import archiveZip from '../../../../plugins/archive-zip/index.js';
 import { stageBuildContext } from '../../../../plugins/shared/docker/release-image.js';
 import { LocalStorage } from '../../../../plugins/storage-local/local-storage.js';
 
-const SITE_REDIRECTS = fileURLToPath(new URL('../../../../core/deployments/site-redirects.cjs', import.meta.url));
+const SITE_RULES = fileURLToPath(new URL('../../../../core/deployments/site-rules.cjs', import.meta.url));
 
 const root = mkdtempSync(join(tmpdir(), 'hoist-release-image-'));
 const storage = new LocalStorage(join(root, 'storage'));
@@ -55,27 +55,35 @@ const stage = (dir: string, spec: ReleaseSpec) =>
 
 const GOOD = '# SPA\n/old/:id /new/:id 301\n\n/* /index.html 200\n';
 
-test("a static site's _redirects: its rules in hoist/redirects.json, beside the server and the matcher", async () => {
-  const { spec, dir } = await artifact({ 'index.html': 'home', 'about.html': 'about', _redirects: GOOD });
+const HEADERS = '/*\n  X-Frame-Options: DENY\n/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n';
+
+test("a static site's _redirects and _headers: their rules in hoist/site-rules.json, beside the server", async () => {
+  const { spec, dir } = await artifact({
+    'index.html': 'home',
+    'about.html': 'about',
+    'assets/app.js': 'x',
+    _redirects: GOOD,
+    _headers: HEADERS,
+  });
   assert.equal(await stage(dir, spec), ['Dockerfile', 'app', 'hoist']);
   assert.equal(readdirSync(join(dir, 'hoist')).sort(), [
     'entry.cjs',
-    'redirects.json',
-    'site-redirects.cjs',
+    'site-rules.cjs',
+    'site-rules.json',
     'static-server.cjs',
   ]);
-  const rules = JSON.parse(readFileSync(join(dir, 'hoist', 'redirects.json'), 'utf8')) as RedirectRule[];
-  assert.equal(rules, [
+  const rules = JSON.parse(readFileSync(join(dir, 'hoist', 'site-rules.json'), 'utf8'));
+  assert.equal(rules.redirects, [
     { from: '/old/:id', to: '/new/:id', status: 301, force: false },
     { from: '/*', to: '/index.html', status: 200, force: false },
   ]);
-  assert.equal(rules, parseRedirects(GOOD).rules);
-  assert.is(readFileSync(join(dir, 'hoist', 'site-redirects.cjs'), 'utf8'), readFileSync(SITE_REDIRECTS, 'utf8'));
+  assert.equal(rules, { redirects: parseRedirects(GOOD).rules, headers: parseHeaders(HEADERS).rules });
+  assert.is(readFileSync(join(dir, 'hoist', 'site-rules.cjs'), 'utf8'), readFileSync(SITE_RULES, 'utf8'));
   assert.match(readFileSync(join(dir, 'Dockerfile'), 'utf8'), 'COPY --chown=0:0 hoist /hoist');
 
   // The staged server loads beside its matcher and follows the staged rules.
   const { createStaticServer } = createRequire(import.meta.url)(join(dir, 'hoist', 'static-server.cjs')) as {
-    createStaticServer(root: string, release: string, redirects: RedirectRule[]): Server;
+    createStaticServer(root: string, release: string, rules: object): Server;
   };
   const server = createStaticServer(join(dir, 'app'), spec.deploymentId, rules);
   servers.push(server);
@@ -86,6 +94,9 @@ test("a static site's _redirects: its rules in hoist/redirects.json, beside the 
   assert.is(await deep.text(), 'home');
   assert.is((await fetch(`${base}/about`)).status, 200);
   assert.is((await fetch(`${base}/old/7`, { redirect: 'manual' })).headers.get('location'), '/new/7');
+  const asset = await fetch(`${base}/assets/app.js`);
+  assert.is(asset.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+  assert.is(asset.headers.get('x-frame-options'), 'DENY');
 });
 
 test('the _redirects of the artifact root (artifactRoot) is the one checked', async () => {
@@ -94,40 +105,52 @@ test('the _redirects of the artifact root (artifactRoot) is the one checked', as
     { artifactRoot: 'dist' },
   );
   await stage(dir, spec);
-  assert.equal(JSON.parse(readFileSync(join(dir, 'hoist', 'redirects.json'), 'utf8')), [
-    { from: '/a', to: '/b', status: 302, force: false },
-  ]);
+  assert.equal(JSON.parse(readFileSync(join(dir, 'hoist', 'site-rules.json'), 'utf8')), {
+    redirects: [{ from: '/a', to: '/b', status: 302, force: false }],
+  });
 });
 
-test('a refused _redirects rejects with deploy_redirects_invalid naming each refused line', async () => {
-  const bad = '# fine so far\n/a https://other.example/x 200\n/ok /fine 301\n/b /c 301 Country=us\n';
-  const { spec, dir } = await artifact({ 'index.html': 'home', _redirects: bad });
-  const err = await stage(dir, spec).then(
-    () => null,
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof StageError, String(err));
-  assert.is(err.code, 'deploy_redirects_invalid');
-  assert.match(err.message, 'line 2: https://other.example/x: answering with');
-  assert.match(err.message, 'line 4: Country=us: conditions');
-  assert.not.match(err.message, 'line 3');
-  assert.equal(err.details.lines, [2, 4]);
-  assert.not.ok(existsSync(join(dir, 'hoist', 'redirects.json')));
-});
+for (const [file, code, bad, said] of [
+  [
+    '_redirects',
+    'deploy_redirects_invalid',
+    '# fine so far\n/a https://other.example/x 200\n/ok /fine 301\n/b /c 301 Country=us\n',
+    ['line 2: https://other.example/x: answering with', 'line 4: Country=us: conditions'],
+  ],
+  [
+    '_headers',
+    'deploy_headers_invalid',
+    '/*\n  Set-Cookie: a=b\n  X-Ok: yes\n  Content-Length: 5\n',
+    ['line 2: set-cookie', 'line 4: content-length: Hoist sets this header itself'],
+  ],
+] as const)
+  test(`a refused ${file} rejects with ${code} naming each refused line`, async () => {
+    const { spec, dir } = await artifact({ 'index.html': 'home', [file]: bad });
+    const err = await stage(dir, spec).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof StageError, String(err));
+    assert.is(err.code, code);
+    for (const line of said) assert.match(err.message, line);
+    assert.not.match(err.message, 'line 3');
+    assert.equal(err.details.lines, [2, 4]);
+    assert.not.ok(existsSync(join(dir, 'hoist', 'site-rules.json')));
+  });
 
-test('a static site without _redirects has no rules file; a Node.js app ignores its _redirects', async () => {
+test('a static site without _redirects or _headers has no rules file; a Node.js app ignores them', async () => {
   const plain = await artifact({ 'index.html': 'home' });
   await stage(plain.dir, plain.spec);
   assert.ok(existsSync(join(plain.dir, 'hoist', 'static-server.cjs')));
-  assert.not.ok(existsSync(join(plain.dir, 'hoist', 'redirects.json')));
+  assert.not.ok(existsSync(join(plain.dir, 'hoist', 'site-rules.json')));
 
   const node = await artifact(
     { 'package.json': '{"name":"app"}', 'server.js': '', _redirects: '/b /c 301 Country=us\n' },
     { runtime: 'node', startCommand: 'node server.js' },
   );
   assert.equal(await stage(node.dir, node.spec), ['Dockerfile', 'app', 'hoist']);
-  assert.not.ok(existsSync(join(node.dir, 'hoist', 'redirects.json')));
-  assert.ok(existsSync(join(node.dir, 'hoist', 'site-redirects.cjs')));
+  assert.not.ok(existsSync(join(node.dir, 'hoist', 'site-rules.json')));
+  assert.ok(existsSync(join(node.dir, 'hoist', 'site-rules.cjs')));
   assert.ok(existsSync(join(node.dir, 'app', '_redirects')), 'the app keeps the file as any other');
 });
 

@@ -7,7 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseRedirects, type RedirectRule } from '../../../../core/deployments/site-redirects.cjs';
+import {
+  parseHeaders,
+  parseRedirects,
+  type HeaderRule,
+  type RedirectRule,
+} from '../../../../core/deployments/site-rules.cjs';
 import { stageRuntime } from '../../../../plugins/shared/docker/release-image.js';
 
 // The release's root sits one level down, beside a file no request may reach.
@@ -16,7 +21,11 @@ const root = join(top, 'site');
 // The server as a release gets it (/hoist): beside the rules' matcher it requires, which the repository keeps in core.
 await stageRuntime(join(top, 'hoist'), root, { runtime: 'node' });
 const { createStaticServer } = createRequire(import.meta.url)(join(top, 'hoist', 'static-server.cjs')) as {
-  createStaticServer(root: string, release: string, redirects?: RedirectRule[]): Server;
+  createStaticServer(
+    root: string,
+    release: string,
+    rules?: { redirects?: RedirectRule[]; headers?: HeaderRule[] },
+  ): Server;
 };
 const FILES: Record<string, string> = {
   'index.html': 'home page',
@@ -42,7 +51,7 @@ const REDIRECTS = [
   '/y/* /:splat 301',
   '/* /index.html 200',
 ].join('\n');
-for (const [name, body] of Object.entries({ ...FILES, _redirects: REDIRECTS })) {
+for (const [name, body] of Object.entries({ ...FILES, _redirects: REDIRECTS, _headers: '/*\n  X-A: b\n' })) {
   mkdirSync(join(root, name, '..'), { recursive: true });
   writeFileSync(join(root, name), body);
 }
@@ -54,7 +63,7 @@ assert.is(rules.length, 11);
 
 const servers: Server[] = [];
 async function serve(redirects?: RedirectRule[]): Promise<string> {
-  const server = redirects ? createStaticServer(root, 'rel1', redirects) : createStaticServer(root, 'rel1');
+  const server = redirects ? createStaticServer(root, 'rel1', { redirects }) : createStaticServer(root, 'rel1');
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -185,6 +194,33 @@ test('a redirect whose splat begins with // stays on this site', async () => {
   assert.is(res.status, 301);
   assert.is(res.location, '/evil.example/path');
   assert.is((await get(`${base}/y/blog/post`)).location, '/blog/post');
+});
+
+test("_headers: every matching rule's headers on files, rewrites and 304s; the file itself not served", async () => {
+  const headers = parseHeaders(
+    '/*\n  X-Frame-Options: DENY\n  Link: </a.css>; rel=preload\n/assets/*\n' +
+      '  Cache-Control: public, max-age=31536000, immutable\n  Link: </b.css>; rel=preload\n',
+  );
+  assert.equal(headers.errors, []);
+  const server = createStaticServer(root, 'rel1', { redirects: rules, headers: headers.rules });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const at = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const asset = await fetch(`${at}/assets/app.js`);
+  assert.is(asset.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+  assert.is(asset.headers.get('x-frame-options'), 'DENY');
+  assert.is(asset.headers.get('link'), '</a.css>; rel=preload, </b.css>; rel=preload', 'joined in order');
+  const again = await fetch(`${at}/assets/app.js`, { headers: { 'if-none-match': asset.headers.get('etag')! } });
+  assert.is(again.status, 304);
+  assert.is(again.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+  const home = await fetch(`${at}/`);
+  assert.is(home.headers.get('cache-control'), 'public, max-age=0, must-revalidate', 'the default stays elsewhere');
+  assert.is(home.headers.get('x-frame-options'), 'DENY');
+  const deep = await fetch(`${at}/app/deep`);
+  assert.is(await deep.text(), 'home page');
+  assert.is(deep.headers.get('x-frame-options'), 'DENY', 'a rewrite gets the headers of the path asked');
+  for (const file of ['_headers', '_redirects'])
+    assert.is(await (await fetch(`${at}/${file}`)).text(), 'home page', `${file} is not served`);
 });
 
 test('without rules the server behaves as before', async () => {

@@ -1,6 +1,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { locationOf, matchRedirect, MAX_RULES, parseRedirects } from '../../../core/deployments/site-redirects.cjs';
+import {
+  locationOf,
+  matchHeaders,
+  matchRedirect,
+  MAX_HEADER_RULES,
+  MAX_RULES,
+  parseHeaders,
+  parseRedirects,
+} from '../../../core/deployments/site-rules.cjs';
 
 test('rules parse in order: status 301 by default, ! forces, comments and blank lines are skipped', () => {
   const { rules, errors } = parseRedirects(
@@ -117,6 +125,83 @@ test("a redirect's Location: the request's query goes along, before a fragment; 
   assert.is(location('/y//evil.example/p'), '/evil.example/p', 'not //evil.example: another host');
   assert.is(location('/y/\\evil.example'), '/evil.example');
   assert.is(location('/ext/x.js'), '//cdn.example/x.js', "the rule's own host stays");
+});
+
+test('_headers: paths, then their headers, names in lower case; comments and blank lines skipped', () => {
+  const { rules, errors } = parseHeaders(
+    "# security\n/*\n  X-Frame-Options: DENY\n\tContent-Security-Policy: default-src 'self'; img-src *\n\n" +
+      '/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n/blog/:slug\n  Link: </x.css>; rel=preload\n',
+  );
+  assert.equal(errors, []);
+  assert.equal(rules, [
+    {
+      path: '/*',
+      headers: [
+        ['x-frame-options', 'DENY'],
+        ['content-security-policy', "default-src 'self'; img-src *"],
+      ],
+    },
+    { path: '/assets/*', headers: [['cache-control', 'public, max-age=31536000, immutable']] },
+    { path: '/blog/:slug', headers: [['link', '</x.css>; rel=preload']] },
+  ]);
+});
+
+test('_headers: each refused line is named with its number and why', () => {
+  const lines = [
+    'X-Early: before any path',
+    '/a',
+    '  Set-Cookie: session=1',
+    '  Content-Length: 10',
+    '  X-Hoist-Release: mine',
+    '  Bad Name: x',
+    '  X-Empty:',
+    '  no colon here',
+    '  ! X-Frame-Options',
+    'https://other.example/*',
+    '/b*',
+    '/with space',
+    '  X-Ctl: a\u0001b',
+    '/empty',
+    '  Transfer-Encoding: chunked',
+  ];
+  const { errors } = parseHeaders(lines.join('\n'));
+  const say = Object.fromEntries(errors.map((e) => [e.line, e.message]));
+  assert.equal(
+    errors.map((e) => e.line),
+    [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15],
+  );
+  assert.match(say[1], /after the path it is for/);
+  assert.match(say[3], /set-cookie: a static answer sets no cookie/);
+  assert.match(say[4], /content-length: Hoist sets this header itself/);
+  assert.match(say[5], /X-Hoist-\* headers/);
+  assert.match(say[6], /not a header name/);
+  assert.match(say[7], /has no value/);
+  assert.match(say[8], /"Name: value"/);
+  assert.match(say[9], /removing a header/);
+  assert.match(say[10], /matching on a domain/);
+  assert.match(say[11], /a \* may only end the path/);
+  assert.match(say[12], /holds no spaces/);
+  assert.match(say[13], /characters a header may not/);
+  assert.match(say[15], /transfer-encoding/);
+  const empty = parseHeaders('/a\n/b\n  X-B: 1').errors;
+  assert.equal(empty, [{ line: 1, message: '/a: the path has no headers' }]);
+});
+
+test(`_headers: more than ${MAX_HEADER_RULES} paths are refused as a whole`, () => {
+  const text = Array.from({ length: MAX_HEADER_RULES + 1 }, (_, i) => `/p${i}\n  X-N: ${i}`).join('\n');
+  assert.equal(parseHeaders(text).errors, [
+    { line: 0, message: `${MAX_HEADER_RULES + 1} paths: at most ${MAX_HEADER_RULES} are supported` },
+  ]);
+});
+
+test('_headers: every matching rule applies, in order; one header of several rules is joined', () => {
+  const { rules } = parseHeaders(
+    '/*\n  X-A: 1\n  Link: <a>\n/docs/*\n  X-B: 2\n  Link: <b>\n/docs/:page\n  X-C: 3\n/other\n  X-D: 4\n',
+  );
+  assert.equal({ ...matchHeaders(rules, '/docs/intro') }, { 'x-a': '1', link: '<a>, <b>', 'x-b': '2', 'x-c': '3' });
+  assert.equal({ ...matchHeaders(rules, '/docs') }, { 'x-a': '1', link: '<a>, <b>', 'x-b': '2' });
+  assert.equal({ ...matchHeaders(rules, '/') }, { 'x-a': '1', link: '<a>' });
+  assert.is(matchHeaders(parseHeaders('/x\n  X-A: 1').rules, '/y'), null);
 });
 
 test.run();

@@ -1,4 +1,4 @@
-/** One rule of a `_redirects` file (site-redirects.cjs says what each part means). */
+/** One rule of a `_redirects` file (site-rules.cjs says what each part means). */
 export interface RedirectRule {
   /** A path: literal segments, `:name` placeholders and a final `*`. */
   from: string;
@@ -10,7 +10,7 @@ export interface RedirectRule {
   force: boolean;
 }
 
-/** A line of a `_redirects` file that was refused (line 0: the file as a whole), and why. */
+/** A line of a `_redirects` or `_headers` file that was refused (line 0: the file as a whole), and why. */
 export interface RedirectError {
   line: number;
   message: string;
@@ -35,7 +35,27 @@ export function matchRedirect(
  */
 export function locationOf(rule: RedirectRule, to: string, query: string): string;
 
-/** The largest `_redirects` file read, in bytes. */
+/** One rule of a `_headers` file: a path (as `from` of a redirect) and the headers it sets, names in lower case. */
+export interface HeaderRule {
+  path: string;
+  headers: [name: string, value: string][];
+}
+
+/** Parses the text of a `_headers` file: its rules in order, and what was refused. */
+export function parseHeaders(text: string): { rules: HeaderRule[]; errors: RedirectError[] };
+
+/**
+ * The headers `rules` give the answer for `pathname` (as sent, without its query), by lower-case name, the values of
+ * several rules joined with `, `; null when no rule matches.
+ */
+export function matchHeaders(rules: readonly HeaderRule[], pathname: string): Record<string, string> | null;
+
+/** The most paths a `_headers` file may hold. */
+export const MAX_HEADER_RULES: number;
+/** The headers file's name, at the root of the site. */
+export const HEADERS_FILE: '_headers';
+
+/** The largest `_redirects` or `_headers` file read, in bytes. */
 export const MAX_BYTES: number;
 /** The most rules a `_redirects` file may hold. */
 export const MAX_RULES: number;

@@ -1,10 +1,12 @@
 'use strict';
-// A static site's `_redirects` file (Netlify's and Cloudflare Pages' format): one rule a line, `from to [status][!]`.
-// Plain JavaScript without dependencies: the edge uses it, and so does the static server of release containers
+// A static site's `_redirects` and `_headers` files (Netlify's and Cloudflare Pages' formats). Plain JavaScript
+// without dependencies: the edge uses it, and so does the static server of release containers
 // (plugins/shared/docker/runtime/static-server.cjs), which gets this file beside it.
 //
-// - `from` is a path: literal segments, `:name` placeholders (one segment each) and a final `*` (the rest, the
-//   empty rest too: `/blog/*` matches `/blog`). A trailing slash does not matter.
+// Paths (`from` of a redirect, the path of a header rule): literal segments, `:name` placeholders (one segment
+// each) and a final `*` (the rest, the empty rest too: `/blog/*` matches `/blog`). A trailing slash does not matter.
+//
+// `_redirects`: one rule a line, `from to [status][!]`.
 // - `to` is a path or an http(s) URL; `:name` and `:splat` are replaced by what they matched.
 // - The status is 301 when absent; 302, 303, 307 and 308 redirect too; 200 answers with the file `to` names (a
 //   rewrite: the address stays); 404 and 410 answer with it and that status.
@@ -12,18 +14,37 @@
 //   unless it ends with `!` (forced): `/* /index.html 200` is a single-page app's fallback.
 // - Refused with a reason and the line: proxying to another site (200, 404 or 410 to a URL), matching on a domain,
 //   query parameters or conditions (Country=, Role=...), a `*` that does not end `from`, and more than MAX_RULES.
+//
+// `_headers`: a path on a line of its own, then its headers (`Name: value`), indented, on the lines after it.
+// Every rule whose path matches applies, in order; a header several of them set gets their values joined with `, `.
+// Refused: headers that frame the answer or that Hoist sets (OWNED_HEADERS, `x-hoist-*`), `Set-Cookie`, removing a
+// header (`! Name`), and more than MAX_HEADER_RULES rules.
 
 /** The file's name, at the root of the site. */
 const REDIRECTS_FILE = '_redirects';
+/** The headers file's name, at the root of the site. */
+const HEADERS_FILE = '_headers';
 const MAX_RULES = 2000;
 const MAX_LINE = 2048;
-/** The largest `_redirects` read, in bytes. */
+/** The largest `_redirects` or `_headers` file read, in bytes. */
 const MAX_BYTES = 256 * 1024;
 const STATUSES = [200, 301, 302, 303, 307, 308, 404, 410];
 const NAME = /^:[A-Za-z_][A-Za-z0-9_]*$/;
 const SUBSTITUTE = /:([A-Za-z_][A-Za-z0-9_]*)/g;
 const URL_START = /^https?:\/\//i;
 const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+
+/** Why the path pattern `path` (starting with /) is refused, or null. */
+function pathProblem(path) {
+  const parts = path.split('/').slice(1);
+  for (const [i, part] of parts.entries()) {
+    if (part.includes('*') && (part !== '*' || i !== parts.length - 1))
+      return `${path}: a * may only end the path, as in /blog/*`;
+    if (part.startsWith(':') && !NAME.test(part))
+      return `${path}: a placeholder is a letter or _ then letters, digits or _, as in /:year`;
+  }
+  return null;
+}
 
 /** The rule on one line, or why it is refused. */
 function ruleOf(line) {
@@ -40,13 +61,8 @@ function ruleOf(line) {
     return `${to}: matching on query parameters is not supported`;
   if (!to.startsWith('/') && !URL_START.test(to)) return `${to}: "to" is a path that starts with / or an http(s) URL`;
   if (URL_START.test(to) && !URL.canParse(to)) return `${to}: not a valid URL`;
-  const parts = from.split('/').slice(1);
-  for (const [i, part] of parts.entries()) {
-    if (part.includes('*') && (part !== '*' || i !== parts.length - 1))
-      return `${from}: a * may only end the path, as in /blog/*`;
-    if (part.startsWith(':') && !NAME.test(part))
-      return `${from}: a placeholder is a letter or _ then letters, digits or _, as in /:year`;
-  }
+  const wrong = pathProblem(from);
+  if (wrong) return wrong;
   const m = status === undefined ? null : /^(\d{3})(!?)$/.exec(status);
   if (status !== undefined && !m)
     return status.includes('=')
@@ -87,13 +103,16 @@ function parseRedirects(text) {
 
 const compiled = new WeakMap();
 
+/** The segments of a path pattern, as matchParts takes them. */
+const partsOf = (path) => trimmed(path).split('/').slice(1);
+
 /** The segments of `from` of each rule, worked out once per rules array. */
 function compile(rules) {
   let found = compiled.get(rules);
   if (!found) {
     found = {
       anyForced: rules.some((r) => r.force),
-      rules: rules.map((r) => ({ rule: r, parts: trimmed(r.from).split('/').slice(1) })),
+      rules: rules.map((r) => ({ rule: r, parts: partsOf(r.from) })),
     };
     compiled.set(rules, found);
   }
@@ -161,4 +180,121 @@ function locationOf(rule, to, query) {
   return hash < 0 ? `${location}${query}` : `${location.slice(0, hash)}${query}${location.slice(hash)}`;
 }
 
-module.exports = { parseRedirects, matchRedirect, locationOf, MAX_BYTES, MAX_RULES, REDIRECTS_FILE };
+const MAX_HEADER_RULES = 100;
+const MAX_HEADERS = 500;
+/** Headers that frame the answer, or that Hoist sets itself: a `_headers` rule may not set them. */
+const OWNED_HEADERS = [
+  'accept-ranges',
+  'connection',
+  'content-encoding',
+  'content-length',
+  'content-range',
+  'date',
+  'etag',
+  'host',
+  'keep-alive',
+  'last-modified',
+  'location',
+  'proxy-connection',
+  'set-cookie',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'vary',
+];
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// What node:http takes as a header value: visible Latin-1 characters, spaces and tabs.
+const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/** Why header `name` (lower case) may not be set by a `_headers` rule, or null. */
+function headerProblem(name) {
+  if (name.startsWith('x-hoist-')) return `${name}: Hoist sets X-Hoist-* headers itself`;
+  if (name === 'set-cookie') return 'set-cookie: a static answer sets no cookie';
+  if (OWNED_HEADERS.includes(name)) return `${name}: Hoist sets this header itself, from the file`;
+  return null;
+}
+
+/**
+ * Parses the text of a `_headers` file: its rules in order (`{path, headers: [[name in lower case, value]]}`), and
+ * what was refused (each with its line number; line 0 for the file as a whole). A file with refusals must not be
+ * deployed.
+ */
+function parseHeaders(text) {
+  const rules = [];
+  const errors = [];
+  let current = null;
+  let count = 0;
+  text.split(/\r?\n/).forEach((raw, i) => {
+    const line = raw.trim();
+    const refuse = (message) => errors.push({ line: i + 1, message });
+    if (line === '' || line.startsWith('#')) return;
+    if (line.length > MAX_LINE) return refuse(`a line is at most ${MAX_LINE} characters`);
+    if (URL_START.test(line)) return refuse(`${line}: matching on a domain is not supported; a path starts with /`);
+    if (line.startsWith('/')) {
+      if (/\s/.test(line)) return refuse(`${line}: a path holds no spaces; its headers go on the lines after it`);
+      const wrong = pathProblem(line);
+      if (wrong) return refuse(wrong);
+      current = { path: line, headers: [], line: i + 1, given: 0 };
+      return rules.push(current);
+    }
+    if (line.startsWith('!')) return refuse(`${line}: removing a header (! Name) is not supported`);
+    if (!current) return refuse(`${line}: a header comes after the path it is for (a line starting with /)`);
+    current.given++;
+    const colon = line.indexOf(':');
+    if (colon < 0) return refuse(`${line}: a header is "Name: value"`);
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    if (!TOKEN.test(name)) return refuse(`${line.slice(0, colon)}: not a header name`);
+    const owned = headerProblem(name);
+    if (owned) return refuse(owned);
+    if (value === '') return refuse(`${name}: the header has no value`);
+    if (!VALUE.test(value)) return refuse(`${name}: the value holds characters a header may not`);
+    count++;
+    current.headers.push([name, value]);
+  });
+  for (const rule of rules) {
+    // A path whose headers were all refused is said once, by them.
+    if (rule.given === 0) errors.push({ line: rule.line, message: `${rule.path}: the path has no headers` });
+    delete rule.line;
+    delete rule.given;
+  }
+  errors.sort((a, b) => a.line - b.line);
+  if (rules.length > MAX_HEADER_RULES)
+    errors.push({ line: 0, message: `${rules.length} paths: at most ${MAX_HEADER_RULES} are supported` });
+  if (count > MAX_HEADERS) errors.push({ line: 0, message: `${count} headers: at most ${MAX_HEADERS} are supported` });
+  return { rules, errors };
+}
+
+const compiledHeaders = new WeakMap();
+
+/**
+ * The headers `rules` (parseHeaders') give the answer for `pathname` (as sent, without its query): an object of
+ * lower-case names, values of several rules joined with `, `; null when no rule matches.
+ */
+function matchHeaders(rules, pathname) {
+  let all = compiledHeaders.get(rules);
+  if (!all) compiledHeaders.set(rules, (all = rules.map((r) => ({ rule: r, parts: partsOf(r.path) }))));
+  const path = trimmed(pathname).split('/').slice(1);
+  let found = null;
+  for (const { rule, parts } of all) {
+    if (!matchParts(parts, path)) continue;
+    found ??= Object.create(null);
+    for (const [name, value] of rule.headers)
+      found[name] = found[name] === undefined ? value : `${found[name]}, ${value}`;
+  }
+  return found;
+}
+
+module.exports = {
+  parseRedirects,
+  matchRedirect,
+  locationOf,
+  parseHeaders,
+  matchHeaders,
+  MAX_BYTES,
+  MAX_RULES,
+  MAX_HEADER_RULES,
+  REDIRECTS_FILE,
+  HEADERS_FILE,
+};
