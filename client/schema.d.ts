@@ -771,7 +771,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a ZIP and deploy it (creates or selects the project by name)
-         * @description Account-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework`, `manifest_id` (the id POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be left out when none were), `target` (production, the default, or preview: the release goes to its own host `<slug>--<short id>.<apps domain>` and the live release is not touched; private behind the project's gate unless the project's preview_visibility is public; it expires after the plan's preview_ttl_hours; the same ZIP uploaded again as a preview of the project answers 202 with the preview already up) and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
+         * @description Account-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `clear_cache` (true|false: the account's build cache is dropped before this build, which starts without one and leaves a new one), `runtime` (static|node), `framework`, `manifest_id` (the id POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be left out when none were), `target` (production, the default, or preview: the release goes to its own host `<slug>--<short id>.<apps domain>` and the live release is not touched; private behind the project's gate unless the project's preview_visibility is public; it expires after the plan's preview_ttl_hours; the same ZIP uploaded again as a preview of the project answers 202 with the preview already up) and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
          *
          *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. A promote (kind `promote`) is the same with Deploy making an earlier release live again from what the deployer kept, with no Analyze or Build. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
@@ -3318,6 +3318,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{projectID}/deployments/{deploymentID}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a deployment's runtime log (what its Node.js app printed)
+         * @description The last `lines` lines (100 by default, at most 1,000) the Node.js app of this deployment printed on stdout and stderr, oldest first, each with the time it was printed: while it runs, and after it stopped until its release is removed (across restarts after a crash, whose output follows on). `kept` is false, with no lines, when nothing is kept: a static release, which runs nothing, a release removed or never started, or a deployer that keeps no output. Lines are cut at 2,000 characters; an app that prints more than 64 KiB a second has the rest counted in a line of Hoist's (`[hoist] N lines were not kept`), and at most about 1 MiB is kept a release (deployer-local; deployer-docker and -pulumi read the container's own log, which goes with the container: a replaced release's once drained). The app's output is shown as it printed it: environment values it prints are not masked. Another account's deployment and a malformed id answer 404 like a missing one.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description How many. */
+                    lines?: number;
+                };
+                header?: never;
+                path: {
+                    /** @description Record id (UUID). */
+                    deploymentID: string;
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: uuid */
+                            deployment_id: string;
+                            /** @description false: nothing is kept for this deployment (a static release, say). */
+                            kept: boolean;
+                            lines: {
+                                /**
+                                 * Format: date-time
+                                 * @description When the app printed it.
+                                 */
+                                at: string;
+                                text: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{projectID}/deployments/{deploymentID}/retry": {
         parameters: {
             query?: never;
@@ -4123,7 +4210,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a ZIP and deploy it to an existing project
-         * @description Project-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework`, `manifest_id` (the id POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be left out when none were), `target` (production, the default, or preview: the release goes to its own host `<slug>--<short id>.<apps domain>` and the live release is not touched; private behind the project's gate unless the project's preview_visibility is public; it expires after the plan's preview_ttl_hours; the same ZIP uploaded again as a preview of the project answers 202 with the preview already up) and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
+         * @description Project-level. Multipart form data: the ZIP in the file part `file` (at most 95,000,000 bytes; the whole request at most 100,000,000), and text parts `name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only when the call creates the project), `root_directory`, `skip_build` (true|false), `clear_cache` (true|false: the account's build cache is dropped before this build, which starts without one and leaves a new one), `runtime` (static|node), `framework`, `manifest_id` (the id POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be left out when none were), `target` (production, the default, or preview: the release goes to its own host `<slug>--<short id>.<apps domain>` and the live release is not touched; private behind the project's gate unless the project's preview_visibility is public; it expires after the plan's preview_ttl_hours; the same ZIP uploaded again as a preview of the project answers 202 with the preview already up) and `transport`, the spec's transport choice: `proxied_multipart` (this request, also the default when the part is absent) is accepted; `direct_storage_resumable` → 400 (details.field transport) pointing to POST /api/v1/upload-sessions, which prepares that transport; any other value → 400. Account-level, only when the call creates the project: `environment`, a JSON object of environment variables `{"NAME": "value", "OTHER": {"value": "...", "scope": "build|runtime|both"}}` (scope both by default; at most 64 KiB, larger sets go through the environment routes), validated like PUT /api/v1/projects/{projectID}/environment/{name} (400 naming the bad variable, 403 plan_restricted) before anything is created; given when the name selects an existing project → 400 (use the environment routes). Account-level, only when the call creates the project: `access_password`, the access password of a private project's site (8 to 200 characters, else 400; given when the name selects an existing project → 400: set it with PATCH /api/v1/projects/{projectID}/). The archive streams into storage, hashed and counted, never held in memory. Answers 202 with the parent operation (running, progress 5) and its three stages queued; poll GET /api/v1/operations/{id}. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer and start nothing; the same key with a different request → 422 idempotency_key_reused; while the first such request is still being answered → 409 conflict. A deployment of the same project still running → 409 deployment_in_progress (details.operation_id), checked before the plan's quotas (so never a 403 for it) and before the ZIP is read when the project is known by then: project-level at once; account-level when the `name` part (of an existing project) comes before the file part. Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ZIP is read too.
          *
          *     A deployment is a parent operation chaining the stages analyze → build → deploy. A new one is `running` with progress 5 and Analyze enqueued; with skip_build the Build stage is skipped (done without running). A redeploy (retry of a deployment record) reuses an existing build: Analyze and Build are `skipped` from the start, Deploy is enqueued, and progress starts at 70. A promote (kind `promote`) is the same with Deploy making an earlier release live again from what the deployer kept, with no Analyze or Build. Statuses: queued, running, succeeded, failed, canceled (terminal: succeeded, failed, canceled); the operation itself is never queued. A skipped stage is shown as `succeeded` with `skipped: true` and a `skip_reason`; the tables below name it skipped, its state inside the machine.
          *
@@ -5042,6 +5129,8 @@ export interface paths {
                     "application/json": {
                         /** @description Refused with 400: an upload session cannot carry environment variables or an access password. Create the project first and set them on it (then create the session with project_id), or use the authenticated POST /api/v1/local-to-live. */
                         access_password?: unknown;
+                        /** @description Drop the account's build cache before this build, which starts without one and leaves a new one. */
+                        clear_cache?: boolean;
                         /** @description Refused with 400: an upload session cannot carry environment variables or an access password. Create the project first and set them on it (then create the session with project_id), or use the authenticated POST /api/v1/local-to-live. */
                         environment?: unknown;
                         /** @description Name of the ZIP; ends in .zip. */

@@ -20,7 +20,7 @@ import {
   REDIRECTS_FILE,
   type HeaderRule,
   type RedirectRule,
-} from '../../core/deployments/site-rules.cjs';
+} from '../../core/ports/site-rules.cjs';
 import { notFoundPage } from './pages.js';
 
 /** The static release a request is answered from, and the headers every answer of it carries. */

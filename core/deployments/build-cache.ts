@@ -39,6 +39,11 @@ export class BuildCaches {
     }
   }
 
+  /** Removes account `accountId`'s cache (one a build holds now is not touched: it goes back at that build's end). */
+  async clear(accountId: string): Promise<void> {
+    await rm(this.pathOf(accountId), { recursive: true, force: true, maxRetries: 3 });
+  }
+
   /** Gives the cache at `from` back to account `accountId` when it qualifies (see the class), else removes it. */
   async giveBack(accountId: string, from: string): Promise<CacheReturn> {
     const size = await plainSize(from, this.maxBytes);

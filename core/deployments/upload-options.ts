@@ -5,10 +5,19 @@ import { invalid } from '../errors.js';
 export interface UploadFields {
   root_directory?: string;
   skip_build?: string | boolean;
+  clear_cache?: string | boolean;
   runtime?: string;
   framework?: string;
   visibility?: string;
   target?: string;
+}
+
+/** A true|false field (a boolean, or its text in a multipart part); undefined when absent. */
+function flag(fields: UploadFields, field: 'skip_build' | 'clear_cache'): boolean | undefined {
+  const v = fields[field];
+  if (v === undefined || typeof v === 'boolean') return v;
+  if (v !== 'true' && v !== 'false') throw invalid(`${field} must be true or false`, { field });
+  return v === 'true';
 }
 
 /** Validates the upload options among an upload's fields (and its visibility, which is not an option). */
@@ -23,12 +32,9 @@ export function uploadOptions(fields: UploadFields): UploadOptions {
     }
     o.root_directory = r;
   }
-  if (typeof fields.skip_build === 'boolean') o.skip_build = fields.skip_build;
-  else if (fields.skip_build !== undefined) {
-    if (!['true', 'false'].includes(fields.skip_build))
-      throw invalid('skip_build must be true or false', { field: 'skip_build' });
-    o.skip_build = fields.skip_build === 'true';
-  }
+  const skip = flag(fields, 'skip_build');
+  if (skip !== undefined) o.skip_build = skip;
+  if (flag(fields, 'clear_cache')) o.clear_cache = true;
   if (fields.runtime !== undefined) {
     if (!['static', 'node'].includes(fields.runtime))
       throw invalid('runtime must be static or node', { field: 'runtime' });

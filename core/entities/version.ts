@@ -7,6 +7,8 @@ export interface UploadOptions {
   skip_build?: boolean;
   runtime?: string;
   framework?: string;
+  /** true: the account's build cache is dropped before the build, which starts without one. */
+  clear_cache?: boolean;
   /** `preview`: deployed to its own host, the live release untouched (absent: production). */
   target?: 'preview';
 }

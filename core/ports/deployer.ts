@@ -97,6 +97,19 @@ export interface Deployer {
    * run forever. Optional: without it, a replaced release is stopped only by the Deploy stage's drain timer.
    */
   runningReleases?(): Promise<string[]>;
+  /**
+   * The last `limit` lines (at most 1,000) a Node.js release printed (stdout and stderr), oldest first, each with
+   * when it was printed, from any process of this deployer's (not only the one running it); a release stopped
+   * since keeps its lines until it is removed. Null when nothing is kept for it (a static release, one removed or
+   * never started). Optional: without it, no release has a log.
+   */
+  logs?(deploymentId: string, limit: number): Promise<ReleaseLogLine[] | null>;
+}
+
+/** A line a release printed, and when (an ISO 8601 time). */
+export interface ReleaseLogLine {
+  at: string;
+  text: string;
 }
 
 export const DEPLOYER = token<Deployer>('hoist.Deployer');

@@ -4,7 +4,7 @@
  * the disk (core/deployments/file-index.ts reads and caches it). A data format shared by a plugin and the edge,
  * not a service: no token.
  */
-import type { HeaderRule, RedirectRule } from '../deployments/site-rules.cjs';
+import type { HeaderRule, RedirectRule } from './site-rules.cjs';
 
 /**
  * A precompressed variant of a release file: the file holding it (absolute once read; see FileIndex), its size in
@@ -45,7 +45,7 @@ export interface FileIndex {
    * (core/deployments/file-index.ts) until the index without it replaces it.
    */
   variantsPending?: number;
-  /** The rules of the site's `_redirects` file (core/deployments/site-rules.cjs), checked at deploy. */
+  /** The rules of the site's `_redirects` file (core/ports/site-rules.cjs), checked at deploy. */
   redirects?: RedirectRule[];
   /** The rules of the site's `_headers` file, checked at deploy. */
   headers?: HeaderRule[];

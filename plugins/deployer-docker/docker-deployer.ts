@@ -8,6 +8,7 @@ import type { Archive } from '../../core/ports/archive.js';
 import type {
   Deployer,
   PrepareControl,
+  ReleaseLogLine,
   ReleaseReports,
   ReleaseSpec,
   ReleaseTarget,
@@ -17,7 +18,7 @@ import type { Workspaces } from '../../core/ports/workspaces.js';
 import { engineStatus, startContainer } from '../shared/docker/connection.js';
 import { guardReleaseNetwork } from '../shared/docker/firewall.js';
 import { tenantHostConfig } from '../shared/docker/hardening.js';
-import { lastLogLines } from '../shared/docker/logs.js';
+import { lastLogLines, releaseLogLines } from '../shared/docker/logs.js';
 import { ensureBridgeNetwork } from '../shared/docker/network.js';
 import { packDirectories } from '../shared/docker/pack-directory.js';
 import {
@@ -228,6 +229,15 @@ export class DockerDeployer implements Deployer, Lifecycle {
 
   runningReleases(): Promise<string[]> {
     return runningReleaseIds(this.docker);
+  }
+
+  /**
+   * The release container's own log (the engine keeps it, json-file, across its restarts), from any process that
+   * reaches the engine; null for a static release, and once the container is gone: removed, or suspended (its image
+   * is kept, not its container).
+   */
+  logs(deploymentId: string, limit: number): Promise<ReleaseLogLine[] | null> {
+    return releaseLogLines(this.docker, deploymentId, limit);
   }
 
   /**

@@ -1,10 +1,11 @@
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { StageError } from '../../core/errors.js';
 import type { Lifecycle, Logger } from '../../core/plugin.js';
 import type { Archive } from '../../core/ports/archive.js';
 import type {
   Deployer,
+  ReleaseLogLine,
   PrepareControl,
   ReleaseReports,
   ReleaseSpec,
@@ -27,6 +28,7 @@ import { fileIndexPath, variantsDir, variantsPack, type FileIndex } from '../../
 import { directStart } from '../shared/release/npm-start.js';
 import { nodeHeapCap } from '../shared/sandbox/run-tenant.js';
 import { addSiteRules, checkSiteRuleSize, isSiteRuleFile, type SiteRules } from '../shared/release/site-rules.js';
+import { ReleaseLog, readReleaseLog, removeReleaseLog } from '../shared/release/release-log.js';
 import { Supervisor } from './supervisor.js';
 
 /** The port a release listens on inside its sandbox (it gets it as PORT). */
@@ -61,6 +63,8 @@ export interface LocalDeployerOptions {
  */
 export class LocalDeployer implements Deployer, Lifecycle {
   private readonly running = new Map<string, Supervisor>();
+  /** The output of the releases this process runs, by deployment id (kept while they run). */
+  private readonly releaseLogs = new Map<string, ReleaseLog>();
   private readonly store: BlobStore;
   private readonly variants = new KnownVariantsMemory();
   /** Static releases whose variants are being made or wait their turn, by deployment id. */
@@ -194,14 +198,26 @@ export class LocalDeployer implements Deployer, Lifecycle {
 
   async remove(deploymentId: string): Promise<void> {
     await this.stopCompressing(deploymentId);
-    await this.running.get(deploymentId)?.stop();
-    this.running.delete(deploymentId);
+    await this.suspend(deploymentId);
     await this.discard(this.dir(deploymentId));
   }
 
   async suspend(deploymentId: string): Promise<void> {
     await this.running.get(deploymentId)?.stop();
     this.running.delete(deploymentId);
+    await this.releaseLogs.get(deploymentId)?.close();
+    this.releaseLogs.delete(deploymentId);
+  }
+
+  async logs(deploymentId: string, limit: number): Promise<ReleaseLogLine[] | null> {
+    if (!/^[\w-]{1,64}$/.test(deploymentId)) return null;
+    await this.releaseLogs.get(deploymentId)?.flush();
+    return readReleaseLog(this.logPath(deploymentId), limit);
+  }
+
+  /** Where the output of release `deploymentId` is kept (ReleaseLog), beside the releases, outside their folders. */
+  private logPath(deploymentId: string): string {
+    return join(this.opts.dataDir, 'release-logs', `${deploymentId}.log`);
   }
 
   async resume(spec: ReleaseSpec, control: PrepareControl): Promise<ReleaseTarget> {
@@ -227,6 +243,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
     const variants = index ? await unlinkReleaseFiles(this.store, root, index) : [];
     await this.removeFiles(root);
     await this.store.release(variants);
+    await removeReleaseLog(this.logPath(basename(root)));
   }
 
   /** Removes a release's directory, index and variants (a pack, or a folder of links before packs; not its blobs). */
@@ -253,6 +270,8 @@ export class LocalDeployer implements Deployer, Lifecycle {
     await Promise.all([...this.compressing.keys()].map((id) => this.stopCompressing(id)));
     await Promise.all([...this.running.values()].map((s) => s.stop()));
     this.running.clear();
+    await Promise.all([...this.releaseLogs.values()].map((l) => l.close()));
+    this.releaseLogs.clear();
   }
 
   private async run(
@@ -262,6 +281,8 @@ export class LocalDeployer implements Deployer, Lifecycle {
     signal?: AbortSignal,
   ): Promise<ReleaseTarget> {
     const env = { NODE_ENV: 'production', ...spec.env };
+    await mkdir(join(this.opts.dataDir, 'release-logs'), { recursive: true, mode: 0o700 });
+    const log = new ReleaseLog(this.logPath(spec.deploymentId));
     const supervisor = new Supervisor(
       this.sandbox,
       {
@@ -280,16 +301,23 @@ export class LocalDeployer implements Deployer, Lifecycle {
       {
         crashLoop: (lines) => {
           this.running.delete(spec.deploymentId);
+          void log.close();
           void report.exited(spec.deploymentId, 'The app crashed 5 times within a minute and was stopped.', lines);
         },
         restarted: (target) => void report.targetChanged(spec.deploymentId, target),
+        output: (line) => log.line(line),
       },
     );
+    await this.releaseLogs.get(spec.deploymentId)?.close();
+    this.releaseLogs.set(spec.deploymentId, log);
     try {
       const target = await supervisor.start(this.opts.healthTimeoutMs, signal);
       this.running.set(spec.deploymentId, supervisor);
       return target;
     } catch (err) {
+      // Its output stays on disk until the release is removed (a failed prepare removes it at once).
+      await log.close();
+      if (this.releaseLogs.get(spec.deploymentId) === log) this.releaseLogs.delete(spec.deploymentId);
       const tail = supervisor.lines.slice(-20).join('\n');
       const message = `The app ${(err as Error).message}. ${tail ? `Last lines:\n${tail}` : 'It printed nothing.'}`;
       throw new StageError(signal?.aborted ? 'deploy_canceled' : 'deploy_unhealthy', message, {

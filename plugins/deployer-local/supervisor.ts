@@ -8,6 +8,8 @@ export interface SupervisorEvents {
   crashLoop(lastLines: string[]): void;
   /** The process came back at a new address after a crash. */
   restarted(target: HttpTarget): void;
+  /** A line the process printed (stdout or stderr). */
+  output?(line: string): void;
 }
 
 /** Where a release answers: its sandbox's address, and its unix socket when the sandbox gives one. */
@@ -72,6 +74,7 @@ export class Supervisor {
   }
 
   private keep(line: string): void {
+    this.events.output?.(line);
     this.lines.push(line.length > 2000 ? `${line.slice(0, 2000)}…` : line);
     if (this.lines.length > KEEP_LINES) this.lines.shift();
   }

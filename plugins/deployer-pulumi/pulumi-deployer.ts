@@ -13,6 +13,7 @@ import type { Archive } from '../../core/ports/archive.js';
 import type {
   Deployer,
   PrepareControl,
+  ReleaseLogLine,
   ReleaseReports,
   ReleaseSpec,
   ReleaseTarget,
@@ -20,7 +21,7 @@ import type {
 import type { Storage } from '../../core/ports/storage.js';
 import type { Workspaces } from '../../core/ports/workspaces.js';
 import { guardReleaseNetwork } from '../shared/docker/firewall.js';
-import { lastLogLines } from '../shared/docker/logs.js';
+import { lastLogLines, releaseLogLines } from '../shared/docker/logs.js';
 import {
   releaseContainerName,
   runningReleaseIds,
@@ -63,7 +64,7 @@ export class PulumiDeployer implements Deployer {
     private readonly workspaces: Workspaces,
     private readonly storage: Storage,
     private readonly archive: Archive,
-    /** Only to read a failed release's last log lines. */
+    /** To read releases' logs (a failed one's last lines), list and limit their containers. */
     private readonly docker: Docker,
     private readonly opts: PulumiDeployerOptions,
   ) {}
@@ -137,6 +138,11 @@ export class PulumiDeployer implements Deployer {
   /** The releases' containers run on the Docker engine, labelled as deployer-docker's. */
   runningReleases(): Promise<string[]> {
     return runningReleaseIds(this.docker);
+  }
+
+  /** The release container's own log, read from the engine as deployer-docker's; null for a static release. */
+  logs(deploymentId: string, limit: number): Promise<ReleaseLogLine[] | null> {
+    return releaseLogLines(this.docker, deploymentId, limit);
   }
 
   /**

@@ -3,6 +3,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { DEPLOYER, type ReleaseLogLine } from '../../core/ports/deployer.js';
 import { dockerLeftovers, dockerMissing, removeDockerProjects, testDocker } from '../helpers/docker.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 
@@ -63,6 +64,11 @@ else {
     assert.is(missingPage.body, 'custom missing');
     assert.is((await h.site(host, '/.env')).status, 404);
 
+    // Its container runs the static server, which prints nothing of the site's: no log.
+    assert.is(await h.running.kernel.get(DEPLOYER).logs!(release, 10), null);
+    const log = await h.get(token, `/api/v1/projects/${projectId}/deployments/${release}/logs`);
+    assert.equal(log, { status: 200, body: { deployment_id: release, kept: false, lines: [] } });
+
     const info = await liveContainer(projectId);
     assert.is(info.Config.Labels['hoist.deployment'], release);
     assert.is(info.Config.User, '10001:10001');
@@ -111,6 +117,7 @@ http.createServer((req, res) => {
       .on('timeout', () => done('timeout'))
       .on('error', (e) => done(e.code));
   }
+  console.log('request ' + req.url);
   let writable = 'no';
   try { fs.writeFileSync('/app/x', '1'); writable = 'yes'; } catch {}
   fs.writeFileSync('/tmp/scratch', 'ok');
@@ -122,7 +129,7 @@ http.createServer((req, res) => {
     tmp: fs.readFileSync('/tmp/scratch', 'utf8'),
     forwardedHost: req.headers['x-forwarded-host'] || null,
   }));
-}).listen(Number(process.env.PORT), '127.0.0.1');
+}).listen(Number(process.env.PORT), '127.0.0.1', () => console.log('docker app ${marker} listening'));
 `;
     const pkg = JSON.stringify({ name: 'app', version: '1.0.0', scripts: { start: 'node server.js' } });
     const first = await deploy('Docker App', { 'package.json': pkg, 'server.js': server('one') });
@@ -131,6 +138,21 @@ http.createServer((req, res) => {
     const body = JSON.parse(res.body);
     assert.equal(body, { marker: 'one', uid: 10001, appWritable: 'no', tmp: 'ok', forwardedHost: first.host });
     const before = (await liveContainer(first.projectId)).Config.Labels['hoist.deployment'];
+    // What it printed, read from its container's log by the deployer (as the API process does: this kernel's).
+    const deployer = h.running.kernel.get(DEPLOYER);
+    let lines: ReleaseLogLine[] | null = null;
+    for (const end = Date.now() + 10_000; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) {
+      lines = await deployer.logs!(before, 50);
+      if (lines?.at(-1)?.text === 'request /hello') break;
+    }
+    assert.ok(lines, 'its lines are kept');
+    assert.is(lines[0].text, 'docker app one listening', JSON.stringify(lines));
+    assert.is(lines.at(-1)!.text, 'request /hello', JSON.stringify(lines));
+    for (const { at } of lines) assert.ok(new Date(at).toISOString() === at && Date.now() - Date.parse(at) < 600_000);
+    assert.equal(await deployer.logs!(before, 1), [lines.at(-1)]);
+    assert.is(await deployer.logs!('no-such-release', 10), null);
+    const log = await h.get(token, `/api/v1/projects/${first.projectId}/deployments/${before}/logs?lines=2`);
+    assert.equal(log, { status: 200, body: { deployment_id: before, kept: true, lines: lines.slice(-2) } });
     // The release cannot open a connection to this host (through its network's gateway or any address) when Hoist, as
     // root here, firewalls it.
     const net = await testDocker().getNetwork('hoist').inspect();

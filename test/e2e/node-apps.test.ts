@@ -265,6 +265,47 @@ test('a new release that fails its health check leaves the old one serving', asy
   assert.is(JSON.parse((await h.site(hostOf(first.url))).body).marker, 'old');
 });
 
+test("a deployment's runtime log: what its app printed, with times; refused to another account", async () => {
+  const pkg = JSON.stringify({ name: 'talky', scripts: { start: 'node server.js' } });
+  const talky =
+    `console.log('ready on', process.env.PORT); console.error('a warning'); ` +
+    `require('http').createServer((q, r) => { console.log('GET', q.url); r.end('ok'); }).listen(process.env.PORT);`;
+  const { op, url } = await deploy('talky', { 'package.json': pkg, 'server.js': talky });
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  const path = (query = '') => `/api/v1/projects/${op.project_id}/deployments/${op.result.deployment_id}/logs${query}`;
+  assert.is((await h.site(hostOf(url), '/from-a-visitor')).body, 'ok');
+  let log: any;
+  for (let i = 0; i < 50; i++) {
+    log = (await h.get(token, path())).body;
+    if (log.lines?.some((l: { text: string }) => l.text === 'GET /from-a-visitor')) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.is(log.deployment_id, op.result.deployment_id);
+  assert.is(log.kept, true);
+  const texts = log.lines.map((l: { text: string }) => l.text);
+  assert.ok(texts[0].startsWith('ready on '), texts.join('|'));
+  assert.ok(texts.includes('a warning'), 'stderr too');
+  assert.ok(texts.includes('GET /from-a-visitor'), texts.join('|'));
+  for (const line of log.lines) assert.ok(Math.abs(Date.parse(line.at) - Date.now()) < 120_000, line.at);
+  const last = (await h.get(token, path('?lines=1'))).body;
+  assert.equal(
+    last.lines.map((l: { text: string }) => l.text),
+    ['GET /from-a-visitor'],
+  );
+
+  assert.is((await h.get(token, path('?lines=0'))).status, 400);
+  assert.is((await h.get(token, path('?lines=1001'))).status, 400);
+  const other = await h.login();
+  const theirs = await h.get(other.token, path());
+  assert.is(theirs.status, 404, "another account's deployment is missing to it");
+  assert.not.ok(JSON.stringify(theirs.body).includes('from-a-visitor'));
+
+  const site = await h.upload(token, '/api/v1/local-to-live', await zipOf({ 'index.html': 'hi' }), { name: 'quiet' });
+  const done = await h.waitFor(token, (await site.json()).operation.id);
+  const quiet = await h.get(token, `/api/v1/projects/${done.project_id}/deployments/${done.result.deployment_id}/logs`);
+  assert.equal(quiet.body, { deployment_id: done.result.deployment_id, kept: false, lines: [] });
+});
+
 test('a crash loop marks the deployment failed', async () => {
   const pkg = JSON.stringify({ name: 'crashy', scripts: { start: 'node server.js' } });
   // Serves, then crashes 3 s later on every start (long enough to pass a container's health check).

@@ -390,6 +390,18 @@ const malformed: [string, () => Promise<RawResponse>, number, string, string?][]
     'skip_build',
   ],
   [
+    'a bad clear_cache',
+    () =>
+      sendForm([
+        ['name', 'clear'],
+        ['clear_cache', 'please'],
+        ['file', zip, 'a.zip'],
+      ]),
+    400,
+    'invalid_request',
+    'clear_cache',
+  ],
+  [
     'a root_directory outside the archive',
     () =>
       sendForm([

@@ -28,6 +28,7 @@ interface DeployOptions extends RemoteOptions {
   includeNodeModules?: boolean;
   resumable?: boolean;
   preview?: boolean;
+  clearCache?: boolean;
 }
 
 /** `hoist deploy [dir]`: zip a folder, upload it, follow Analyze, Build and Deploy, print the URL. */
@@ -64,6 +65,10 @@ export default function deploy(program: Command): void {
       'deploy a preview to its own URL (<slug>--<short id>), leaving the live site as it is; it expires after ' +
         "the plan's preview_ttl_hours, and `hoist promote <releaseID>` makes it live",
     )
+    .option(
+      '--clear-cache',
+      "build without the account's build cache (npm's downloads), which is dropped: this build leaves a new one",
+    )
     .option('--resumable', `upload through a resumable upload session even under ${formatBytes(RESUMABLE_FROM_BYTES)}`)
     .option('--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to)')
     .option(
@@ -92,6 +97,7 @@ async function run({ client }: Connection, o: DeployOptions, dir: string): Promi
   const fields: Record<string, string> = {
     ...(project ? {} : { name, ...(o.visibility ? { visibility: o.visibility } : {}) }),
     ...(o.preview ? { target: 'preview' } : {}),
+    ...(o.clearCache ? { clear_cache: 'true' } : {}),
   };
   const filename = `${basename(resolve(dir)) || 'site'}.zip`;
   const onProgress = (sent: number, total: number) => view.uploadProgress(sent, total);
@@ -110,6 +116,7 @@ async function run({ client }: Connection, o: DeployOptions, dir: string): Promi
         ...(project ? { project_id: project.id } : { name }),
         ...(o.visibility && !project ? { visibility: o.visibility as 'draft' } : {}),
         ...(o.preview ? { target: 'preview' as const } : {}),
+        ...(o.clearCache ? { clear_cache: true } : {}),
         transport: 'direct_storage_resumable',
         size,
         filename,

@@ -9,6 +9,7 @@ import session from './session.js';
 import deploy from './deploy.js';
 import projects from './projects.js';
 import releases from './releases.js';
+import logs from './logs.js';
 import env from './env.js';
 import operations from './operations.js';
 import secrets from './secrets.js';
@@ -25,6 +26,7 @@ export const commands: ((program: Command) => void)[] = [
   deploy,
   projects,
   releases,
+  logs,
   env,
   operations,
   secrets,

@@ -1,14 +1,40 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { RECORDS_SERVICE, type RecordsService } from '../../../core/deployments/records-service.js';
+import { DEPLOYER, type Deployer } from '../../../core/ports/deployer.js';
 import { bearer, principalOf } from '../auth.js';
 import { DeploymentRecord, pageOf, PageQuery, recordParams } from '../record-schemas.js';
 import { retryRoute } from '../retry-route.js';
 import { errorResponses } from '../schemas.js';
 import type { RouteOptions } from './index.js';
 
-/** Deployments: a project's deployment records, and deployment retries (redeploys). */
+/** The most lines one call reads of a runtime log. */
+const LOG_LINES_MAX = 1000;
+
+/** A deployment's runtime log, as the logs route answers it. */
+const RuntimeLog = {
+  type: 'object',
+  required: ['deployment_id', 'kept', 'lines'],
+  properties: {
+    deployment_id: { type: 'string', format: 'uuid' },
+    kept: { type: 'boolean', description: 'false: nothing is kept for this deployment (a static release, say).' },
+    lines: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['at', 'text'],
+        properties: {
+          at: { type: 'string', format: 'date-time', description: 'When the app printed it.' },
+          text: { type: 'string' },
+        },
+      },
+    },
+  },
+} as const;
+
+/** Deployments: a project's deployment records, their runtime logs, and deployment retries (redeploys). */
 const deployments: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
   const records = kernel.get<RecordsService>(RECORDS_SERVICE);
+  const deployer = kernel.get<Deployer>(DEPLOYER);
   app.addHook('onRequest', app.authenticate);
 
   app.get<{ Params: { projectID: string }; Querystring: { cursor?: string; limit: number } }>(
@@ -49,6 +75,45 @@ const deployments: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
       },
     },
     async (req) => records.deployment(principalOf(req).accountId, req.params.projectID, req.params.deploymentID),
+  );
+
+  app.get<{ Params: { projectID: string; deploymentID: string }; Querystring: { lines: number } }>(
+    '/projects/:projectID/deployments/:deploymentID/logs',
+    {
+      schema: {
+        tags: ['Deployments'],
+        summary: "Read a deployment's runtime log (what its Node.js app printed)",
+        description:
+          'The last `lines` lines (100 by default, at most 1,000) the Node.js app of this deployment printed on ' +
+          'stdout and stderr, oldest first, each with the time it was printed: while it runs, and after it ' +
+          'stopped until its release is removed (across restarts after a crash, whose output follows on). ' +
+          '`kept` is false, with no lines, when nothing is kept: a static release, which runs nothing, a ' +
+          'release removed or never started, or a deployer that keeps no output. Lines are cut at 2,000 ' +
+          'characters; an app that prints more than 64 KiB a second has the rest counted in a line of ' +
+          "Hoist's (`[hoist] N lines were not kept`), and at most about 1 MiB is kept a release (deployer-local; " +
+          "deployer-docker and -pulumi read the container's own log, which goes with the container: a replaced " +
+          "release's once drained). The app's output is shown as it " +
+          'printed it: environment values it prints are not masked. ' +
+          "Another account's deployment and a malformed id answer 404 like a missing one.",
+        security: bearer,
+        params: recordParams('deploymentID'),
+        querystring: {
+          type: 'object',
+          properties: {
+            lines: { type: 'integer', minimum: 1, maximum: LOG_LINES_MAX, default: 100, description: 'How many.' },
+          },
+          additionalProperties: false,
+        },
+        response: { 200: RuntimeLog, ...errorResponses(400, 401, 404) },
+      },
+    },
+    async (req) => {
+      const { projectID, deploymentID } = req.params;
+      // Answers 404 for a deployment that is not this account's project's.
+      await records.deployment(principalOf(req).accountId, projectID, deploymentID);
+      const lines = (await deployer.logs?.(deploymentID, req.query.lines)) ?? null;
+      return { deployment_id: deploymentID, kept: lines !== null, lines: lines ?? [] };
+    },
   );
 
   retryRoute(app, kernel, {

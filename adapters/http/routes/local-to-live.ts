@@ -15,7 +15,9 @@ const description = (scope: string) =>
   'the whole request at most 100,000,000), and text parts ' +
   '`name` (account-level only: creates or selects the project of that name), `visibility` (draft by default; only ' +
   'when the call creates the project), ' +
-  '`root_directory`, `skip_build` (true|false), `runtime` (static|node), `framework`, `manifest_id` (the id ' +
+  "`root_directory`, `skip_build` (true|false), `clear_cache` (true|false: the account's build cache is " +
+  'dropped before this build, which starts without one and leaves a new one), `runtime` (static|node), ' +
+  '`framework`, `manifest_id` (the id ' +
   'POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be ' +
   'left out when none were), `target` (production, the default, or preview: the release goes to its own host ' +
   "`<slug>--<short id>.<apps domain>` and the live release is not touched; private behind the project's gate unless " +
@@ -48,21 +50,20 @@ const description = (scope: string) =>
   'ZIP is read too.\n\n' +
   describeTransitions();
 
+/** The upload parts a project-level call takes; an account-level one takes these and those naming the project. */
+const PROJECT_PARTS = [
+  'root_directory',
+  'skip_build',
+  'clear_cache',
+  'runtime',
+  'framework',
+  'transport',
+  'manifest_id',
+  'target',
+];
 const ALLOWED = {
-  account: [
-    'name',
-    'visibility',
-    'root_directory',
-    'skip_build',
-    'runtime',
-    'framework',
-    'transport',
-    'environment',
-    'access_password',
-    'manifest_id',
-    'target',
-  ],
-  project: ['root_directory', 'skip_build', 'runtime', 'framework', 'transport', 'manifest_id', 'target'],
+  account: ['name', 'visibility', 'environment', 'access_password', ...PROJECT_PARTS],
+  project: PROJECT_PARTS,
 };
 
 /** The Idempotency-Key of a request, if it has one. */

@@ -45,6 +45,10 @@ const Body = {
       description: 'A framework name such as static, vite or astro; overrides what Analyze detects.',
     },
     skip_build: { type: 'boolean', description: 'Skip the Build stage (the archive is served as built).' },
+    clear_cache: {
+      type: 'boolean',
+      description: "Drop the account's build cache before this build, which starts without one and leaves a new one.",
+    },
     target: {
       type: 'string',
       enum: ['production', 'preview'],
@@ -173,6 +177,7 @@ interface CreateBody {
   runtime?: string;
   framework?: string;
   skip_build?: boolean;
+  clear_cache?: boolean;
   root_directory?: string;
   target?: string;
   transport?: UploadTransport;
@@ -241,6 +246,7 @@ const uploadSessions: FastifyPluginAsync<RouteOptions> = async (app, { kernel })
       const options = uploadOptions({
         root_directory: b.root_directory,
         skip_build: b.skip_build,
+        clear_cache: b.clear_cache,
         runtime: b.runtime,
         framework: b.framework,
         target: b.target,

@@ -190,6 +190,10 @@ export class BuildStage implements StageImpl {
           redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
           const caches = this.caches;
           const cache = caches && join(await dir(), 'cache');
+          if (cache && ctx.version.options.clear_cache) {
+            await caches.clear(ctx.operation.accountId);
+            write('Build cache: cleared (clear_cache): this build starts without one.');
+          }
           if (cache && (await caches.take(ctx.operation.accountId, cache)))
             write('Build cache: restored (what earlier builds of this account kept).');
           try {

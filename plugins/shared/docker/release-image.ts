@@ -24,7 +24,7 @@ export const releaseTmpfs = (diskMb: number) => ({ '/tmp': tenantTmpfs(diskMb, '
 /** Hoist's runtime scripts of a release (`/hoist` in its image): the static server and the app runner. */
 export const RUNTIME_DIR = fileURLToPath(new URL('./runtime/', import.meta.url));
 /** The site rules' matcher (`_redirects`, `_headers`), which the static server shares with the edge (in `/hoist`). */
-const SITE_RULES = fileURLToPath(new URL('../../../core/deployments/site-rules.cjs', import.meta.url));
+const SITE_RULES = fileURLToPath(new URL('../../../core/ports/site-rules.cjs', import.meta.url));
 
 /** Labels on everything a Docker deployer creates; cleanup only ever touches objects carrying them. */
 export function releaseLabels(spec: Pick<ReleaseSpec, 'deploymentId' | 'projectId'>): Record<string, string> {

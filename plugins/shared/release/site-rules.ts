@@ -6,7 +6,7 @@ import {
   REDIRECTS_FILE,
   type HeaderRule,
   type RedirectRule,
-} from '../../../core/deployments/site-rules.cjs';
+} from '../../../core/ports/site-rules.cjs';
 import { StageError } from '../../../core/errors.js';
 
 /** The rules of a static site's `_redirects` and `_headers` files, as a release keeps them (none without). */

@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { variantsDir } from '../../../core/ports/file-index.js';
 import { serveStatic, type StaticRelease } from '../../../adapters/edge/static-files.js';
-import { parseHeaders, parseRedirects } from '../../../core/deployments/site-rules.cjs';
+import { parseHeaders, parseRedirects } from '../../../core/ports/site-rules.cjs';
 import { BlobStore } from '../../../plugins/shared/release/blob-store.js';
 import {
   addReleaseVariants,

@@ -5,6 +5,7 @@ import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'uvu';
+import type { UploadOptions } from '../../../../core/entities/version.js';
 import * as assert from 'uvu/assert';
 import { BuildCaches } from '../../../../core/deployments/build-cache.js';
 import { Redactor } from '../../../../core/deployments/redaction.js';
@@ -239,6 +240,36 @@ test("a builder gets the account's build cache, kept for its next build; one it 
   await lines(caching('c'));
   assert.equal(seen, ['', 'a', ''], 'the cache with a link was dropped');
   assert.ok(existsSync('/etc/passwd'));
+});
+
+test("clear_cache: the account's cache is dropped; the build starts without one, then leaves its own", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hoist-build-stage-cache-'));
+  const caches = new BuildCaches(dataDir, 1024 * 1024);
+  const seen: string[] = [];
+  const caching = (name: string): Builder => ({
+    ...builder(),
+    build: async (input) => {
+      seen.push((await readdir(input.cache!)).sort().join(','));
+      await writeFile(join(input.cache!, name), 'downloads');
+      return builder().build(input);
+    },
+  });
+  // Builds of one account.
+  const ctx = stageContext();
+  const run = async (b: Builder, upload: UploadOptions = {}) => {
+    const { builds, stage } = setup([b], caches);
+    ctx.version.options = upload;
+    await (
+      await stage.run(ctx)
+    ).also!(null as never);
+    return builds.rows[0].log!.lastLines;
+  };
+  await run(caching('old'));
+  const cleared = await run(caching('new'), { clear_cache: true });
+  assert.ok(cleared.includes('Build cache: cleared (clear_cache): this build starts without one.'), cleared.join('\n'));
+  assert.not.ok(cleared.some((l) => l.startsWith('Build cache: restored')));
+  await run(caching('next'));
+  assert.equal(seen, ['', '', 'new'], 'the cleared build saw none; the next one sees what it left');
 });
 
 test('a failed build gives its cache back too', async () => {

@@ -9,14 +9,14 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import { zipOf } from '../../../helpers/live.js';
 import * as assert from 'uvu/assert';
-import { parseHeaders, parseRedirects } from '../../../../core/deployments/site-rules.cjs';
+import { parseHeaders, parseRedirects } from '../../../../core/ports/site-rules.cjs';
 import { StageError } from '../../../../core/errors.js';
 import type { ReleaseSpec } from '../../../../core/ports/deployer.js';
 import archiveZip from '../../../../plugins/archive-zip/index.js';
 import { stageBuildContext } from '../../../../plugins/shared/docker/release-image.js';
 import { LocalStorage } from '../../../../plugins/storage-local/local-storage.js';
 
-const SITE_RULES = fileURLToPath(new URL('../../../../core/deployments/site-rules.cjs', import.meta.url));
+const SITE_RULES = fileURLToPath(new URL('../../../../core/ports/site-rules.cjs', import.meta.url));
 
 const root = mkdtempSync(join(tmpdir(), 'hoist-release-image-'));
 const storage = new LocalStorage(join(root, 'storage'));

@@ -12,7 +12,7 @@ import {
   parseRedirects,
   type HeaderRule,
   type RedirectRule,
-} from '../../../../core/deployments/site-rules.cjs';
+} from '../../../../core/ports/site-rules.cjs';
 import { stageRuntime } from '../../../../plugins/shared/docker/release-image.js';
 
 // The release's root sits one level down, beside a file no request may reach.

@@ -8,7 +8,7 @@ import {
   MAX_RULES,
   parseHeaders,
   parseRedirects,
-} from '../../../core/deployments/site-rules.cjs';
+} from '../../core/ports/site-rules.cjs';
 
 test('rules parse in order: status 301 by default, ! forces, comments and blank lines are skipped', () => {
   const { rules, errors } = parseRedirects(
