@@ -13,7 +13,8 @@
 // - Rules are tried in order, the first that matches wins. A rule applies only where no file answers the path,
 //   unless it ends with `!` (forced): `/* /index.html 200` is a single-page app's fallback.
 // - Refused with a reason and the line: proxying to another site (200, 404 or 410 to a URL), matching on a domain,
-//   query parameters or conditions (Country=, Role=...), a `*` that does not end `from`, and more than MAX_RULES.
+//   query parameters or conditions (Country=, Role=...), a `*` that does not end `from`, more than MAX_RULES, and
+//   more than MAX_DYNAMIC_RULES with placeholders or a splat (those of plain paths are looked up, the others tried).
 //
 // `_headers`: a path on a line of its own, then its headers (`Name: value`), indented, on the lines after it.
 // Every rule whose path matches applies, in order; a header several of them set gets their values joined with `, `.
@@ -25,6 +26,8 @@ const REDIRECTS_FILE = '_redirects';
 /** The headers file's name, at the root of the site. */
 const HEADERS_FILE = '_headers';
 const MAX_RULES = 2000;
+/** Rules with placeholders or a splat, which every request they may answer tries in turn (Cloudflare's bound). */
+const MAX_DYNAMIC_RULES = 100;
 const MAX_LINE = 2048;
 /** The largest `_redirects` or `_headers` file read, in bytes. */
 const MAX_BYTES = 256 * 1024;
@@ -61,6 +64,7 @@ function ruleOf(line) {
     return `${to}: matching on query parameters is not supported`;
   if (!to.startsWith('/') && !URL_START.test(to)) return `${to}: "to" is a path that starts with / or an http(s) URL`;
   if (URL_START.test(to) && !URL.canParse(to)) return `${to}: not a valid URL`;
+  if (/[^\x21-\x7e]/.test(to)) return `${to}: write characters other than ASCII percent-encoded (%C3%A9 for é)`;
   const wrong = pathProblem(from);
   if (wrong) return wrong;
   const m = status === undefined ? null : /^(\d{3})(!?)$/.exec(status);
@@ -98,6 +102,12 @@ function parseRedirects(text) {
   });
   if (rules.length > MAX_RULES)
     errors.push({ line: 0, message: `${rules.length} rules: at most ${MAX_RULES} are supported` });
+  const dynamic = rules.filter((r) => isDynamic(partsOf(r.from))).length;
+  if (dynamic > MAX_DYNAMIC_RULES)
+    errors.push({
+      line: 0,
+      message: `${dynamic} rules with placeholders or a splat: at most ${MAX_DYNAMIC_RULES} are supported`,
+    });
   return { rules, errors };
 }
 
@@ -105,15 +115,29 @@ const compiled = new WeakMap();
 
 /** The segments of a path pattern, as matchParts takes them. */
 const partsOf = (path) => trimmed(path).split('/').slice(1);
+const isDynamic = (parts) => parts.some((p) => p === '*' || p.startsWith(':'));
 
-/** The segments of `from` of each rule, worked out once per rules array. */
+/**
+ * Rules as matchRedirect goes through them: those of a plain path by it (the first of each: a lookup, however many
+ * there are), and those with placeholders or a splat in order (at most MAX_DYNAMIC_RULES: each is tried in turn).
+ */
+function lookupOf(rules) {
+  const literal = new Map();
+  const dynamic = [];
+  rules.forEach((rule, index) => {
+    const parts = partsOf(rule.from);
+    if (isDynamic(parts)) dynamic.push({ rule, parts, index });
+    else if (!literal.has(trimmed(rule.from))) literal.set(trimmed(rule.from), { rule, index });
+  });
+  return { literal, dynamic };
+}
+
+/** The lookups of all `rules` and of their forced ones, worked out once per rules array. */
 function compile(rules) {
   let found = compiled.get(rules);
   if (!found) {
-    found = {
-      anyForced: rules.some((r) => r.force),
-      rules: rules.map((r) => ({ rule: r, parts: partsOf(r.from) })),
-    };
+    const forced = rules.filter((r) => r.force);
+    found = { all: lookupOf(rules), forced: forced.length ? lookupOf(forced) : null };
     compiled.set(rules, found);
   }
   return found;
@@ -155,16 +179,19 @@ function matchParts(parts, path) {
  */
 function matchRedirect(rules, pathname, fileFound) {
   const all = compile(rules);
-  if (fileFound && !all.anyForced) return null;
+  const lookup = fileFound ? all.forced : all.all;
+  if (!lookup) return null;
   const path = trimmed(pathname).split('/').slice(1);
-  for (const { rule, parts } of all.rules) {
-    if (fileFound && !rule.force) continue;
+  const plain = lookup.literal.get(trimmed(pathname)) ?? lookup.literal.get(`/${path.map(decoded).join('/')}`);
+  // A rule with placeholders or a splat wins only when it comes before the plain path's.
+  for (const { rule, parts, index } of lookup.dynamic) {
+    if (plain && index > plain.index) break;
     const values = matchParts(parts, path);
     if (!values) continue;
     const to = rule.to.replace(SUBSTITUTE, (whole, name) => (Object.hasOwn(values, name) ? values[name] : whole));
     return { rule, to };
   }
-  return null;
+  return plain ? { rule: plain.rule, to: plain.rule.to } : null;
 }
 
 /**
@@ -294,6 +321,7 @@ module.exports = {
   matchHeaders,
   MAX_BYTES,
   MAX_RULES,
+  MAX_DYNAMIC_RULES,
   MAX_HEADER_RULES,
   REDIRECTS_FILE,
   HEADERS_FILE,

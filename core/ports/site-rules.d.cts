@@ -59,5 +59,7 @@ export const HEADERS_FILE: '_headers';
 export const MAX_BYTES: number;
 /** The most rules a `_redirects` file may hold. */
 export const MAX_RULES: number;
+/** The most of them with placeholders or a splat. */
+export const MAX_DYNAMIC_RULES: number;
 /** The file's name, at the root of the site. */
 export const REDIRECTS_FILE: '_redirects';

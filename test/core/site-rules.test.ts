@@ -4,6 +4,7 @@ import {
   locationOf,
   matchHeaders,
   matchRedirect,
+  MAX_DYNAMIC_RULES,
   MAX_HEADER_RULES,
   MAX_RULES,
   parseHeaders,
@@ -41,6 +42,7 @@ test('each refused line is named with its number and why', () => {
     '/a\u0001 /b',
     'https://[bad /x',
     '/a https://[bad 302',
+    '/a /caf\u00e9',
   ];
   const { rules, errors } = parseRedirects(lines.join('\n'));
   assert.equal(rules, []);
@@ -65,6 +67,7 @@ test('each refused line is named with its number and why', () => {
   assert.match(say(14), /at most 2048 characters/);
   assert.match(say(15), /control characters/);
   assert.match(say(17), /not a valid URL/);
+  assert.match(say(18), /percent-encoded/);
 });
 
 test(`more than ${MAX_RULES} rules are refused as a whole`, () => {
@@ -97,6 +100,21 @@ test('matching: placeholders, the splat (the empty rest too), trailing slashes, 
   assert.is(to('/caf%C3%A9'), '/coffee', 'a literal segment matches its escaped form');
   assert.is(to('/'), '/home');
   assert.is(matchRedirect(rules, '/old', true), null, 'a file answers: only forced rules apply');
+});
+
+test(`plain paths are looked up, the others tried in turn (at most ${MAX_DYNAMIC_RULES}); the first match wins`, () => {
+  const { rules } = parseRedirects('/a/:x /first\n/a/b /second\n/c/d /third\n/c/* /fourth\n/c/d /fifth\n');
+  assert.is(matchRedirect(rules, '/a/b', false)!.to, '/first', 'a placeholder rule before the plain one wins');
+  assert.is(matchRedirect(rules, '/c/d', false)!.to, '/third', 'the plain rule before the splat wins');
+  assert.is(matchRedirect(rules, '/c/e', false)!.to, '/fourth');
+  const many = Array.from({ length: MAX_DYNAMIC_RULES + 1 }, (_, i) => `/d${i}/* /e`);
+  assert.equal(parseRedirects([...many, '/plain /p'].join('\n')).errors, [
+    {
+      line: 0,
+      message:
+        `${MAX_DYNAMIC_RULES + 1} rules with placeholders or a splat: ` + `at most ${MAX_DYNAMIC_RULES} are supported`,
+    },
+  ]);
 });
 
 test('forced rules apply where a file answers; the others only where none does', () => {
