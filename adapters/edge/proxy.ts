@@ -12,6 +12,7 @@ import { createProxyServer } from 'http-proxy-3';
 import { Pool, type Dispatcher } from 'undici';
 import { HoistError } from '../../core/errors.js';
 import type { ReleaseTarget } from '../../core/ports/deployer.js';
+import { isProxyInstruction } from '../../core/ports/site-rules.cjs';
 import { badGatewayPage } from './pages.js';
 
 /** How the edge tells a release who asked: the client's scheme when the edge cannot see it itself. */
@@ -105,7 +106,8 @@ function pathOf(url: string): string {
 
 /**
  * The headers of a release's answer as the client gets them, as a flat list: the edge's `own` first (with the
- * release's value where it sends one), then the release's but Transfer-Encoding, with Connection as an HTTP/1.0
+ * release's value where it sends one), then the release's but Transfer-Encoding and instructions to a proxy in
+ * front of the edge (isProxyInstruction), with Connection as an HTTP/1.0
  * client asked (close by default), else the release's or the client's (keep-alive by default).
  */
 function answerHeaders(raw: Buffer[], own: OutgoingHttpHeaders, req: IncomingMessage): string[] {
@@ -118,7 +120,7 @@ function answerHeaders(raw: Buffer[], own: OutgoingHttpHeaders, req: IncomingMes
   let connection = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = names[i];
-    if (name === 'transfer-encoding' || Object.hasOwn(own, name)) continue;
+    if (name === 'transfer-encoding' || Object.hasOwn(own, name) || isProxyInstruction(name)) continue;
     if (name === 'connection') {
       if (req.httpVersion === '1.0') continue;
       connection = true;
@@ -156,7 +158,11 @@ export function createReleaseProxy(options: ForwardingOptions) {
   // The request to the release, so a request cut on the edge's side is ended there too.
   const outgoing = new WeakMap<IncomingMessage, ClientRequest>();
   proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => outgoing.set(req, proxyReq));
-  proxy.on('proxyRes', (answer: IncomingMessage, _req: IncomingMessage, res: ServerResponse) => cutWith(answer, res));
+  proxy.on('proxyRes', (answer: IncomingMessage, _req: IncomingMessage, res: ServerResponse) => {
+    // http-proxy writes the answer's headers after this event, from answer.headers.
+    for (const name of Object.keys(answer.headers)) if (isProxyInstruction(name)) delete answer.headers[name];
+    cutWith(answer, res);
+  });
   const fail = (res: ServerResponse | Duplex, req: IncomingMessage, err?: unknown) => {
     if (!('writeHead' in res)) return res.destroy();
     // A body that came too slowly (slow-clients.ts): 408, and the release's request is dropped.

@@ -234,9 +234,18 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 // What node:http takes as a header value: visible Latin-1 characters, spaces and tabs.
 const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
+/**
+ * Whether header `name` (lower case) instructs a proxy in front of Hoist (nginx's X-Accel-Redirect and X-Accel-*,
+ * Apache's and lighttpd's X-Sendfile): a tenant's answer must not carry one, or it could have that proxy serve its
+ * internal locations or files. The edge drops them from releases' answers; `_headers` may not set them.
+ */
+const isProxyInstruction = (name) => /^(?:x-accel-|x-sendfile$|x-lighttpd-send-(?:temp)?file$)/.test(name);
+
 /** Why header `name` (lower case) may not be set by a `_headers` rule, or null. */
 function headerProblem(name) {
   if (name.startsWith('x-hoist-')) return `${name}: Hoist sets X-Hoist-* headers itself`;
+  if (isProxyInstruction(name))
+    return `${name}: an instruction to a proxy in front of Hoist, which a site may not give`;
   if (name === 'set-cookie') return 'set-cookie: a static answer sets no cookie';
   if (OWNED_HEADERS.includes(name)) return `${name}: Hoist sets this header itself, from the file`;
   return null;
@@ -319,6 +328,7 @@ module.exports = {
   locationOf,
   parseHeaders,
   matchHeaders,
+  isProxyInstruction,
   MAX_BYTES,
   MAX_RULES,
   MAX_DYNAMIC_RULES,

@@ -50,6 +50,12 @@ export function parseHeaders(text: string): { rules: HeaderRule[]; errors: Redir
  */
 export function matchHeaders(rules: readonly HeaderRule[], pathname: string): Record<string, string> | null;
 
+/**
+ * Whether header `name` (lower case) instructs a proxy in front of Hoist (X-Accel-*, X-Sendfile): no tenant's answer
+ * may carry one.
+ */
+export function isProxyInstruction(name: string): boolean;
+
 /** The most paths a `_headers` file may hold. */
 export const MAX_HEADER_RULES: number;
 /** The headers file's name, at the root of the site. */

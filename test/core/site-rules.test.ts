@@ -181,12 +181,14 @@ test('_headers: each refused line is named with its number and why', () => {
     '  X-Ctl: a\u0001b',
     '/empty',
     '  Transfer-Encoding: chunked',
+    '  X-Accel-Redirect: /internal',
+    '  X-Sendfile: /etc/passwd',
   ];
   const { errors } = parseHeaders(lines.join('\n'));
   const say = Object.fromEntries(errors.map((e) => [e.line, e.message]));
   assert.equal(
     errors.map((e) => e.line),
-    [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15],
+    [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17],
   );
   assert.match(say[1], /after the path it is for/);
   assert.match(say[3], /set-cookie: a static answer sets no cookie/);
@@ -201,6 +203,8 @@ test('_headers: each refused line is named with its number and why', () => {
   assert.match(say[12], /holds no spaces/);
   assert.match(say[13], /characters a header may not/);
   assert.match(say[15], /transfer-encoding/);
+  assert.match(say[16], /x-accel-redirect: an instruction to a proxy in front of Hoist/);
+  assert.match(say[17], /x-sendfile: an instruction to a proxy/);
   const empty = parseHeaders('/a\n/b\n  X-B: 1').errors;
   assert.equal(empty, [{ line: 1, message: '/a: the path has no headers' }]);
 });

@@ -30,6 +30,10 @@ const release = http.createServer((req, res) => {
     res.statusMessage = 'I am a teapot here';
     res.setHeader('x-hoist-release', 'the app says');
     res.setHeader('keep-alive', 'timeout=3');
+    // Instructions to a proxy in front of the edge (nginx's, Apache's): never passed on.
+    res.setHeader('X-Accel-Redirect', '/internal/admin');
+    res.setHeader('x-accel-buffering', 'no');
+    res.setHeader('X-Sendfile', '/etc/passwd');
   }
   res.statusCode = req.url === '/status' ? 418 : 200;
   res.setHeader('content-type', 'application/json').end(JSON.stringify(seen(req)));
@@ -204,6 +208,12 @@ test(
       assert.match(teapot, /^HTTP\/1\.1 418 I am a teapot here\r\n/);
       assert.match(teapot, /\r\nx-hoist-release: the app says\r\n/i);
       assert.match(teapot, /\r\nx-robots-tag: noindex\r\n/i);
+      for (const url of [web.url, plain.url])
+        assert.not.match(
+          await answerOf(url, 'GET', '/status', { connection: 'close' }),
+          /x-accel|x-sendfile/i,
+          `${url === web.url ? 'web' : 'plain'} drops instructions to a proxy in front`,
+        );
     } finally {
       await web.close();
       await plain.close();
