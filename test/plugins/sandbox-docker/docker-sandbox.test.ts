@@ -452,7 +452,8 @@ else {
 
   const answer = async (url: string) => {
     for (let i = 0; i < 100; i++) {
-      const r = await fetch(url).then(
+      // A try that gets no answer in 5 s is given up (undici would wait 300 s for the headers).
+      const r = await fetch(url, { signal: AbortSignal.timeout(5000) }).then(
         (x) => x.text(),
         () => null,
       );
