@@ -140,6 +140,34 @@ test('a project with no live release: said so, exit 1', async () => {
 /** The token the CLI saved at login. */
 const token = (): string => JSON.parse(readFileSync(join(cli.configHome, 'hoist', 'credentials.json'), 'utf8')).token;
 
+test('hoist logs --follow prints the lines the app prints from then on, each once', async () => {
+  assert.is((await cli.run(['logs', '--project', 'log-app', '--follow', '--json'])).code, 2, 'not with --json');
+  const child = cli.spawn(['logs', '--project', 'log-app', '--follow', '-n', '1']);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d));
+  const seen = async (text: string) => {
+    for (let i = 0; i < 60 && !out.includes(text); i++) await new Promise((r) => setTimeout(r, 100));
+    return out.includes(text);
+  };
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    for (const path of ['/followed-1', '/followed-2']) {
+      await h.site(hostOf(appUrl), path);
+      assert.ok(await seen(`request ${path}`), out);
+    }
+    await new Promise((r) => setTimeout(r, 2500));
+    const printed = lines(out).filter((l) => / request \/followed-/.test(l));
+    assert.equal(
+      printed.map((l) => l.slice(l.indexOf(' ') + 1)),
+      ['request /followed-1', 'request /followed-2'],
+      'each once, in order',
+    );
+    for (const l of printed) assert.match(l.split(' ')[0], ISO);
+  } finally {
+    child.kill('SIGINT');
+  }
+});
+
 test("hoist deploy --clear-cache: the build starts without the account's build cache, and says so", async () => {
   const pkg = JSON.stringify({ name: 'cache-app', version: '1.0.0', scripts: { start: 'node server.js' } });
   const r = await cli.run([
