@@ -511,6 +511,15 @@ export const settings = {
       "Disk each account's build cache may keep between its builds (npm's download cache: a warm one halves an " +
       'install), MiB; at most half of buildDiskMb is used. 0 turns the cache off.',
   },
+  buildCacheDays: {
+    type: 'integer',
+    env: 'HOIST_BUILD_CACHE_DAYS',
+    default: 30,
+    min: 1,
+    doc:
+      "Days an account's build cache is kept after its last build gave it back; workers remove older ones " +
+      '(every 10 minutes).',
+  },
   buildOutputBytes: {
     type: 'integer',
     env: 'HOIST_BUILD_OUTPUT_BYTES',

@@ -1,4 +1,4 @@
-import { lstat, mkdir, opendir, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, opendir, readdir, rename, rm, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** What became of a build's cache when it ended: kept for the account's next build, or dropped (and why). */
@@ -56,9 +56,27 @@ export class BuildCaches {
         (): CacheReturn => ({ kept: true, bytes: size }),
         (): CacheReturn => ({ kept: false, why: 'newer_kept', bytes: size }),
       );
+      // Its time is when it was last given back: sweep() goes by it.
+      if (result.kept) await utimes(this.pathOf(accountId), new Date(), new Date()).catch(() => {});
     }
     if (!result.kept) await rm(from, { recursive: true, force: true, maxRetries: 3 });
     return result;
+  }
+
+  /**
+   * Removes the caches no build gave back for `olderThanMs` (an account that stopped building; any number of workers
+   * may sweep at once). A cache a build holds now is in that build's folder, not here. Resolves how many it removed.
+   */
+  async sweep(olderThanMs: number): Promise<number> {
+    const root = join(this.dataDir, 'build-cache');
+    let removed = 0;
+    for (const name of await readdir(root).catch(() => [])) {
+      const info = await lstat(join(root, name)).catch(() => null);
+      if (!info || Date.now() - info.mtimeMs <= olderThanMs) continue;
+      await rm(join(root, name), { recursive: true, force: true, maxRetries: 3 });
+      removed++;
+    }
+    return removed;
   }
 
   private pathOf(accountId: string): string {

@@ -1,7 +1,10 @@
+import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DEPLOYER, type Deployer } from '../../../core/ports/deployer.js';
 import { startGarbageCollection } from '../../../adapters/worker/garbage-collection.js';
+import { BuildCaches } from '../../../core/deployments/build-cache.js';
 import { testKernel } from '../../helpers/kernel.js';
 
 test('the worker collects garbage at start and then on its period, and stops doing so when stopped', async () => {
@@ -23,6 +26,34 @@ test('the worker collects garbage at start and then on its period, and stops doi
     const after = rounds;
     await new Promise((r) => setTimeout(r, 100));
     assert.is(rounds, after, 'no round after stop');
+  } finally {
+    await kernel.stop();
+  }
+});
+
+test('a round removes the build caches no build gave back for buildCacheDays; a recent one stays', async () => {
+  const kernel = await testKernel({ deployer: 'local', buildCacheDays: 2 });
+  try {
+    const root = join(kernel.config.dataDir, 'build-cache');
+    const caches = new BuildCaches(kernel.config.dataDir, 1024 * 1024);
+    for (const account of ['idle-account', 'busy-account']) {
+      const into = join(kernel.config.dataDir, `${account}-build`);
+      await caches.take(account, into);
+      writeFileSync(join(into, 'downloads'), 'x');
+      assert.is((await caches.giveBack(account, into)).kept, true);
+    }
+    const old = new Date(Date.now() - 3 * 86_400_000);
+    utimesSync(join(root, 'idle-account'), old, old);
+    const stop = startGarbageCollection(kernel, 60_000);
+    for (let i = 0; i < 100 && existsSync(join(root, 'idle-account')); i++) await new Promise((r) => setTimeout(r, 20));
+    await stop();
+    assert.equal(readdirSync(root), ['busy-account'], 'the one unused for 3 days is gone');
+    // A build that gives its cache back makes it recent again.
+    const into = join(kernel.config.dataDir, 'again');
+    await caches.take('busy-account', into);
+    utimesSync(into, old, old);
+    await caches.giveBack('busy-account', into);
+    assert.ok(Date.now() - statSync(join(root, 'busy-account')).mtimeMs < 60_000);
   } finally {
     await kernel.stop();
   }
