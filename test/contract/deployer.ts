@@ -76,12 +76,16 @@ export class RecordedReports implements ReleaseReports {
   }
 }
 
-/** Polls until nothing answers at the target any more (the release's process is gone); fails after 30 s. */
-async function gone(target: ReleaseTarget): Promise<void> {
+/**
+ * Polls until the release whose answers carry `marker` (server's) no longer answers at the target (its process is
+ * gone); fails after 30 s. Whatever else answers there does not count: another release may have been given its
+ * address since (a Docker network hands a freed address to the next container, of a test running beside this one).
+ */
+async function gone(target: ReleaseTarget, marker: string): Promise<void> {
   const end = Date.now() + 30_000;
   while (Date.now() < end) {
     const res = await fetchRelease(target, '/').catch(() => null);
-    if (!res || res.status >= 500) return;
+    if (!res || res.status >= 500 || !res.body.includes(`"marker":${JSON.stringify(marker)}`)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
   assert.unreachable(`the release at ${JSON.stringify(target)} still answers`);
@@ -182,7 +186,7 @@ export function deployerContract(name: string, make: () => Promise<DeployerUnder
     assert.equal(JSON.parse(res.body), { marker: 'node one', greeting: 'hello from env', path: '/some/path?x=1' });
     await ctx.d.deployer.remove(spec.deploymentId);
     assert.equal(await ctx.d.leftovers(spec.deploymentId), []);
-    await gone(target);
+    await gone(target, 'node one');
     await ctx.d.deployer.remove(spec.deploymentId);
   });
 
@@ -193,7 +197,7 @@ export function deployerContract(name: string, make: () => Promise<DeployerUnder
     const first = await deployer.prepare(spec, control());
     await deployer.suspend(spec.deploymentId);
     await deployer.suspend(spec.deploymentId);
-    await gone(first);
+    await gone(first, 'kept');
     // The artifact is gone from Storage: resume must not need it.
     await ctx.d.storage.delete(spec.artifactKey);
     const again = await deployer.resume(spec, control());
@@ -203,7 +207,7 @@ export function deployerContract(name: string, make: () => Promise<DeployerUnder
     await deployer.suspend(page.deploymentId);
     assert.match((await fetchRelease(await deployer.resume(page, control()), '/')).body, 'kept page');
     await deployer.remove(spec.deploymentId);
-    await gone(again);
+    await gone(again, 'kept');
     const err = await rejection(deployer.resume(spec, control()));
     assert.is(err.code, 'deploy_release_gone');
     assert.equal(await ctx.d.leftovers(spec.deploymentId), []);
@@ -305,7 +309,7 @@ export function deployerContract(name: string, make: () => Promise<DeployerUnder
 
     const deployer = await ctx.d.restart();
     ctx.d.deployer = deployer;
-    await gone(target);
+    await gone(target, 'restored');
     await deployer.restore([spec], reports);
     assert.equal(reports.failures, []);
     const restored = reports.lastTarget(spec.deploymentId);
