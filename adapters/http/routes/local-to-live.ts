@@ -47,7 +47,10 @@ const description = (scope: string) =>
   'the project is known by then: ' +
   'project-level at once; account-level when the `name` part (of an existing project) comes before the file part. ' +
   'Text parts that come before the file part are checked as they arrive, so a bad `transport` is refused before the ' +
-  'ZIP is read too.\n\n' +
+  'ZIP is read too. ' +
+  "A static site's `_redirects` and `_headers` files (Netlify's and Cloudflare Pages' formats, at the root of what " +
+  'it serves) give it redirects, rewrites (`/* /index.html 200`: a single-page app) and response headers; a rule ' +
+  'Hoist cannot follow fails Deploy with deploy_redirects_invalid or deploy_headers_invalid naming its line.\n\n' +
   describeTransitions();
 
 /** The upload parts a project-level call takes; an account-level one takes these and those naming the project. */
