@@ -182,7 +182,10 @@ function matchRedirect(rules, pathname, fileFound) {
   const lookup = fileFound ? all.forced : all.all;
   if (!lookup) return null;
   const path = trimmed(pathname).split('/').slice(1);
-  const plain = lookup.literal.get(trimmed(pathname)) ?? lookup.literal.get(`/${path.map(decoded).join('/')}`);
+  // A path with escapes is looked up as sent, then decoded (a rule names its path as it reads).
+  const plain =
+    lookup.literal.get(trimmed(pathname)) ??
+    (pathname.includes('%') ? lookup.literal.get(`/${path.map(decoded).join('/')}`) : undefined);
   // A rule with placeholders or a splat wins only when it comes before the plain path's.
   for (const { rule, parts, index } of lookup.dynamic) {
     if (plain && index > plain.index) break;

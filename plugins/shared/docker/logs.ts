@@ -39,15 +39,9 @@ function logMessages(raw: Buffer): Buffer[] {
 /** A line cut at LINE_MAX characters, with `…`. */
 const cut = (line: string) => (line.length > LINE_MAX ? `${line.slice(0, LINE_MAX)}…` : line);
 
-/** The last `n` lines a container wrote to stdout and stderr, in order (without the empty ones). */
+/** The last `n` lines (at most 1,000) a container wrote to stdout and stderr, in order, without the empty ones. */
 export async function lastLogLines(container: Docker.Container, n: number): Promise<string[]> {
-  const raw = (await container.logs({ stdout: true, stderr: true, tail: n, follow: false })) as unknown as Buffer;
-  return Buffer.concat(logMessages(raw))
-    .toString('utf8')
-    .split('\n')
-    .map(cut)
-    .filter((l) => l.length > 0)
-    .slice(-n);
+  return ((await containerLogLines(container, n)) ?? []).map((l) => l.text).filter((t) => t.length > 0);
 }
 
 /**

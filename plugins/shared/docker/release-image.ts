@@ -7,7 +7,8 @@ import type { Archive } from '../../../core/ports/archive.js';
 import type { ReleaseSpec } from '../../../core/ports/deployer.js';
 import type { Storage } from '../../../core/ports/storage.js';
 import { answers, nextPollMs } from '../release/answers.js';
-import { addSiteRules, checkSiteRuleSize, SITE_RULE_FILES, type SiteRules } from '../release/site-rules.js';
+import { MAX_BYTES } from '../../../core/ports/site-rules.cjs';
+import { addSiteRules, SITE_RULE_FILES, type SiteRules } from '../release/site-rules.js';
 import { unpackArtifact } from '../release/unpack-artifact.js';
 import { TENANT_USER, tenantTmpfs } from './hardening.js';
 
@@ -113,8 +114,8 @@ export async function stageRuntime(hoist: string, app: string, spec: Pick<Releas
     const file = join(app, name);
     const found = await lstat(file).catch(() => null);
     if (!found?.isFile()) continue;
-    checkSiteRuleSize(name, found.size);
-    addSiteRules(rules, name, await readFile(file), found.size);
+    // One too large to read is refused unread.
+    addSiteRules(rules, name, found.size <= MAX_BYTES ? await readFile(file) : undefined, found.size);
   }
   // What the static server follows (entry.cjs reads it).
   if (rules.redirects || rules.headers) await writeFile(join(hoist, 'site-rules.json'), JSON.stringify(rules));

@@ -75,13 +75,14 @@ export class ReleaseLog {
   }
 
   private async write(chunk: string): Promise<void> {
+    const bytes = Buffer.byteLength(chunk);
     this.size ??= (await stat(this.path).catch(() => null))?.size ?? 0;
-    if (this.size + chunk.length > this.limits.rotateBytes && this.size > 0) {
+    if (this.size + bytes > this.limits.rotateBytes && this.size > 0) {
       await rename(this.path, `${this.path}.1`);
       this.size = 0;
     }
     await appendFile(this.path, chunk, { mode: 0o600 });
-    this.size += Buffer.byteLength(chunk);
+    this.size += bytes;
   }
 }
 

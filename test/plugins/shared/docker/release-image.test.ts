@@ -138,6 +138,19 @@ for (const [file, code, bad, said] of [
     assert.not.ok(existsSync(join(dir, 'hoist', 'site-rules.json')));
   });
 
+test('a _headers file over 256 KiB is refused unread, naming its size and the bound', async () => {
+  const big = `/*\n${'  X-A: b\n'.repeat(40_000)}`;
+  const { spec, dir } = await artifact({ 'index.html': 'home', _headers: big });
+  const err = await stage(dir, spec).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof StageError, String(err));
+  assert.is(err.code, 'deploy_headers_invalid');
+  assert.is(err.message, `_headers is ${Buffer.byteLength(big)} bytes: at most 262144 are read`);
+  assert.not.ok(existsSync(join(dir, 'hoist', 'site-rules.json')));
+});
+
 test('a static site without _redirects or _headers has no rules file; a Node.js app ignores them', async () => {
   const plain = await artifact({ 'index.html': 'home' });
   await stage(plain.dir, plain.spec);
