@@ -13,19 +13,16 @@ import { dockerMissing, removeDockerProjects, testDocker } from '../../helpers/d
 
 const missing = await dockerMissing();
 
+/** A deployer for what uses the engine alone (runningReleases, logs): what only prepare and remove use is not here. */
+const engineOnly = (docker: ReturnType<typeof testDocker>) =>
+  new PulumiDeployer({} as Workspaces, {} as Storage, {} as Archive, docker, {} as PulumiDeployerOptions);
+
 test('runningReleases names the running labelled release containers, each once; not a stopped one', async () => {
   if (missing) return console.log(`! skipped: ${missing}`);
   const docker = testDocker();
   const projectId = randomUUID();
   const [running, stopped] = [randomUUID(), randomUUID()];
-  // runningReleases uses the engine alone; what only prepare and remove use is not needed here.
-  const deployer = new PulumiDeployer(
-    {} as Workspaces,
-    {} as Storage,
-    {} as Archive,
-    docker,
-    {} as PulumiDeployerOptions,
-  );
+  const deployer = engineOnly(docker);
   const start = async (deploymentId: string) => {
     const container = await docker.createContainer({
       Image: loadConfig(process.env, {}).dockerBaseImage,
@@ -53,13 +50,7 @@ test("logs reads a release container's own log: timed lines, pieces joined, long
   const image = loadConfig(process.env, {}).dockerBaseImage;
   const projectId = randomUUID();
   const [node, site, stranger] = [randomUUID(), randomUUID(), randomUUID()];
-  const deployer = new PulumiDeployer(
-    {} as Workspaces,
-    {} as Storage,
-    {} as Archive,
-    docker,
-    {} as PulumiDeployerOptions,
-  );
+  const deployer = engineOnly(docker);
   // What the app prints: an empty line, a line of 40,000 bytes (the engine keeps it in three 16 KiB pieces, each
   // with the time: one line all the same), a CRLF, stderr, and a last line without its newline.
   const app = [
