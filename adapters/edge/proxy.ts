@@ -104,10 +104,13 @@ function pathOf(url: string): string {
   return u.pathname + u.search;
 }
 
+/** The edge's header that a release's answer never replaces: a draft or private release stays out of search engines. */
+const EDGE_WINS = 'x-robots-tag';
+
 /**
  * The headers of a release's answer as the client gets them, as a flat list: the edge's `own` first (with the
- * release's value where it sends one), then the release's but Transfer-Encoding and instructions to a proxy in
- * front of the edge (isProxyInstruction), with Connection as an HTTP/1.0
+ * release's value where it sends one, but EDGE_WINS), then the release's but Transfer-Encoding and instructions to a
+ * proxy in front of the edge (isProxyInstruction), with Connection as an HTTP/1.0
  * client asked (close by default), else the release's or the client's (keep-alive by default).
  */
 function answerHeaders(raw: Buffer[], own: OutgoingHttpHeaders, req: IncomingMessage): string[] {
@@ -115,7 +118,7 @@ function answerHeaders(raw: Buffer[], own: OutgoingHttpHeaders, req: IncomingMes
   const out: string[] = [];
   for (const name in own) {
     const i = names.indexOf(name);
-    out.push(name, i < 0 ? String(own[name]) : raw[i + 1].toString('latin1'));
+    out.push(name, i < 0 || name === EDGE_WINS ? String(own[name]) : raw[i + 1].toString('latin1'));
   }
   let connection = false;
   for (let i = 0; i < raw.length; i += 2) {
@@ -161,6 +164,7 @@ export function createReleaseProxy(options: ForwardingOptions) {
   proxy.on('proxyRes', (answer: IncomingMessage, _req: IncomingMessage, res: ServerResponse) => {
     // http-proxy writes the answer's headers after this event, from answer.headers.
     for (const name of Object.keys(answer.headers)) if (isProxyInstruction(name)) delete answer.headers[name];
+    if (res.hasHeader(EDGE_WINS)) delete answer.headers[EDGE_WINS];
     cutWith(answer, res);
   });
   const fail = (res: ServerResponse | Duplex, req: IncomingMessage, err?: unknown) => {

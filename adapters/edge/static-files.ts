@@ -55,8 +55,9 @@ let heldBytes = 0;
  * not served, except under `/.well-known/`. With the release's file index (written at deploy) this is
  * a lookup (no stat), a strong ETag from the content, and a precompressed variant by Accept-Encoding;
  * without one, the disk is asked and the ETag names the release and the size. Ranges, If-Range and
- * If-Modified-Since go through @fastify/send. Returns nothing when it answered at once (an indexed file
- * held in memory, a 304), else a promise of the answer.
+ * If-Modified-Since go through @fastify/send. The site's `_headers` rules for the path asked go on every
+ * answer about its content (files, redirects, 404s and 410s), not on a 400. Returns nothing when it
+ * answered at once (an indexed file held in memory, a 304), else a promise of the answer.
  */
 export function serveStatic(req: IncomingMessage, res: ServerResponse, release: StaticRelease): void | Promise<void> {
   const url = req.url ?? '/';
@@ -64,7 +65,6 @@ export function serveStatic(req: IncomingMessage, res: ServerResponse, release: 
   const pathname = q < 0 ? url : url.slice(0, q);
   const rel = relOf(pathname);
   if (rel === BAD) return plain(res, 400, 'Bad path', release.headers);
-  if (rel === null) return notFound(req, res, release);
   const index = heldFileIndex(release.root);
   if (index === undefined)
     return fileIndexOf(release.root)
@@ -123,36 +123,39 @@ function answer(
   release: StaticRelease,
   url: string,
   pathname: string,
-  rel: string,
+  rel: string | null,
   index: FileIndex | null,
 ): void | Promise<void> {
+  // Every answer about the site's content carries what its `_headers` set for the path asked.
+  const site = index?.headers && siteHeadersOf(index.headers, pathname);
+  if (rel === null) return notFound(req, res, release, site);
   if (!index) return fromDisk(req, res, release, url, pathname, rel);
   const found = lookup(index.files, rel, pathname);
   const rule = index.redirects && matchRedirect(index.redirects, pathname, found !== null);
-  if (rule) return redirected(req, res, release, pathname, url.slice(pathname.length), rule, index);
-  if (found === null) return notFound(req, res, release);
-  if (found === FOLDER) return redirectToFolder(res, rel, url.slice(pathname.length), release);
-  const site = index.headers && siteHeadersOf(index.headers, pathname);
+  if (rule) return redirected(req, res, release, url.slice(pathname.length), rule, index, site);
+  if (found === null) return notFound(req, res, release, site);
+  if (found === FOLDER) return redirectToFolder(res, rel, url.slice(pathname.length), release, site);
   return indexed(req, res, release, found, index.files[found], index.variantsPending !== undefined, site);
 }
 
 /**
  * Answers by the site's `_redirects` rule that matched: a redirect to `to` (with the request's `query` unless `to`
  * has its own), or the release file `to` names, with status 200 (a rewrite) or the rule's 404 or 410. Rules do not
- * apply again to `to`.
+ * apply again to `to`. `site`: what the site's `_headers` set for the path asked, on every one of these answers.
  */
 function redirected(
   req: IncomingMessage,
   res: ServerResponse,
   release: StaticRelease,
-  pathname: string,
   query: string,
   { rule, to }: { rule: RedirectRule; to: string },
   index: FileIndex,
+  site: SiteHeaders,
 ): void | Promise<void> {
   if (rule.status !== 200 && rule.status !== 404 && rule.status !== 410) {
     try {
-      res.writeHead(rule.status, { ...release.headers, location: locationOf(rule, to, query), 'content-length': 0 });
+      const location = locationOf(rule, to, query);
+      res.writeHead(rule.status, contentHeaders(release, NO_HEADERS, site, { location, 'content-length': 0 }));
     } catch {
       // What the request put in `to` is not a valid header value.
       return plain(res, 400, 'Bad path', release.headers);
@@ -165,21 +168,14 @@ function redirected(
   const name = found === FOLDER ? null : found;
   if (rule.status === 200)
     return name === null
-      ? notFound(req, res, release)
-      : indexed(
-          req,
-          res,
-          release,
-          name,
-          index.files[name],
-          index.variantsPending !== undefined,
-          index.headers && siteHeadersOf(index.headers, pathname),
-        );
+      ? notFound(req, res, release, site)
+      : indexed(req, res, release, name, index.files[name], index.variantsPending !== undefined, site);
   // The site's 404.html stands in for a page the release lacks.
   return notFound(
     req,
     res,
     release,
+    site,
     name ?? '404.html',
     rule.status,
     name === null ? undefined : index.files[name].type,
@@ -198,14 +194,14 @@ async function fromDisk(
   let file = join(release.root, rel);
   let found = await statOf(file);
   if (found?.isDirectory()) {
-    if (!pathname.endsWith('/')) return redirectToFolder(res, rel, url.slice(pathname.length), release);
+    if (!pathname.endsWith('/')) return redirectToFolder(res, rel, url.slice(pathname.length), release, null);
     file = join(file, 'index.html');
     found = await statOf(file);
   } else if (!found && rel && !pathname.endsWith('/') && !extname(rel)) {
     file = `${file}.html`;
     found = await statOf(file);
   }
-  if (!found?.isFile()) return notFound(req, res, release);
+  if (!found?.isFile()) return notFound(req, res, release, null);
   const etag = `W/"${release.deploymentId}-${found.size.toString(16)}"`;
   const headers = { ...release.headers, etag, 'cache-control': REVALIDATE };
   if (matches(req.headers['if-none-match'], etag)) return end(res, 304, headers);
@@ -224,7 +220,7 @@ function indexed(
   file: IndexedFile,
   pending: boolean,
   /** What the site's `_headers` rules add for the path asked (siteHeadersOf), if anything. */
-  site?: OutgoingHttpHeaders | null,
+  site?: SiteHeaders,
 ): void | Promise<void> {
   const asked = req.headers;
   if (matches(asked['if-none-match'], file.etag))
@@ -326,6 +322,9 @@ const vary = (file: IndexedFile, pending: boolean): OutgoingHttpHeaders =>
 const VALIDATORS = 'validators';
 type Answer = 'br' | 'gzip' | null | typeof VALIDATORS;
 
+/** What a site's `_headers` set for the path asked (siteHeadersOf); nothing when the site has no `_headers`. */
+type SiteHeaders = OutgoingHttpHeaders | null | undefined;
+
 /** What the `_headers` rules of a release add for a path, by rules and path: bounded, cleared when full. */
 const siteHeadersBy = new WeakMap<readonly HeaderRule[], Map<string, OutgoingHttpHeaders | null>>();
 const SITE_PATHS_KEPT = 1024;
@@ -354,7 +353,7 @@ function headersFor(
   file: IndexedFile,
   answer: Answer,
   pending: boolean,
-  site: OutgoingHttpHeaders | null | undefined,
+  site: SiteHeaders,
 ): OutgoingHttpHeaders {
   const base = headersOf(release, file, answer, pending);
   if (!site) return base;
@@ -458,31 +457,52 @@ function acceptedOf(header: string): number {
   return ok;
 }
 
-function redirectToFolder(res: ServerResponse, rel: string, query: string, release: StaticRelease): void {
+const NO_HEADERS: OutgoingHttpHeaders = Object.freeze({});
+
+/**
+ * The headers of an answer about the site's content that is no file (a redirect, a 404 or 410): the edge's `own`
+ * (Content-Type, Cache-Control), what the site's `_headers` set for the path asked (`site`) over them, the release's
+ * headers over both, and `framing` (Location, Content-Length) over all.
+ */
+function contentHeaders(
+  release: StaticRelease,
+  own: OutgoingHttpHeaders,
+  site: SiteHeaders,
+  framing: OutgoingHttpHeaders,
+): OutgoingHttpHeaders {
+  return site ? { ...own, ...site, ...release.headers, ...framing } : { ...release.headers, ...own, ...framing };
+}
+
+/** A 301 to the folder `rel` names, with its slash (and the request's `query`). */
+function redirectToFolder(
+  res: ServerResponse,
+  rel: string,
+  query: string,
+  release: StaticRelease,
+  site: SiteHeaders,
+): void {
   const location = `/${rel.split('/').map(encodeURIComponent).join('/')}/${query}`;
-  end(res, 301, { ...release.headers, location });
+  end(res, 301, contentHeaders(release, NO_HEADERS, site, { location }));
 }
 
 /**
  * A 404 with the site's own 404.html when the release has one, else the edge's page; never conditional. A
- * `_redirects` rule's 404 or 410 names its own `page` (of `type`), and `status`.
+ * `_redirects` rule's 404 or 410 names its own `page` (of `type`), and `status`. `site`: what the site's `_headers`
+ * set for the path asked (not for `page`).
  */
 async function notFound(
   req: IncomingMessage,
   res: ServerResponse,
   release: StaticRelease,
+  site: SiteHeaders,
   page = '404.html',
   status = 404,
   type = 'text/html; charset=utf-8',
 ): Promise<void> {
   const own = await readFile(join(release.root, page)).catch(() => null);
   const body = own ?? Buffer.from(notFoundPage());
-  res.writeHead(status, {
-    ...release.headers,
-    'content-type': own ? type : 'text/html; charset=utf-8',
-    'cache-control': 'no-store',
-    'content-length': body.length,
-  });
+  const edge = { 'content-type': own ? type : 'text/html; charset=utf-8', 'cache-control': 'no-store' };
+  res.writeHead(status, contentHeaders(release, edge, site, { 'content-length': body.length }));
   res.end(req.method === 'HEAD' ? undefined : body);
 }
 

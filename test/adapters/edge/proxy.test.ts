@@ -29,6 +29,8 @@ const release = http.createServer((req, res) => {
   if (req.url === '/status') {
     res.statusMessage = 'I am a teapot here';
     res.setHeader('x-hoist-release', 'the app says');
+    // A draft or private release stays out of search engines, whatever it says.
+    res.setHeader('X-Robots-Tag', 'all');
     res.setHeader('keep-alive', 'timeout=3');
     // Instructions to a proxy in front of the edge (nginx's, Apache's): never passed on.
     res.setHeader('X-Accel-Redirect', '/internal/admin');
@@ -208,6 +210,7 @@ test(
       assert.match(teapot, /^HTTP\/1\.1 418 I am a teapot here\r\n/);
       assert.match(teapot, /\r\nx-hoist-release: the app says\r\n/i);
       assert.match(teapot, /\r\nx-robots-tag: noindex\r\n/i);
+      assert.not.match(teapot, /x-robots-tag: all/i, "the edge's noindex wins over the release's");
       for (const url of [web.url, plain.url])
         assert.not.match(
           await answerOf(url, 'GET', '/status', { connection: 'close' }),

@@ -35,6 +35,8 @@ let release: StaticRelease;
 let old: StaticRelease;
 let pending: StaticRelease | null = null;
 let redirecting: StaticRelease | null = null;
+/** Releases the test server answers from by their id (the X-Release header), beside those above. */
+const releases = new Map<string, StaticRelease>();
 
 /** A release stored as deployer-local stores it (files, index, one pack of variants), beside the store. */
 async function stored(id: string, files: Record<string, Buffer>, precompress = true): Promise<string> {
@@ -74,7 +76,8 @@ test.before(async () => {
     const answering = serveStatic(
       req,
       res,
-      asked === 'r0' ? old : asked === 'r2' ? pending! : asked === 'r3' ? redirecting! : release,
+      releases.get(String(asked)) ??
+        (asked === 'r0' ? old : asked === 'r2' ? pending! : asked === 'r3' ? redirecting! : release),
     );
     if (answering) answering.catch(() => res.destroy());
   });
@@ -263,6 +266,129 @@ test('_redirects and _headers: redirects, rewrites, forced rules, 404 and 410 pa
   const climb = await at('/climb/..%2f..%2fr1.index.json');
   assert.is(climb.status, 404, 'a rewrite never leaves the release');
   assert.equal(climb.body, page('not found'));
+});
+
+/**
+ * A release `id` of `files` with the rules of its `_redirects` and `_headers` texts in its index (as a deploy writes
+ * them), answered as a draft's (noindex) unless `public`.
+ */
+async function withRules(
+  id: string,
+  files: Record<string, Buffer>,
+  redirects: string,
+  headers?: string,
+  isPublic = false,
+) {
+  const root = await stored(id, files);
+  const site = { redirects: parseRedirects(redirects), headers: headers === undefined ? null : parseHeaders(headers) };
+  assert.equal([...site.redirects.errors, ...(site.headers?.errors ?? [])], []);
+  const index = (await readFileIndex(root))!;
+  await saveFileIndex(root, {
+    ...index,
+    redirects: site.redirects.rules,
+    ...(site.headers && { headers: site.headers.rules }),
+  });
+  const own = isPublic ? { 'x-hoist-release': id } : { 'x-hoist-release': id, 'x-robots-tag': 'noindex' };
+  releases.set(id, { deploymentId: id, root, headers: own });
+}
+
+/** The headers of an answer but those node:http adds to any (Date, Connection, Keep-Alive). */
+function answerHeaders({ headers }: { headers: http.IncomingHttpHeaders }) {
+  const { date: _date, connection: _connection, 'keep-alive': _keepAlive, ...rest } = headers;
+  return rest;
+}
+
+const SITE = {
+  'index.html': Buffer.from('<h1>home</h1>'),
+  'docs/index.html': Buffer.from('<h1>docs</h1>'),
+  'gone.html': Buffer.from('<h1>gone</h1>'),
+  '404.html': Buffer.from('<h1>not found</h1>'),
+};
+const SITE_REDIRECTS = '/old/*  /new/:splat  301\n/shop  /store  302\n/removed  /gone.html  410\n';
+const SITE_HEADERS =
+  '/*\n  X-Frame-Options: DENY\n  X-Robots-Tag: all\n/old/*\n  X-Old: moved\n/docs\n  X-Docs: yes\n' +
+  '/missing/*\n  Cache-Control: public, max-age=60\n  Content-Type: text/plain\n/404.html\n  X-Page: not-found\n';
+
+test("_headers on redirects, the folder redirect, 404s, 410s: the path asked's rules, the release's win", async () => {
+  await withRules('r4', SITE, SITE_REDIRECTS, SITE_HEADERS);
+  const at = (path: string, method = 'GET') => get(path, { 'x-release': 'r4' }, method);
+
+  const moved = await at('/old/a?x=1');
+  assert.is(moved.status, 301);
+  assert.is(moved.headers.location, '/new/a?x=1');
+  assert.is(moved.headers['content-length'], '0');
+  assert.is(moved.headers['x-frame-options'], 'DENY', 'the /* rule');
+  assert.is(moved.headers['x-old'], 'moved', "the rule of the path's own");
+  assert.is(moved.headers['x-robots-tag'], 'noindex', "a draft's noindex wins over the site's");
+  assert.is(moved.headers['x-hoist-release'], 'r4');
+  const shop = await at('/shop');
+  assert.is(shop.status, 302);
+  assert.is(shop.headers['x-frame-options'], 'DENY');
+  assert.is(shop.headers['x-old'], undefined, 'only the rules that match the path asked');
+
+  const folder = await at('/docs?v=2');
+  assert.is(folder.status, 301);
+  assert.is(folder.headers.location, '/docs/?v=2');
+  assert.is(folder.headers['x-frame-options'], 'DENY');
+  assert.is(folder.headers['x-docs'], 'yes');
+  assert.is(folder.headers['x-robots-tag'], 'noindex');
+
+  const missing = await at('/nope');
+  assert.is(missing.status, 404);
+  assert.equal(missing.body, SITE['404.html']);
+  assert.is(missing.headers['x-frame-options'], 'DENY');
+  assert.is(missing.headers['x-page'], undefined, "the path asked's rules, not those of /404.html");
+  assert.is(missing.headers['x-robots-tag'], 'noindex', "a draft's noindex wins over the site's");
+  assert.is(missing.headers['cache-control'], 'no-store', 'the default where no rule sets it');
+  assert.is((await at('/404.html')).headers['x-page'], 'not-found', 'the /404.html rule is on the file itself');
+  const ruled = await at('/missing/x');
+  assert.is(ruled.status, 404);
+  assert.is(ruled.headers['cache-control'], 'public, max-age=60', "over the edge's own, as on files");
+  assert.is(ruled.headers['content-type'], 'text/plain');
+  assert.is(ruled.headers['content-length'], String(SITE['404.html'].length));
+  const head = await at('/nope', 'HEAD');
+  assert.is(head.status, 404);
+  assert.is(head.headers['x-frame-options'], 'DENY');
+  assert.is(head.body.length, 0);
+
+  const gone = await at('/removed');
+  assert.is(gone.status, 410);
+  assert.equal(gone.body, SITE['gone.html']);
+  assert.is(gone.headers['x-frame-options'], 'DENY');
+  const dotfile = await at('/.env');
+  assert.is(dotfile.status, 404);
+  assert.is(dotfile.headers['x-frame-options'], 'DENY', 'a dotfile is a 404 of the site as well');
+  const bad = await at('/%E0%A4%A');
+  assert.is(bad.status, 400);
+  assert.is(bad.headers['x-frame-options'], undefined, 'a 400 is no answer about the site: no custom headers');
+  assert.is(bad.headers['x-hoist-release'], 'r4');
+});
+
+test("_headers on a public release's redirects and 404s: its X-Robots-Tag too", async () => {
+  await withRules('r5', SITE, SITE_REDIRECTS, SITE_HEADERS, true);
+  for (const path of ['/old/a', '/docs', '/nope']) {
+    const res = await get(path, { 'x-release': 'r5' });
+    assert.is(res.headers['x-robots-tag'], 'all', path);
+    assert.is(res.headers['x-frame-options'], 'DENY', path);
+  }
+});
+
+test('a site without _headers answers its redirects and 404s with the headers it had before', async () => {
+  await withRules('r6', SITE, SITE_REDIRECTS);
+  const at = (path: string) => get(path, { 'x-release': 'r6' });
+  const draft = { 'x-hoist-release': 'r6', 'x-robots-tag': 'noindex' };
+  assert.equal(answerHeaders(await at('/old/a?x=1')), { ...draft, location: '/new/a?x=1', 'content-length': '0' });
+  assert.equal(answerHeaders(await at('/docs')), { ...draft, location: '/docs/', 'transfer-encoding': 'chunked' });
+  const notFound = {
+    ...draft,
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-length': String(SITE['404.html'].length),
+  };
+  assert.equal(answerHeaders(await at('/nope')), notFound);
+  assert.equal(answerHeaders(await at('/.env')), notFound);
+  const gone = await at('/removed');
+  assert.equal(answerHeaders(gone), { ...notFound, 'content-length': String(SITE['gone.html'].length) });
 });
 
 test.run();

@@ -2,7 +2,8 @@
 // A dependency-free static file server with the edge's rules (adapters/edge/edge.ts): `/dir/` →
 // `dir/index.html` (`/dir` redirects to `/dir/`), `/page` → `page.html`, anything else → the
 // site's 404.html (or a plain page) with 404; no dotfiles except under /.well-known/; the site's _redirects and
-// _headers rules; ETags that name the release; Last-Modified; conditional requests; one byte range; gzip or brotli.
+// _headers rules (the latter on every answer about the site's content: files, redirects, 404s and 410s); ETags that
+// name the release; Last-Modified; conditional requests; one byte range; gzip or brotli.
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
@@ -85,11 +86,24 @@ function relOf(pathname) {
  * which Hoist checked and wrote to site-rules.json beside this file.
  */
 function createStaticServer(root, release, { redirects = [], headers: siteHeaders = [] } = {}) {
-  async function notFound(res, page = '404.html', status = 404) {
+  /** What the site's _headers set for `pathname` (the path asked), or null. */
+  const siteOf = (pathname) => (siteHeaders.length ? matchHeaders(siteHeaders, pathname) : null);
+
+  /**
+   * A 404 for `pathname` (whose _headers rules apply) with the site's 404.html, else a plain page; a _redirects
+   * rule's 404 or 410 names its own `page`, and `status`.
+   */
+  async function notFound(res, pathname, page = '404.html', status = 404) {
     const own = page && (await fs.promises.readFile(path.join(root, page)).catch(() => null));
     const type = own ? TYPES[path.extname(page).toLowerCase()] || 'application/octet-stream' : TYPES['.html'];
-    res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+    res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', ...siteOf(pathname) });
     res.end(own || NOT_FOUND);
+  }
+
+  /** A redirect of `pathname` (whose _headers rules apply), with `status` and `framing` (Location...) over them. */
+  function redirect(res, pathname, status, framing) {
+    res.writeHead(status, { ...siteOf(pathname), ...framing });
+    res.end();
   }
 
   /**
@@ -115,19 +129,20 @@ function createStaticServer(root, release, { redirects = [], headers: siteHeader
   async function redirected(req, res, { rule, to }, pathname, query) {
     if (rule.status !== 200 && rule.status !== 404 && rule.status !== 410) {
       try {
-        res.writeHead(rule.status, { location: locationOf(rule, to, query), 'content-length': 0 });
+        return redirect(res, pathname, rule.status, { location: locationOf(rule, to, query), 'content-length': 0 });
       } catch {
+        // What the request put in `to` is not a valid header value.
         res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
         return res.end('Bad path');
       }
-      return res.end();
     }
     const target = to.split(/[?#]/, 1)[0];
     const rel = relOf(target);
     const found = typeof rel === 'string' ? await find(rel, target, true) : null;
-    if (rule.status === 200) return found ? serve(req, res, found.file, found.found, pathname) : notFound(res);
+    if (rule.status === 200)
+      return found ? serve(req, res, found.file, found.found, pathname) : notFound(res, pathname);
     // The site's 404.html stands in for a page the release lacks.
-    return notFound(res, found ? path.relative(root, found.file) : '404.html', rule.status);
+    return notFound(res, pathname, found ? path.relative(root, found.file) : '404.html', rule.status);
   }
 
   async function handle(req, res) {
@@ -141,16 +156,15 @@ function createStaticServer(root, release, { redirects = [], headers: siteHeader
       res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
       return res.end('Bad path');
     }
-    if (rel === null) return notFound(res);
+    if (rel === null) return notFound(res, pathname);
     const found = await find(rel, pathname);
     const hit = redirects.length ? matchRedirect(redirects, pathname, found !== null) : null;
     if (hit) return redirected(req, res, hit, pathname, req.url.slice(pathname.length));
     if (found === FOLDER) {
       const location = `/${rel.split('/').map(encodeURIComponent).join('/')}/${req.url.slice(pathname.length)}`;
-      res.writeHead(301, { location });
-      return res.end();
+      return redirect(res, pathname, 301, { location });
     }
-    if (!found) return notFound(res);
+    if (!found) return notFound(res, pathname);
     return serve(req, res, found.file, found.found, pathname);
   }
 
@@ -169,7 +183,7 @@ function createStaticServer(root, release, { redirects = [], headers: siteHeader
       'cache-control': 'public, max-age=0, must-revalidate',
       'accept-ranges': 'bytes',
       'content-type': type,
-      ...(siteHeaders.length ? matchHeaders(siteHeaders, pathname) : null),
+      ...siteOf(pathname),
     };
     const inm = req.headers['if-none-match'];
     const ims = req.headers['if-modified-since'];

@@ -62,8 +62,9 @@ assert.equal(errors, []);
 assert.is(rules.length, 11);
 
 const servers: Server[] = [];
-async function serve(redirects?: RedirectRule[]): Promise<string> {
-  const server = redirects ? createStaticServer(root, 'rel1', { redirects }) : createStaticServer(root, 'rel1');
+/** A server of the site with `siteRules` (none: as a site without _redirects and _headers is started); its URL. */
+async function serve(siteRules?: { redirects?: RedirectRule[]; headers?: HeaderRule[] }): Promise<string> {
+  const server = siteRules ? createStaticServer(root, 'rel1', siteRules) : createStaticServer(root, 'rel1');
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -72,7 +73,7 @@ async function serve(redirects?: RedirectRule[]): Promise<string> {
 let base: string;
 let plain: string;
 test.before(async () => {
-  base = await serve(rules);
+  base = await serve({ redirects: rules });
   plain = await serve();
 });
 test.after(async () => {
@@ -202,10 +203,7 @@ test("_headers: every matching rule's headers on files, rewrites and 304s; the f
       '  Cache-Control: public, max-age=31536000, immutable\n  Link: </b.css>; rel=preload\n',
   );
   assert.equal(headers.errors, []);
-  const server = createStaticServer(root, 'rel1', { redirects: rules, headers: headers.rules });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const at = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const at = await serve({ redirects: rules, headers: headers.rules });
   const asset = await fetch(`${at}/assets/app.js`);
   assert.is(asset.headers.get('cache-control'), 'public, max-age=31536000, immutable');
   assert.is(asset.headers.get('x-frame-options'), 'DENY');
@@ -230,6 +228,74 @@ test('without rules the server behaves as before', async () => {
   assert.equal(await get(`${plain}/gone`), { status: 200, location: null, body: 'gone page' });
   assert.is((await get(`${plain}/old/42`)).status, 404);
   assert.equal(await get(`${base}/.env`), { status: 404, location: null, body: 'site missing page' });
+});
+
+/** A site's rules without a fallback (missing paths are 404s), and _headers for redirects and 404s. */
+const NO_FALLBACK = '/old/:id /new/:id 301\n/removed /gone.html 410\n/missing-404 /nowhere.html 404\n';
+const SITE_HEADERS =
+  '/*\n  X-Frame-Options: DENY\n  X-Robots-Tag: all\n/old/*\n  X-Old: moved\n/docs\n  X-Docs: yes\n' +
+  '/missing/*\n  Cache-Control: public, max-age=60\n  Content-Type: text/plain\n/404.html\n  X-Page: not-found\n';
+
+/** The headers of an answer but those node:http adds to any (Date, Connection, Keep-Alive). */
+function answerHeaders(res: Response): Record<string, string> {
+  const { date: _date, connection: _connection, 'keep-alive': _keepAlive, ...rest } = Object.fromEntries(res.headers);
+  return rest;
+}
+
+test("_headers on redirects, the folder redirect, 404s and 410s: the path asked's rules, as at the edge", async () => {
+  const at = await serve({ redirects: parseRedirects(NO_FALLBACK).rules, headers: parseHeaders(SITE_HEADERS).rules });
+  const ask = (path: string, init?: RequestInit) => fetch(`${at}${path}`, { redirect: 'manual', ...init });
+  const moved = await ask('/old/42?x=1');
+  assert.is(moved.status, 301);
+  assert.is(moved.headers.get('location'), '/new/42?x=1');
+  assert.is(moved.headers.get('content-length'), '0');
+  assert.is(moved.headers.get('x-frame-options'), 'DENY', 'the /* rule');
+  assert.is(moved.headers.get('x-old'), 'moved', "the rule of the path's own");
+  // The release's own headers (a draft's noindex) are the edge's, which proxies this server.
+  assert.is(moved.headers.get('x-robots-tag'), 'all');
+  const folder = await ask('/docs?v=2');
+  assert.is(folder.status, 301);
+  assert.is(folder.headers.get('location'), '/docs/?v=2');
+  assert.is(folder.headers.get('x-frame-options'), 'DENY');
+  assert.is(folder.headers.get('x-docs'), 'yes');
+  assert.is(folder.headers.get('x-old'), null, 'only the rules that match the path asked');
+
+  const missing = await ask('/nope');
+  assert.is(missing.status, 404);
+  assert.is(await missing.text(), 'site missing page');
+  assert.is(missing.headers.get('x-frame-options'), 'DENY');
+  assert.is(missing.headers.get('x-page'), null, "the path asked's rules, not those of /404.html");
+  assert.is(missing.headers.get('cache-control'), 'no-store', 'the default where no rule sets it');
+  assert.is((await ask('/404.html')).headers.get('x-page'), 'not-found', 'the /404.html rule is on the file itself');
+  const ruled = await ask('/missing/x');
+  assert.is(ruled.status, 404);
+  assert.is(ruled.headers.get('cache-control'), 'public, max-age=60', "over the server's own, as on files");
+  assert.is(ruled.headers.get('content-type'), 'text/plain');
+  for (const [path, status] of [
+    ['/removed', 410],
+    ['/missing-404', 404],
+    ['/.env', 404],
+  ] as const) {
+    const res = await ask(path);
+    assert.is(res.status, status, path);
+    assert.is(res.headers.get('x-frame-options'), 'DENY', path);
+  }
+  const bad = await ask('/%E0%A4%A');
+  assert.is(bad.status, 400);
+  assert.is(bad.headers.get('x-frame-options'), null, 'a 400 is no answer about the site: no custom headers');
+  const post = await ask('/', { method: 'POST' });
+  assert.is(post.status, 405);
+  assert.is(post.headers.get('x-frame-options'), null, 'nor a 405');
+});
+
+test('a site without _headers answers its redirects and 404s with the headers it had before', async () => {
+  const at = await serve({ redirects: parseRedirects(NO_FALLBACK).rules });
+  const ask = (path: string) => fetch(`${at}${path}`, { redirect: 'manual' });
+  assert.equal(answerHeaders(await ask('/old/42?x=1')), { location: '/new/42?x=1', 'content-length': '0' });
+  assert.equal(answerHeaders(await ask('/docs')), { location: '/docs/', 'transfer-encoding': 'chunked' });
+  const notFound = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' };
+  for (const path of ['/nope', '/.env', '/removed'])
+    assert.equal(answerHeaders(await ask(path)), { ...notFound, 'transfer-encoding': 'chunked' }, path);
 });
 
 test.run();
