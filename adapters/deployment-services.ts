@@ -40,6 +40,9 @@ import { WORKSPACES } from '../core/ports/workspaces.js';
 import { PROJECT_SERVICE } from '../core/projects/project-service.js';
 import { CONFIG, defineService, ENTITY_MANAGER, LOGGER, token, type ServiceDefinition } from '../core/tokens.js';
 import { UPLOAD_SESSION_SERVICE, UploadSessionService } from '../core/uploads/upload-session-service.js';
+import { WEBHOOK_DELIVERIES, WebhookDeliveries } from '../core/webhooks/webhook-deliveries.js';
+import { WEBHOOK_SERVICE, WebhookService } from '../core/webhooks/webhook-service.js';
+import { WEBHOOK_SENDER } from '../core/ports/webhook-sender.js';
 
 export const OPERATION_STORE = token<OperationStore>('hoist.OperationStore');
 export const STAGE_RUNNER = token<StageRunner>('hoist.StageRunner');
@@ -48,8 +51,42 @@ export const STAGE_RUNNER = token<StageRunner>('hoist.StageRunner');
 export const deploymentServices: ServiceDefinition[] = [
   defineService({
     provides: OPERATION_STORE,
-    deps: { em: ENTITY_MANAGER, queue: QUEUE, clock: CLOCK, changes: CHANGE_FEED },
-    create: (d) => new OperationStore(d.em, d.queue, d.clock, d.changes),
+    deps: { em: ENTITY_MANAGER, queue: QUEUE, clock: CLOCK, changes: CHANGE_FEED, webhooks: WEBHOOK_DELIVERIES },
+    create: (d) => new OperationStore(d.em, d.queue, d.clock, d.changes, d.webhooks),
+  }),
+  defineService({
+    provides: WEBHOOK_DELIVERIES,
+    deps: {
+      em: ENTITY_MANAGER,
+      queue: QUEUE,
+      clock: CLOCK,
+      sender: WEBHOOK_SENDER,
+      environment: ENVIRONMENT_SERVICE,
+      views: OPERATION_VIEWS,
+    },
+    create: (d) => new WebhookDeliveries(d.em, d.queue, d.clock, d.sender, d.environment, d.views),
+  }),
+  defineService({
+    provides: WEBHOOK_SERVICE,
+    deps: {
+      em: ENTITY_MANAGER,
+      projects: PROJECT_SERVICE,
+      entitlements: ENTITLEMENT_SERVICE,
+      environment: ENVIRONMENT_SERVICE,
+      deliveries: WEBHOOK_DELIVERIES,
+      clock: CLOCK,
+      config: CONFIG,
+    },
+    create: (d) =>
+      new WebhookService(
+        d.em,
+        d.projects,
+        d.entitlements,
+        d.environment,
+        d.deliveries,
+        d.clock,
+        d.config.webhookPrivateAddresses,
+      ),
   }),
   defineService({
     provides: DEPLOYMENT_SERVICE,

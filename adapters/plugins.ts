@@ -24,6 +24,7 @@ import queueNats from '../plugins/queue-nats/index.js';
 import storageLocal from '../plugins/storage-local/index.js';
 import storageMinio from '../plugins/storage-minio/index.js';
 import tokensJose from '../plugins/tokens-jose/index.js';
+import webhooksHttp from '../plugins/webhooks-http/index.js';
 
 /** Every plugin shipped with Hoist; the kernel picks from these by configuration. */
 export const plugins: PluginDefinition[] = [
@@ -50,6 +51,7 @@ export const plugins: PluginDefinition[] = [
   resolverSystem,
   changesMemory,
   changesPostgres,
+  webhooksHttp,
 ];
 
 /** Core's entity schemas and those of `plugins`: what the database opens with. */

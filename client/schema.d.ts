@@ -595,6 +595,7 @@ export interface paths {
                                 projects: number | null;
                                 release_retention: number | null;
                                 upload_manifests_per_hour: number | null;
+                                webhooks_per_project: number | null;
                             };
                             plan: string;
                             /** @description Current account-wide usage. null where the service does not count it yet; per-project limits (access grants, environment variables) and archive size are checked on the project or upload itself. */
@@ -674,6 +675,7 @@ export interface paths {
                                     projects: number | null;
                                     release_retention: number | null;
                                     upload_manifests_per_hour: number | null;
+                                    webhooks_per_project: number | null;
                                 };
                                 name: string;
                                 /** @description Monthly price in US cents. */
@@ -4996,6 +4998,482 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectID}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhooks
+         * @description The project's webhooks, oldest first, each with its last delivery; never a secret. When a deployment of the project ends (a deploy, a preview, a promote or rollback), Hoist POSTs a JSON body `{type, timestamp, data: {project: {id, name}, operation}}` to every webhook of the project that receives that event: type is deployment.succeeded, deployment.failed or deployment.canceled, and operation is what GET /api/v1/operations/{id} answers (result.url is the live URL). Each delivery is signed as Standard Webhooks does, so its libraries verify it: headers webhook-id (the delivery id, the same on every try), webhook-timestamp (Unix seconds) and webhook-signature `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` under the secret (the bytes of its base64 after `whsec_`); also x-hoist-event. A 2xx answer within webhookTimeoutSeconds delivers it; any other answer, or none, is tried again after 10 s, 1 min, 5 min, 30 min, 2 h (six tries), then the delivery failed. No redirect is followed. Hoist posts only to public addresses: a URL whose host is, or resolves to, a loopback, private or link-local address is refused (400 when it is written as such an address, else its deliveries fail with address_refused), unless the operator allowed them (webhookPrivateAddresses). Deliveries are kept 30 days. A project of another account answers 404 like a missing one.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            webhooks: {
+                                /** Format: date-time */
+                                created_at: string;
+                                events: ("deployment.succeeded" | "deployment.failed" | "deployment.canceled")[];
+                                /** Format: uuid */
+                                id: string;
+                                last_delivery: {
+                                    /** @description Tries made so far (at most 6). */
+                                    attempts: number;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** @description Why the last try failed: `answered <status>`, or no answer (`address_refused`, `dns`, `connect`, `timeout`, `tls`, `other`, with the host). null once delivered. */
+                                    error: string | null;
+                                    /** @description deployment.succeeded, deployment.failed, deployment.canceled or ping. */
+                                    event: string;
+                                    /**
+                                     * Format: uuid
+                                     * @description The delivery id: the webhook-id header of every try (the same on each: de-duplicate by it).
+                                     */
+                                    id: string;
+                                    /**
+                                     * Format: date-time
+                                     * @description When the next try is due, while pending.
+                                     */
+                                    next_attempt_at: string | null;
+                                    /** @description The operation the event is about; null for a ping. */
+                                    operation_id: string | null;
+                                    /** @description The last try's answer status; null when it got none. */
+                                    response_status: number | null;
+                                    /**
+                                     * @description pending: tries are left (or one is under way); delivered: a try got a 2xx; failed: none is left.
+                                     * @enum {string}
+                                     */
+                                    status: "pending" | "delivered" | "failed";
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                    /** Format: uuid */
+                                    webhook_id: string;
+                                } | null;
+                                url: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Add a webhook
+         * @description Adds a webhook for url and events (all three when left out) and answers 201 with its signing secret, shown this once: keep it to verify deliveries. A url that is not http(s), carries a user name or password, or names a loopback, private or link-local address or a single-label host (localhost) → 400 invalid_request (details.field: url); an unknown event → 400 (details.field: events). More than the plan's webhooks_per_project → 403 plan_restricted. When a deployment of the project ends (a deploy, a preview, a promote or rollback), Hoist POSTs a JSON body `{type, timestamp, data: {project: {id, name}, operation}}` to every webhook of the project that receives that event: type is deployment.succeeded, deployment.failed or deployment.canceled, and operation is what GET /api/v1/operations/{id} answers (result.url is the live URL). Each delivery is signed as Standard Webhooks does, so its libraries verify it: headers webhook-id (the delivery id, the same on every try), webhook-timestamp (Unix seconds) and webhook-signature `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` under the secret (the bytes of its base64 after `whsec_`); also x-hoist-event. A 2xx answer within webhookTimeoutSeconds delivers it; any other answer, or none, is tried again after 10 s, 1 min, 5 min, 30 min, 2 h (six tries), then the delivery failed. No redirect is followed. Hoist posts only to public addresses: a URL whose host is, or resolves to, a loopback, private or link-local address is refused (400 when it is written as such an address, else its deliveries fail with address_refused), unless the operator allowed them (webhookPrivateAddresses). Deliveries are kept 30 days. A project of another account answers 404 like a missing one.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Any of deployment.succeeded, deployment.failed, deployment.canceled (all by default). */
+                        events?: string[];
+                        /** @description An http or https URL. */
+                        url: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            created_at: string;
+                            events: ("deployment.succeeded" | "deployment.failed" | "deployment.canceled")[];
+                            /** Format: uuid */
+                            id: string;
+                            last_delivery: {
+                                /** @description Tries made so far (at most 6). */
+                                attempts: number;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** @description Why the last try failed: `answered <status>`, or no answer (`address_refused`, `dns`, `connect`, `timeout`, `tls`, `other`, with the host). null once delivered. */
+                                error: string | null;
+                                /** @description deployment.succeeded, deployment.failed, deployment.canceled or ping. */
+                                event: string;
+                                /**
+                                 * Format: uuid
+                                 * @description The delivery id: the webhook-id header of every try (the same on each: de-duplicate by it).
+                                 */
+                                id: string;
+                                /**
+                                 * Format: date-time
+                                 * @description When the next try is due, while pending.
+                                 */
+                                next_attempt_at: string | null;
+                                /** @description The operation the event is about; null for a ping. */
+                                operation_id: string | null;
+                                /** @description The last try's answer status; null when it got none. */
+                                response_status: number | null;
+                                /**
+                                 * @description pending: tries are left (or one is under way); delivered: a try got a 2xx; failed: none is left.
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "delivered" | "failed";
+                                /** Format: date-time */
+                                updated_at: string;
+                                /** Format: uuid */
+                                webhook_id: string;
+                            } | null;
+                            /** @description whsec_<base64>: signs every delivery; never shown again. */
+                            secret: string;
+                            url: string;
+                        };
+                    };
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Registration, plan or entitlement restriction. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectID}/webhooks/{webhookID}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a webhook
+         * @description Removes the webhook and its deliveries (none is tried again); 204, or 404 when there is none.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                    /** @description Webhook id (UUID). */
+                    webhookID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Removed. */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectID}/webhooks/{webhookID}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List deliveries of a webhook
+         * @description Its deliveries of the last 30 days, newest first: status, tries and the last answer; never a body.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                    /** @description Webhook id (UUID). */
+                    webhookID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deliveries: {
+                                /** @description Tries made so far (at most 6). */
+                                attempts: number;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** @description Why the last try failed: `answered <status>`, or no answer (`address_refused`, `dns`, `connect`, `timeout`, `tls`, `other`, with the host). null once delivered. */
+                                error: string | null;
+                                /** @description deployment.succeeded, deployment.failed, deployment.canceled or ping. */
+                                event: string;
+                                /**
+                                 * Format: uuid
+                                 * @description The delivery id: the webhook-id header of every try (the same on each: de-duplicate by it).
+                                 */
+                                id: string;
+                                /**
+                                 * Format: date-time
+                                 * @description When the next try is due, while pending.
+                                 */
+                                next_attempt_at: string | null;
+                                /** @description The operation the event is about; null for a ping. */
+                                operation_id: string | null;
+                                /** @description The last try's answer status; null when it got none. */
+                                response_status: number | null;
+                                /**
+                                 * @description pending: tries are left (or one is under way); delivered: a try got a 2xx; failed: none is left.
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "delivered" | "failed";
+                                /** Format: date-time */
+                                updated_at: string;
+                                /** Format: uuid */
+                                webhook_id: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectID}/webhooks/{webhookID}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ping a webhook
+         * @description Queues a delivery of a `ping` event (data: the project and the webhook), signed and tried as any other, and answers 202 with it, pending: see how it went in the deliveries list.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                    /** @description Webhook id (UUID). */
+                    webhookID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Tries made so far (at most 6). */
+                            attempts: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Why the last try failed: `answered <status>`, or no answer (`address_refused`, `dns`, `connect`, `timeout`, `tls`, `other`, with the host). null once delivered. */
+                            error: string | null;
+                            /** @description deployment.succeeded, deployment.failed, deployment.canceled or ping. */
+                            event: string;
+                            /**
+                             * Format: uuid
+                             * @description The delivery id: the webhook-id header of every try (the same on each: de-duplicate by it).
+                             */
+                            id: string;
+                            /**
+                             * Format: date-time
+                             * @description When the next try is due, while pending.
+                             */
+                            next_attempt_at: string | null;
+                            /** @description The operation the event is about; null for a ping. */
+                            operation_id: string | null;
+                            /** @description The last try's answer status; null when it got none. */
+                            response_status: number | null;
+                            /**
+                             * @description pending: tries are left (or one is under way); delivered: a try got a 2xx; failed: none is left.
+                             * @enum {string}
+                             */
+                            status: "pending" | "delivered" | "failed";
+                            /** Format: date-time */
+                            updated_at: string;
+                            /** Format: uuid */
+                            webhook_id: string;
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

@@ -700,6 +700,23 @@ export const settings = {
       'Tries per DNS server before a lookup counts as failed (the check is retried ' +
       'later; the domain keeps its state).',
   },
+  webhookTimeoutSeconds: {
+    type: 'integer',
+    env: 'HOIST_WEBHOOK_TIMEOUT_SECONDS',
+    default: 10,
+    min: 1,
+    max: 60,
+    doc: 'Time a webhook endpoint has to answer a delivery (connecting included); past it the try failed.',
+  },
+  webhookPrivateAddresses: {
+    type: 'boolean',
+    env: 'HOIST_WEBHOOK_PRIVATE_ADDRESSES',
+    default: false,
+    doc:
+      'Deliver webhooks to private, loopback and link-local addresses too. Off: a URL whose host is, or resolves ' +
+      'to, such an address is never posted to (its deliveries fail with address_refused), so no account reaches ' +
+      "Hoist's network through one.",
+  },
   domainCheckSeconds: {
     type: 'integer',
     env: 'HOIST_DOMAIN_CHECK_SECONDS',

@@ -19,4 +19,5 @@ export * from './ports/queue.js';
 export * from './ports/sandbox.js';
 export * from './ports/storage.js';
 export * from './ports/token-service.js';
+export * from './ports/webhook-sender.js';
 export * from './ports/workspaces.js';

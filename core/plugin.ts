@@ -12,6 +12,7 @@ import { QUEUE, type Queue } from './ports/queue.js';
 import { SANDBOX, type Sandbox } from './ports/sandbox.js';
 import { STORAGE, type Storage } from './ports/storage.js';
 import { TOKEN_SERVICE, type TokenService } from './ports/token-service.js';
+import { WEBHOOK_SENDER, type WebhookSender } from './ports/webhook-sender.js';
 import type { Deps, Resolved, Token } from './tokens.js';
 
 export type { HoistConfig } from '../config/schema.js';
@@ -42,6 +43,7 @@ export interface PortTypes {
   dns: DnsResolver;
   sandbox: Sandbox;
   changes: ChangeFeed;
+  webhooks: WebhookSender;
   analyzer: Analyzer;
   builder: Builder;
 }
@@ -66,6 +68,7 @@ export const PORT_TOKENS: { [P in SinglePort]: Token<PortTypes[P]> } & {
   dns: DNS_RESOLVER,
   sandbox: SANDBOX,
   changes: CHANGE_FEED,
+  webhooks: WEBHOOK_SENDER,
   analyzer: ANALYZERS,
   builder: BUILDERS,
 };

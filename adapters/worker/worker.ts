@@ -14,6 +14,7 @@ import { startPreviewExpiry } from './preview-expiry.js';
 import { startRequeue } from './requeue.js';
 import { logRetired, startRetirement } from './retirement.js';
 import { startUploadRetention } from './upload-retention.js';
+import { startWebhooks } from './webhooks.js';
 
 /**
  * Starts the worker role: takes stage jobs from the queue, once its sandbox runs and core's Recovery
@@ -21,7 +22,7 @@ import { startUploadRetention } from './upload-retention.js';
  * previews down, collects garbage (unreferenced release files), stops releases still running after their
  * deployment ended (Retirement), removes what manifest uploads keep past their retention, and the archives,
  * artifacts and build logs no retained release needs (FileRetention), and enqueues again the stages still queued
- * after requeueSeconds (a queue that was away when they were enqueued).
+ * after requeueSeconds (a queue that was away when they were enqueued). It also delivers webhooks.
  * Returns a function that stops taking jobs and waits for running ones to hand back.
  */
 export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> {
@@ -61,7 +62,9 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
   const stopFileRetention = startFileRetention(kernel);
   const stopRetirement = startRetirement(kernel);
   const stopRequeue = startRequeue(kernel);
+  const stopWebhooks = await startWebhooks(kernel);
   return async () => {
+    await stopWebhooks();
     await stopRequeue();
     await stopRetirement();
     await stopFileRetention();

@@ -19,6 +19,8 @@ export interface PlanLimits {
   kept_file_days: number;
   /** Upload manifests the account may send in any hour (a sliding window); past it 429 rate_limited. */
   upload_manifests_per_hour: number;
+  /** Webhooks a project may have (URLs its deployment events are posted to). */
+  webhooks_per_project: number;
 }
 
 export interface Plan {
@@ -59,6 +61,7 @@ export const plans: Record<string, Plan> = {
       kept_file_bytes: 250_000_000,
       kept_file_days: 14,
       upload_manifests_per_hour: 60,
+      webhooks_per_project: 2,
     },
   },
   pro: {
@@ -82,6 +85,7 @@ export const plans: Record<string, Plan> = {
       kept_file_bytes: 2_000_000_000,
       kept_file_days: 30,
       upload_manifests_per_hour: 300,
+      webhooks_per_project: 10,
     },
   },
   team: {
@@ -105,6 +109,7 @@ export const plans: Record<string, Plan> = {
       kept_file_bytes: 10_000_000_000,
       kept_file_days: 90,
       upload_manifests_per_hour: 1200,
+      webhooks_per_project: 25,
     },
   },
 };

@@ -14,6 +14,7 @@ import {
 import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { Queue } from '../ports/queue.js';
+import type { WebhookDeliveries } from '../webhooks/webhook-deliveries.js';
 import { OPERATIONS_CHANNEL, projectOperations } from './log-chunks.js';
 
 /** The queue topic of deployment stages. */
@@ -51,6 +52,8 @@ export class OperationStore {
     private readonly queue: Queue,
     private readonly clock: Clock,
     private readonly changes?: Pick<ChangeFeed, 'publish'>,
+    /** Records the webhook deliveries of a deployment that ends, in the transaction that ends it. */
+    private readonly webhooks?: Pick<WebhookDeliveries, 'record' | 'dispatch'>,
   ) {}
 
   /** The state of a deployment operation (throws not_found for another kind). */
@@ -82,6 +85,7 @@ export class OperationStore {
       }
       if (!guessed) this.remember(op);
       const finished = t.effects.some((e) => e.type === 'finish');
+      let deliveries: string[] = [];
       if (t.noop) {
         // Nothing to write by what the caller knew: whether that still holds is read.
         if (guessed) continue;
@@ -101,6 +105,7 @@ export class OperationStore {
                 if (finished && op.projectId) {
                   const chain = { id: op.projectId, activeOperationId: op.id };
                   await updateRows(tx, Project, chain, { activeOperationId: null });
+                  deliveries = (await this.webhooks?.record(tx, op.projectId, op.id, t.state.status)) ?? [];
                 }
                 await also?.(tx, t, op);
                 return true;
@@ -117,6 +122,7 @@ export class OperationStore {
           await this.changes?.publish(OPERATIONS_CHANNEL, projectOperations(op.projectId)).catch(() => undefined);
         // Event streams of the operation (any process) wake at once; they also poll, so a lost one only delays.
         await this.changes?.publish(OPERATIONS_CHANNEL, op.id).catch(() => undefined);
+        if (deliveries.length) await this.webhooks!.dispatch(deliveries);
         await this.carryOut(op, t.effects);
         return { t, op };
       }

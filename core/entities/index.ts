@@ -19,6 +19,7 @@ import { RateHitSchema } from './rate-hit.js';
 import { SessionSchema } from './session.js';
 import { UserSchema } from './user.js';
 import { UploadSessionSchema } from './upload-session.js';
+import { WebhookDeliverySchema, WebhookSchema } from './webhook.js';
 
 /**
  * Every entity schema of core; the database opens with these and the plugins' own (PluginDefinition.entities).
@@ -47,4 +48,6 @@ export const entities = [
   DomainSchema,
   AccessGrantSchema,
   AccessCodeSchema,
+  WebhookSchema,
+  WebhookDeliverySchema,
 ];

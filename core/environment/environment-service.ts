@@ -220,6 +220,19 @@ export class EnvironmentService {
     return usage;
   }
 
+  /**
+   * Seals `value`, a secret of the project other than a variable (a webhook's signing secret), with the project's data
+   * key (made on first use), bound to `aad`: it opens only with the same project and `aad`, and goes with the project.
+   */
+  async sealSecret(projectId: string, aad: string, value: string): Promise<string> {
+    return this.cipher.encrypt(await this.projectKey(this.em, projectId), value, aad);
+  }
+
+  /** Opens what sealSecret made for the project and `aad`; throws DecryptError (or a StageError without a key). */
+  async openSecret(projectId: string, aad: string, sealed: string): Promise<string> {
+    return this.cipher.decrypt(await this.existingKey(this.em, projectId), sealed, aad);
+  }
+
   private async scoped(
     operationId: string,
     projectId: string,

@@ -10,3 +10,4 @@ export { mailerContract, type MailerUnderTest } from './mailer.js';
 export { queueContract, type QueueFixture } from './queue.js';
 export { sandboxContract, type SandboxUnderTest } from './sandbox.js';
 export { storageContract, type StorageUnderTest } from './storage.js';
+export { webhookSenderContract, type SenderOptions, type WebhookSenderUnderTest } from './webhook-sender.js';

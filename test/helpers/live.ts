@@ -42,6 +42,8 @@ export interface LiveHoist {
   get(token: string, path: string): Promise<{ status: number; body: any }>;
   /** POSTs to the API with no body. */
   post(token: string, path: string): Promise<{ status: number; body: any }>;
+  /** Any method on the API, with a JSON body when given; the answer's JSON (null when empty). */
+  call(token: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
   /** Polls the operation until it is terminal (or `until` holds); returns its last view. */
   waitFor(token: string, operationId: string, until?: (op: any) => boolean, ms?: number): Promise<any>;
   /** GET on the edge with a Host header. */
@@ -106,6 +108,19 @@ export async function liveHoist(overrides: Partial<HoistConfig> = {}): Promise<L
       return json(
         await fetch(`${api}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal }),
       );
+    },
+    async call(token, method, path, body) {
+      const res = await fetch(`${api}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_MS),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
     },
     async waitFor(
       token,

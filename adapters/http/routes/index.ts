@@ -18,6 +18,7 @@ import uploadManifests from './upload-manifests.js';
 import accessGrants from './access-grants.js';
 import environment from './environment.js';
 import domains from './domains.js';
+import webhooks from './webhooks.js';
 
 /** Options every route plugin gets. */
 export interface RouteOptions {
@@ -44,4 +45,5 @@ export const routes: FastifyPluginAsync<RouteOptions>[] = [
   environment,
   domains,
   accessGrants,
+  webhooks,
 ];

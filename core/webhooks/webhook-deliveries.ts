@@ -1,0 +1,184 @@
+import type { EntityManager } from '@mikro-orm/core';
+import type { OperationViews } from '../deployments/operation-views.js';
+import { insertRow, loadById, queryRows, updateRows } from '../entities/plain-sql.js';
+import { Project } from '../entities/project.js';
+import { Webhook, WebhookDelivery } from '../entities/webhook.js';
+import type { EnvironmentService } from '../environment/environment-service.js';
+import type { Clock } from '../ports/clock.js';
+import type { Queue } from '../ports/queue.js';
+import { WebhookSendError, type WebhookSender } from '../ports/webhook-sender.js';
+import { token } from '../tokens.js';
+import { eventOfStatus, eventsOf, signedHeaders } from './webhook-rules.js';
+
+/** The queue topic of webhook deliveries. */
+export const WEBHOOK_TOPIC = 'webhooks';
+
+/** The payload of a delivery job: which delivery, and which try it is for (its key, so each try is queued once). */
+export interface WebhookJob {
+  deliveryId: string;
+  attempt: number;
+}
+
+/** Waits before each try after the first: 10 s, 1 min, 5 min, 30 min, 2 h; six tries in all. */
+export const RETRY_DELAYS_MS = [10_000, 60_000, 300_000, 1_800_000, 7_200_000];
+/** How long a try holds its delivery: after it, a try that never reported (its worker stopped) is made again. */
+const TRY_HOLD_MS = 120_000;
+/** Deliveries ended this long ago are removed by the sweep. */
+export const DELIVERY_DAYS = 30;
+/** How often a process removes the deliveries past DELIVERY_DAYS. */
+const PURGE_EVERY_MS = 3_600_000;
+
+/** The associated data a webhook's secret is sealed to: it opens for that webhook of that project only. */
+export const secretAad = (w: Pick<Webhook, 'projectId' | 'id'>) => `hoist-webhook:v1:${w.projectId}:${w.id}`;
+
+/**
+ * The outbox of webhooks, and their delivery. The transaction that ends a deployment records one delivery per webhook
+ * of the project that asked for that event (`record`), so an event is never lost between that commit and the queue;
+ * `dispatch` then queues their first try. A worker takes each (`deliver`): it claims the try, posts the signed body
+ * through the WebhookSender, and records the answer and when the next try is due (RETRY_DELAYS_MS), until one answers
+ * 2xx or none is left. The workers' `sweep` queues the tries that are due (the next tries, and any that was not queued:
+ * a queue away, a worker stopped mid-try; not every queue delays a job) and removes deliveries older than
+ * DELIVERY_DAYS.
+ */
+export class WebhookDeliveries {
+  /** When this process last removed old deliveries (a scan of the table: once an hour, not every sweep). */
+  private purgedAt = 0;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly queue: Queue,
+    private readonly clock: Clock,
+    private readonly sender: WebhookSender,
+    private readonly environment: Pick<EnvironmentService, 'openSecret'>,
+    private readonly views: Pick<OperationViews, 'get'>,
+  ) {}
+
+  /**
+   * In the transaction `tx` that ends operation `operationId` of project `projectId` with `status`: records a delivery
+   * for every webhook of the project that receives that event. Returns their ids, for `dispatch` after the commit.
+   */
+  async record(tx: EntityManager, projectId: string, operationId: string, status: string): Promise<string[]> {
+    const event = eventOfStatus(status);
+    if (!event) return [];
+    const hooks = await queryRows<{ id: string }>(
+      tx,
+      'select id from webhooks where project_id = ? and events like ?',
+      [projectId, `%,${event},%`],
+    );
+    const now = this.clock.now();
+    const ids: string[] = [];
+    for (const { id } of hooks) {
+      const d = Object.assign(new WebhookDelivery(), {
+        webhookId: id,
+        projectId,
+        operationId,
+        event,
+        nextAttemptAt: now,
+        createdAt: now,
+        updatedAt: now,
+      });
+      await insertRow(tx, WebhookDelivery, d);
+      ids.push(d.id);
+    }
+    return ids;
+  }
+
+  /** Queues the first try of each delivery; one the queue does not take now is queued by the sweep. */
+  async dispatch(ids: string[]): Promise<void> {
+    for (const deliveryId of ids) await this.enqueue({ deliveryId, attempt: 1 }).catch(() => undefined);
+  }
+
+  /**
+   * Makes try `attempt` of a delivery, when it is still that try's turn (a try already made, or a delivery ended or
+   * removed, is skipped): posts, then records the answer and queues the next try, or ends the delivery.
+   */
+  async deliver({ deliveryId, attempt }: WebhookJob): Promise<void> {
+    const now = this.clock.now();
+    const em = this.em.fork();
+    const claimed = await em.nativeUpdate(
+      WebhookDelivery,
+      { id: deliveryId, status: 'pending', attempts: attempt - 1, nextAttemptAt: { $lte: now } },
+      { attempts: attempt, nextAttemptAt: new Date(now.getTime() + TRY_HOLD_MS), updatedAt: now },
+    );
+    if (claimed !== 1) return;
+    const delivery = (await loadById(em, WebhookDelivery, deliveryId))!;
+    const webhook = await loadById(em, Webhook, delivery.webhookId);
+    if (!webhook) return;
+    const payload = delivery.payload ?? (await this.payloadOf(delivery, webhook));
+    const outcome = await this.post(delivery, webhook, payload);
+    const last = attempt > RETRY_DELAYS_MS.length;
+    const at = this.clock.now();
+    const next = outcome.ok || last ? null : new Date(at.getTime() + RETRY_DELAYS_MS[attempt - 1]);
+    await updateRows(
+      em,
+      WebhookDelivery,
+      { id: deliveryId, attempts: attempt },
+      {
+        payload,
+        status: outcome.ok ? 'delivered' : last ? 'failed' : 'pending',
+        nextAttemptAt: next,
+        responseStatus: outcome.status,
+        lastError: outcome.error,
+        updatedAt: at,
+      },
+    );
+  }
+
+  /**
+   * Queues the tries that are due and, once an hour, removes deliveries that ended more than DELIVERY_DAYS ago; returns
+   * how many tries it queued.
+   */
+  async sweep(): Promise<number> {
+    const em = this.em.fork();
+    const now = this.clock.now();
+    const due = await queryRows<{ id: string; attempts: number }>(
+      em,
+      "select id, attempts from webhook_deliveries where status = 'pending' and next_attempt_at <= ? limit 500",
+      [now],
+    );
+    for (const d of due) await this.enqueue({ deliveryId: d.id, attempt: d.attempts + 1 });
+    if (now.getTime() - this.purgedAt >= PURGE_EVERY_MS) {
+      const old = new Date(now.getTime() - DELIVERY_DAYS * 86_400_000);
+      await em.nativeDelete(WebhookDelivery, { status: { $ne: 'pending' }, updatedAt: { $lt: old } });
+      this.purgedAt = now.getTime();
+    }
+    return due.length;
+  }
+
+  private enqueue(job: WebhookJob): Promise<void> {
+    return this.queue.enqueue(WEBHOOK_TOPIC, job, { key: `${job.deliveryId}:${job.attempt}` });
+  }
+
+  /** Posts the body signed for this try; ok on a 2xx answer, else why not (never the body or a header). */
+  private async post(
+    delivery: WebhookDelivery,
+    webhook: Webhook,
+    body: string,
+  ): Promise<{ ok: boolean; status: number | null; error: string | null }> {
+    try {
+      const secret = await this.environment.openSecret(webhook.projectId, secretAad(webhook), webhook.secretSealed);
+      const headers = signedHeaders(delivery.id, delivery.event, body, secret, this.clock.now());
+      const { status } = await this.sender.post({ url: webhook.url, headers, body });
+      const ok = status >= 200 && status < 300;
+      return { ok, status, error: ok ? null : `answered ${status}` };
+    } catch (err) {
+      const reason = err instanceof WebhookSendError ? `${err.reason}: ${err.message}` : 'the secret does not open';
+      return { ok: false, status: null, error: reason.slice(0, 500) };
+    }
+  }
+
+  /**
+   * The body of a delivery, made at its first try: the event, its time, the project, and the operation as
+   * GET /api/v1/operations/{id} shows it then (a ping: the webhook).
+   */
+  private async payloadOf(delivery: WebhookDelivery, webhook: Webhook): Promise<string> {
+    const project = await loadById(this.em.fork(), Project, delivery.projectId);
+    const data: Record<string, unknown> = { project: { id: delivery.projectId, name: project?.name ?? null } };
+    if (delivery.operationId)
+      data.operation = await this.views.get(webhook.accountId, delivery.operationId).catch(() => null);
+    else data.webhook = { id: webhook.id, url: webhook.url, events: eventsOf(webhook.events) };
+    return JSON.stringify({ type: delivery.event, timestamp: delivery.createdAt.toISOString(), data });
+  }
+}
+
+export const WEBHOOK_DELIVERIES = token<WebhookDeliveries>('hoist.WebhookDeliveries');
