@@ -25,6 +25,23 @@ export type Entitlements = Answer<'/api/v1/billing/entitlements', 'get', 200>;
 export type Project = Answer<'/api/v1/projects/', 'get', 200>['projects'][number];
 export type Release = Answer<'/api/v1/projects/{projectID}/releases', 'get', 200>['releases'][number];
 export type EnvironmentVariable = Answer<'/api/v1/projects/{projectID}/environment', 'get', 200>['environment'][number];
+export type Webhook = Answer<'/api/v1/projects/{projectID}/webhooks', 'get', 200>['webhooks'][number];
+/** A webhook as made: with its signing secret (whsec_...), which no other answer shows. */
+export type NewWebhook = Answer<'/api/v1/projects/{projectID}/webhooks', 'post', 201>;
+export type WebhookDelivery = Answer<
+  '/api/v1/projects/{projectID}/webhooks/{webhookID}/deliveries',
+  'get',
+  200
+>['deliveries'][number];
+export type WebhookEvent = Webhook['events'][number];
+// Keyed by the schema's events, so a missing or an extra one fails to compile.
+const EVENTS: Record<WebhookEvent, true> = {
+  'deployment.succeeded': true,
+  'deployment.failed': true,
+  'deployment.canceled': true,
+};
+/** The events a webhook may receive (all of them when it is added with none named). */
+export const WEBHOOK_EVENTS = Object.keys(EVENTS) as WebhookEvent[];
 export type PromoteAnswer = Answer<'/api/v1/projects/{projectID}/releases/{releaseID}/promote', 'post', 202>;
 export type LocalToLiveAnswer = Answer<'/api/v1/local-to-live', 'post', 202>;
 export type UploadSession = Answer<'/api/v1/upload-sessions', 'post', 201>;
@@ -199,6 +216,53 @@ export class HoistClient {
         params: { path: { projectID: projectId, name } },
       }),
     );
+  }
+
+  /** The project's webhooks, oldest first, each with its last delivery (never a secret). */
+  async webhooks(projectId: string): Promise<Webhook[]> {
+    return this.ok(
+      await this.api.GET('/api/v1/projects/{projectID}/webhooks', { params: { path: { projectID: projectId } } }),
+    ).webhooks;
+  }
+
+  /**
+   * Adds a webhook posting `events` (all of them when left out) to `url`. The answer holds its signing secret, shown
+   * this once. Not retried: the route takes no Idempotency-Key, and a repeat would add a second webhook.
+   */
+  async addWebhook(projectId: string, url: string, events?: WebhookEvent[]): Promise<NewWebhook> {
+    return this.ok(
+      await this.api.POST('/api/v1/projects/{projectID}/webhooks', {
+        params: { path: { projectID: projectId } },
+        body: { url, events },
+      }),
+    );
+  }
+
+  /** Removes a webhook and its deliveries. */
+  async removeWebhook(projectId: string, webhookId: string): Promise<void> {
+    this.ok(
+      await this.api.DELETE('/api/v1/projects/{projectID}/webhooks/{webhookID}', {
+        params: { path: { projectID: projectId, webhookID: webhookId } },
+      }),
+    );
+  }
+
+  /** Queues a `ping` delivery to the webhook; resolves to it, pending (webhookDeliveries tells how it went). */
+  async pingWebhook(projectId: string, webhookId: string): Promise<WebhookDelivery> {
+    return this.ok(
+      await this.api.POST('/api/v1/projects/{projectID}/webhooks/{webhookID}/ping', {
+        params: { path: { projectID: projectId, webhookID: webhookId } },
+      }),
+    );
+  }
+
+  /** The webhook's deliveries of the last 30 days, newest first: at most `limit` (1 to 100; the API's default 20). */
+  async webhookDeliveries(projectId: string, webhookId: string, limit?: number): Promise<WebhookDelivery[]> {
+    return this.ok(
+      await this.api.GET('/api/v1/projects/{projectID}/webhooks/{webhookID}/deliveries', {
+        params: { path: { projectID: projectId, webhookID: webhookId }, query: { limit } },
+      }),
+    ).deliveries;
   }
 
   async operation(id: string): Promise<Operation> {

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { usage } from '../remote/cli-error.js';
 import { findProject } from '../remote/project-ref.js';
-import { remoteAction, type RemoteOptions } from '../remote/remote-action.js';
+import { projectOptions, remoteAction, type RemoteOptions } from '../remote/remote-action.js';
 import { printTable } from './print-table.js';
 
 type EnvOptions = RemoteOptions & { project?: string };
@@ -12,13 +12,8 @@ export default function env(program: Command): void {
   const group = program
     .command('env')
     .description("manage a project's environment variables (they apply to the next deployment)");
-  const common = (c: Command) =>
-    c
-      .option('--project <project>', 'project id, name or slug (default: the project of this folder)')
-      .option('--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to)')
-      .option('--json', 'print the result as JSON');
 
-  common(group.command('ls').description('list names, scopes and digests (values are never shown)')).action(
+  projectOptions(group.command('ls').description('list names, scopes and digests (values are never shown)')).action(
     remoteAction<EnvOptions, []>(async ({ client }, o) => {
       const project = await findProject(client, o.project);
       const vars = await client.environment(project.id);
@@ -32,7 +27,7 @@ export default function env(program: Command): void {
     }),
   );
 
-  common(
+  projectOptions(
     group
       .command('set')
       .description('set a variable; the value is read from stdin when not given (keeps secrets out of shell history)')
@@ -58,7 +53,7 @@ export default function env(program: Command): void {
     ),
   );
 
-  common(group.command('rm').description('remove a variable').argument('<name>', 'variable name')).action(
+  projectOptions(group.command('rm').description('remove a variable').argument('<name>', 'variable name')).action(
     remoteAction<EnvOptions, [string]>(
       async ({ client }, o, name) => {
         const project = await findProject(client, o.project);

@@ -13,6 +13,7 @@ import logs from './logs.js';
 import env from './env.js';
 import operations from './operations.js';
 import secrets from './secrets.js';
+import webhooks from './webhooks.js';
 
 /** Every CLI command group; each adds its commands to the program. */
 export const commands: ((program: Command) => void)[] = [
@@ -28,6 +29,7 @@ export const commands: ((program: Command) => void)[] = [
   releases,
   logs,
   env,
+  webhooks,
   operations,
   secrets,
 ];

@@ -3,7 +3,8 @@ import { basename, join, resolve } from 'node:path';
 import type { HoistClient, Project } from '../../../client/hoist-client.js';
 import { CliError } from './cli-error.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** An id as the API makes them (a UUID). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The project name a folder deploys as: the `name` of its package.json (without an npm scope), else the folder's name.

@@ -1,3 +1,4 @@
+import type { Command } from 'commander';
 import { explain } from './explain.js';
 import { connect, type Connection } from './connect.js';
 
@@ -6,6 +7,13 @@ export interface RemoteOptions {
   api?: string;
   json?: boolean;
 }
+
+/** Adds the options of a command about one project: --project (default: the folder's), --api and --json. */
+export const projectOptions = (c: Command): Command =>
+  c
+    .option('--project <project>', 'project id, name or slug (default: the project of this folder)')
+    .option('--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to)')
+    .option('--json', 'print the result as JSON');
 
 /**
  * Runs a command that talks to the REST API: runs `check` (bad usage is found before anything else),
