@@ -12,9 +12,10 @@ import type { AccessTokenCache } from '../../core/access/access-token-cache.js';
 import { HoistError } from '../../core/errors.js';
 import type { Kernel } from '../kernel.js';
 import { codePage, GATE_PREFIX, gateMessagePage, signInPage } from './access-pages.js';
+import { ACCESS_COOKIE, withoutAccessCookie } from './edge-cookies.js';
 
 /** The access cookie: host-only (no Domain), so it goes to the one project host that set it. */
-export const ACCESS_COOKIE = 'hoist_access';
+export { ACCESS_COOKIE } from './edge-cookies.js';
 const FORM_MAX_BYTES = 8192;
 
 /** The project a request resolved to, as the gate needs it. */
@@ -254,18 +255,6 @@ export function safeNext(value: string | null | undefined): string {
 
 function cookieOf(req: IncomingMessage): string | undefined {
   return req.headers.cookie ? parseCookie(req.headers.cookie)[ACCESS_COOKIE] : undefined;
-}
-
-// The access cookie is the edge's: the app behind it never sees it.
-function withoutAccessCookie(req: IncomingMessage): void {
-  if (!req.headers.cookie) return;
-  const rest = req.headers.cookie
-    .split(';')
-    .filter((pair) => pair.split('=')[0].trim() !== ACCESS_COOKIE)
-    .join(';')
-    .trim();
-  if (rest) req.headers.cookie = rest;
-  else delete req.headers.cookie;
 }
 
 /**

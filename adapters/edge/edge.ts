@@ -33,6 +33,7 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   const proxy = createReleaseProxy({
     trustProxy: config.trustProxy,
     appsScheme: config.appsScheme as 'http' | 'https',
+    appsDomain: config.appsDomain,
   });
   const fast = createFastPath(kernel, routes, cookies, proxy);
   const app = Fastify({

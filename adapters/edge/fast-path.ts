@@ -5,7 +5,7 @@ import type { AccessTokenCache } from '../../core/access/access-token-cache.js';
 import type { HostRoutes, LiveRelease } from '../../core/deployments/host-routes.js';
 import type { Kernel } from '../kernel.js';
 import { metricsOf } from '../observability/metrics.js';
-import { ACCESS_COOKIE } from './access-gate.js';
+import { ACCESS_COOKIE, withoutAccessCookie } from './edge-cookies.js';
 import { GATE_PREFIX } from './access-pages.js';
 import { hostHeaders } from './host-headers.js';
 import type { createReleaseProxy } from './proxy.js';
@@ -121,6 +121,8 @@ export function createFastPath(
       );
     if (target.kind === 'http') {
       countWhenSent(method, res, start);
+      // The access cookie is the edge's: the app behind it never sees it.
+      if (release.visibility === 'private') withoutAccessCookie(req);
       proxy.plain(req, res, target, releaseHeaders(release));
       return true;
     }

@@ -13,6 +13,7 @@ import { Pool, type Dispatcher } from 'undici';
 import { HoistError } from '../../core/errors.js';
 import type { ReleaseTarget } from '../../core/ports/deployer.js';
 import { isProxyInstruction } from '../../core/ports/site-rules.cjs';
+import { tenantCookie } from './edge-cookies.js';
 import { badGatewayPage } from './pages.js';
 
 /** How the edge tells a release who asked: the client's scheme when the edge cannot see it itself. */
@@ -21,6 +22,8 @@ export interface ForwardingOptions {
   trustProxy: boolean;
   /** The scheme of project URLs (config appsScheme): with https, TLS ends in front of the edge. */
   appsScheme: 'http' | 'https';
+  /** The domain project hosts are under (config appsDomain): no release sets a cookie for it (tenantCookie). */
+  appsDomain: string;
 }
 
 // Headers through which a client could tell an app who it is or how it came; the edge says it itself.
@@ -109,11 +112,12 @@ const EDGE_WINS = 'x-robots-tag';
 
 /**
  * The headers of a release's answer as the client gets them, as a flat list: the edge's `own` first (with the
- * release's value where it sends one, but EDGE_WINS), then the release's but Transfer-Encoding and instructions to a
- * proxy in front of the edge (isProxyInstruction), with Connection as an HTTP/1.0
- * client asked (close by default), else the release's or the client's (keep-alive by default).
+ * release's value where it sends one, but EDGE_WINS), then the release's but Transfer-Encoding, instructions to a
+ * proxy in front of the edge (isProxyInstruction) and cookies for other tenants' hosts (tenantCookie), with
+ * Connection as an HTTP/1.0 client asked (close by default), else the release's or the client's (keep-alive by
+ * default).
  */
-function answerHeaders(raw: Buffer[], own: OutgoingHttpHeaders, req: IncomingMessage): string[] {
+function answerHeaders(raw: Buffer[], own: OutgoingHttpHeaders, req: IncomingMessage, appsDomain: string): string[] {
   const names = raw.map((b, i) => (i % 2 ? '' : b.toString('latin1').toLowerCase()));
   const out: string[] = [];
   for (const name in own) {
@@ -124,6 +128,7 @@ function answerHeaders(raw: Buffer[], own: OutgoingHttpHeaders, req: IncomingMes
   for (let i = 0; i < raw.length; i += 2) {
     const name = names[i];
     if (name === 'transfer-encoding' || Object.hasOwn(own, name) || isProxyInstruction(name)) continue;
+    if (name === 'set-cookie' && !tenantCookie(raw[i + 1].toString('latin1'), appsDomain)) continue;
     if (name === 'connection') {
       if (req.httpVersion === '1.0') continue;
       connection = true;
@@ -165,6 +170,8 @@ export function createReleaseProxy(options: ForwardingOptions) {
     // http-proxy writes the answer's headers after this event, from answer.headers.
     for (const name of Object.keys(answer.headers)) if (isProxyInstruction(name)) delete answer.headers[name];
     if (res.hasHeader(EDGE_WINS)) delete answer.headers[EDGE_WINS];
+    const cookies = answer.headers['set-cookie'];
+    if (cookies) answer.headers['set-cookie'] = cookies.filter((c) => tenantCookie(c, options.appsDomain));
     cutWith(answer, res);
   });
   const fail = (res: ServerResponse | Duplex, req: IncomingMessage, err?: unknown) => {
@@ -212,7 +219,7 @@ export function createReleaseProxy(options: ForwardingOptions) {
       const handler: Dispatcher.DispatchHandlers = {
         onConnect: (cancel) => (abort = cancel),
         onHeaders: (status, raw, resume, statusText) => {
-          res.writeHead(status, statusText || undefined, answerHeaders(raw, headers, req));
+          res.writeHead(status, statusText || undefined, answerHeaders(raw, headers, req, options.appsDomain));
           res.on('drain', resume);
           return true;
         },

@@ -1,4 +1,5 @@
 // legs: db
+import http from 'node:http';
 import net from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -225,6 +226,16 @@ test(
     const seen = JSON.parse(page.body);
     assert.is(seen.path, '/api/data?x=1');
     assert.is(seen.cookie, 'theme=dark', 'the app never sees the access cookie');
+    // Nor on a kept-alive connection, whose later requests take the edge's hot path.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    for (let i = 0; i < 3; i++) {
+      const again = await edgeRequest(h.edge, app.host, 'GET', '/api/data', {
+        headers: withCookie(cookie.value),
+        agent,
+      });
+      assert.is(JSON.parse(again.body).cookie, 'theme=dark', `request ${i + 1} on one connection`);
+    }
+    agent.destroy();
     const ws = await upgrade(app.host, withCookie(cookie.value));
     assert.match(ws, /^HTTP\/1\.1 101/);
     assert.match(ws, /hello from the app theme=dark/);

@@ -16,7 +16,7 @@ export function edgeRequest(
   host: string,
   method: string,
   path: string,
-  opts: { headers?: Record<string, string>; form?: Record<string, string>; body?: string } = {},
+  opts: { headers?: Record<string, string>; form?: Record<string, string>; body?: string; agent?: http.Agent } = {},
 ): Promise<EdgeAnswer> {
   const url = new URL(edge);
   const body = opts.form ? new URLSearchParams(opts.form).toString() : opts.body;
@@ -27,19 +27,22 @@ export function edgeRequest(
   };
   if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res
-        .on('data', (c) => chunks.push(c))
-        .on('end', () =>
-          resolve({
-            status: res.statusCode!,
-            headers: res.headers,
-            cookies: res.headers['set-cookie'] ?? [],
-            body: Buffer.concat(chunks).toString(),
-          }),
-        );
-    });
+    const req = http.request(
+      { host: url.hostname, port: url.port, method, path, headers, agent: opts.agent },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res
+          .on('data', (c) => chunks.push(c))
+          .on('end', () =>
+            resolve({
+              status: res.statusCode!,
+              headers: res.headers,
+              cookies: res.headers['set-cookie'] ?? [],
+              body: Buffer.concat(chunks).toString(),
+            }),
+          );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

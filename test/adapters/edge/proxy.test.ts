@@ -36,6 +36,14 @@ const release = http.createServer((req, res) => {
     res.setHeader('X-Accel-Redirect', '/internal/admin');
     res.setHeader('x-accel-buffering', 'no');
     res.setHeader('X-Sendfile', '/etc/passwd');
+    // Cookies for every tenant's host (planted access cookie, fixed session) go nowhere; its own pass.
+    res.setHeader('Set-Cookie', [
+      'hoist_access=planted; Path=/p',
+      'sid=fixed; Domain=apps.example; Path=/',
+      'bomb=x; domain=.EXAMPLE',
+      'theme=dark; Path=/; HttpOnly',
+      'shop=1; Domain=shop.apps.example',
+    ]);
   }
   res.statusCode = req.url === '/status' ? 418 : 200;
   res.setHeader('content-type', 'application/json').end(JSON.stringify(seen(req)));
@@ -49,16 +57,16 @@ release.on('upgrade', (req, socket) =>
 /**
  * An edge stand-in: every request goes through the release proxy with `options` (by `via`: http-proxy,
  * or node:http alone as the edge's hot path does for requests without a body), every upgrade through
- * its `ws`. The edge's own headers are `headers`; `to` is the release's address.
+ * its `ws`. The edge's own headers are `headers`; `to` is the release's address. Project hosts are under APPS.
  */
 async function front(
-  options: ForwardingOptions,
+  options: Omit<ForwardingOptions, 'appsDomain'>,
   via: 'web' | 'plain' = 'web',
   headers: Record<string, string> = {},
   to?: Extract<ReleaseTarget, { kind: 'http' }>,
 ) {
   const target = to ?? { kind: 'http' as const, url: `http://127.0.0.1:${(release.address() as AddressInfo).port}` };
-  const proxy = createReleaseProxy(options);
+  const proxy = createReleaseProxy({ ...options, appsDomain: APPS });
   const server = http.createServer((req, res) => proxy[via](req, res, target, headers));
   server.on('upgrade', (req, socket, head) => proxy.ws(req, socket, head, target));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -67,6 +75,8 @@ async function front(
     close: () => new Promise((r) => server.close(r)),
   };
 }
+
+const APPS = 'apps.example';
 
 // Every claim a client can make about who it is, where it came from and how.
 const spoofed = {
@@ -211,6 +221,11 @@ test(
       assert.match(teapot, /\r\nx-hoist-release: the app says\r\n/i);
       assert.match(teapot, /\r\nx-robots-tag: noindex\r\n/i);
       assert.not.match(teapot, /x-robots-tag: all/i, "the edge's noindex wins over the release's");
+      assert.equal(
+        teapot.match(/^set-cookie: .*$/gim)?.map((l) => l.replace(/^set-cookie: /i, '').trim()),
+        ['theme=dark; Path=/; HttpOnly', 'shop=1; Domain=shop.apps.example'],
+        "cookies for other tenants' hosts and the access cookie are dropped",
+      );
       for (const url of [web.url, plain.url])
         assert.not.match(
           await answerOf(url, 'GET', '/status', { connection: 'close' }),
