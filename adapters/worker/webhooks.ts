@@ -5,8 +5,8 @@ import { runPeriodically } from './periodic.js';
 
 /** How often a worker queues the webhook tries that are due (one indexed query): a retry is at most this late. */
 export const WEBHOOK_SWEEP_MS = 5_000;
-/** Webhook tries one worker makes at once: each mostly waits on the endpoint. */
-const CONCURRENCY = 8;
+/** Webhook tries one worker makes at once (each mostly waits on its endpoint); one account has at most 2 of them. */
+const CONCURRENCY = 32;
 
 /**
  * Starts the worker's webhook deliveries: takes delivery jobs from the queue, and sweeps at once and every

@@ -64,6 +64,7 @@ for (const [net, bits] of [
   NOT_PUBLIC.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
   ['::', 96],
+  ['::ffff:0:0:0', 96],
   ['64:ff9b::', 96],
   ['64:ff9b:1::', 48],
   ['100::', 64],

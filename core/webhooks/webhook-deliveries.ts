@@ -21,6 +21,11 @@ export interface WebhookJob {
 
 /** Waits before each try after the first: 10 s, 1 min, 5 min, 30 min, 2 h; six tries in all. */
 export const RETRY_DELAYS_MS = [10_000, 60_000, 300_000, 1_800_000, 7_200_000];
+/**
+ * Tries of one account a process makes at once: an account whose endpoints are slow (or whose names resolve slowly)
+ * holds this many of the worker's slots, never the others' turn. Its other tries wait for the sweep.
+ */
+export const TRIES_PER_ACCOUNT = 2;
 /** How long a try holds its delivery: after it, a try that never reported (its worker stopped) is made again. */
 const TRY_HOLD_MS = 120_000;
 /** Deliveries ended this long ago are removed by the sweep. */
@@ -43,6 +48,8 @@ export const secretAad = (w: Pick<Webhook, 'projectId' | 'id'>) => `hoist-webhoo
 export class WebhookDeliveries {
   /** When this process last removed old deliveries (a scan of the table: once an hour, not every sweep). */
   private purgedAt = 0;
+  /** Tries this process is making now, by account. */
+  private readonly trying = new Map<string, number>();
 
   constructor(
     private readonly em: EntityManager,
@@ -90,11 +97,32 @@ export class WebhookDeliveries {
 
   /**
    * Makes try `attempt` of a delivery, when it is still that try's turn (a try already made, or a delivery ended or
-   * removed, is skipped): posts, then records the answer and queues the next try, or ends the delivery.
+   * removed, is skipped): posts, then records the answer and when the next try is due, or ends the delivery. One whose
+   * account has TRIES_PER_ACCOUNT tries under way in this process is left for the sweep to queue again.
    */
   async deliver({ deliveryId, attempt }: WebhookJob): Promise<void> {
-    const now = this.clock.now();
     const em = this.em.fork();
+    const [owner] = await queryRows<{ account_id: string }>(
+      em,
+      'select w.account_id from webhook_deliveries d join webhooks w on w.id = d.webhook_id where d.id = ?',
+      [deliveryId],
+    );
+    // Its account has its share of tries under way here: the sweep queues it again while it is due.
+    if (!owner || (this.trying.get(owner.account_id) ?? 0) >= TRIES_PER_ACCOUNT) return;
+    const account = owner.account_id;
+    this.trying.set(account, (this.trying.get(account) ?? 0) + 1);
+    try {
+      await this.attempt(em, deliveryId, attempt);
+    } finally {
+      const left = this.trying.get(account)! - 1;
+      if (left) this.trying.set(account, left);
+      else this.trying.delete(account);
+    }
+  }
+
+  /** Try `attempt` of the delivery, when it is still its turn: see deliver. */
+  private async attempt(em: EntityManager, deliveryId: string, attempt: number): Promise<void> {
+    const now = this.clock.now();
     const claimed = await em.nativeUpdate(
       WebhookDelivery,
       { id: deliveryId, status: 'pending', attempts: attempt - 1, nextAttemptAt: { $lte: now } },

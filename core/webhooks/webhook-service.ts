@@ -5,7 +5,7 @@ import { insertRow } from '../entities/plain-sql.js';
 import { Project } from '../entities/project.js';
 import { Webhook, WebhookDelivery } from '../entities/webhook.js';
 import type { EnvironmentService } from '../environment/environment-service.js';
-import { notFound } from '../errors.js';
+import { HoistError, notFound } from '../errors.js';
 import type { Clock } from '../ports/clock.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import type { ProjectService } from '../projects/project-service.js';
@@ -57,6 +57,8 @@ export const deliveryView = (d: WebhookDelivery): DeliveryView => ({
 
 /** How many deliveries a list shows at most. */
 export const DELIVERIES_MAX = 100;
+/** Pings one webhook takes in any hour: a ping is a test, not a way to post at will to someone else's server. */
+export const PINGS_PER_HOUR = 10;
 
 /**
  * A project's webhooks: make one (its secret shown once), list, remove, ping, and list its deliveries. Every call
@@ -131,10 +133,27 @@ export class WebhookService {
     });
   }
 
-  /** Queues a `ping` delivery to the webhook (whatever its events) and answers it, pending. */
+  /**
+   * Queues a `ping` delivery to the webhook (whatever its events) and answers it, pending; rate_limited (with
+   * retry_after) past PINGS_PER_HOUR in the last hour.
+   */
   async ping(accountId: string, projectId: string, webhookId: string): Promise<DeliveryView> {
     const webhook = await this.find(accountId, projectId, webhookId);
     const now = this.clock.now();
+    const hour = new Date(now.getTime() - 3_600_000);
+    const recent = await this.em
+      .fork()
+      .find(
+        WebhookDelivery,
+        { webhookId: webhook.id, event: 'ping', createdAt: { $gt: hour } },
+        { orderBy: { createdAt: 'asc' }, fields: ['createdAt'], limit: PINGS_PER_HOUR },
+      );
+    if (recent.length >= PINGS_PER_HOUR) {
+      const retryAfter = Math.max(1, Math.ceil((recent[0].createdAt.getTime() - hour.getTime()) / 1000));
+      throw new HoistError('rate_limited', `A webhook takes ${PINGS_PER_HOUR} pings an hour; try again later`, {
+        retry_after: retryAfter,
+      });
+    }
     const delivery = Object.assign(new WebhookDelivery(), {
       webhookId: webhook.id,
       projectId: webhook.projectId,

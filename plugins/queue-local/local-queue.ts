@@ -1,5 +1,6 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { JobRow } from './job.js';
 import { deleteRows, insertRow, queryRows, updateRows, type Lifecycle } from '../../core/plugin.js';
 import {
@@ -88,6 +89,8 @@ export class LocalQueue implements Queue, Lifecycle {
 
   async consume<P>(topic: string, handler: JobHandler<P>, opts: ConsumeOptions): Promise<() => Promise<void>> {
     const abort = new AbortController();
+    // Every idle slot listens for the stop, and a running job's handler may too.
+    setMaxListeners(2 * opts.concurrency + 10, abort.signal);
     this.workers.set(topic, (this.workers.get(topic) ?? 0) + opts.concurrency);
     const slots = Array.from({ length: opts.concurrency }, () => this.slot(topic, handler, opts, abort.signal));
     const stop = async () => {

@@ -119,6 +119,19 @@ export function webhookSenderContract(name: string, fresh: (o: SenderOptions) =>
     }
   });
 
+  t(
+    'without private addresses: a name with none public fails as dns, whether it has private ones or none',
+    async () => {
+      const { sender, cleanup } = await fresh({ privateAddresses: false, timeoutMs: 2_000 });
+      try {
+        const err = await refused(sender.post(request('http://no-such-host.invalid/')), 'dns', SECRET);
+        assert.match(err.message, /no-such-host\.invalid.*no public address/);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
+
   t('without private addresses: loopback, private, link-local and mapped ones are never connected to', async () => {
     const r = await receiver((_req, res) => res.writeHead(200).end());
     const { sender, cleanup } = await fresh({ privateAddresses: false, timeoutMs: 2_000 });
@@ -129,6 +142,9 @@ export function webhookSenderContract(name: string, fresh: (o: SenderOptions) =>
         `http://[::1]:${r.port}/`,
         `http://[::ffff:127.0.0.1]:${r.port}/`,
         `http://[::ffff:7f00:1]:${r.port}/`,
+        `http://[::ffff:0:127.0.0.1]:${r.port}/`,
+        `http://localhost.:${r.port}/`,
+        `http://a.localhost:${r.port}/`,
         `http://0.0.0.0:${r.port}/`,
         `http://2130706433:${r.port}/`,
         `http://0x7f.1:${r.port}/`,

@@ -4,7 +4,7 @@
 // once and stored sealed; removing a webhook or its project removes its deliveries.
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
@@ -30,7 +30,7 @@ test.before(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  h = await liveHoist({ webhookPrivateAddresses: true });
+  h = await liveHoist({ webhookPrivateAddresses: true, webhookTimeoutSeconds: 3 });
   ({ token } = await h.login());
 });
 test.after(async () => {
@@ -216,6 +216,41 @@ test('removing a webhook, or its project, removes it and its deliveries', async 
     () => count('webhooks'),
     (n) => n === 0,
   );
+});
+
+test("an account's endpoints that never answer hold 2 tries at once; another account's goes through", async () => {
+  // A server that takes connections and never answers: each try waits out webhookTimeoutSeconds.
+  let open = 0;
+  let most = 0;
+  const silent = net.createServer((socket) => {
+    most = Math.max(most, ++open);
+    socket.on('close', () => open--).on('error', () => undefined);
+  });
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const { token: slow } = await h.login('pro');
+  try {
+    const sink = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const project = (await h.call(slow, 'POST', '/api/v1/projects/', { name: 'slow-hooks' })).body.id;
+    for (let i = 0; i < 10; i++) {
+      const hook = (await h.call(slow, 'POST', `/api/v1/projects/${project}/webhooks`, { url: `${sink}/${i}` })).body;
+      for (let p = 0; p < 2; p++)
+        assert.is((await h.call(slow, 'POST', `/api/v1/projects/${project}/webhooks/${hook.id}/ping`)).status, 202);
+    }
+    const { projectId } = await deploy({ 'index.html': '<h1>fair</h1>' }, { name: 'fair' });
+    const mine = await call('POST', `/api/v1/projects/${projectId}/webhooks`, { url: `${base}/fair` });
+    await call('POST', `/api/v1/projects/${projectId}/webhooks/${mine.body.id}/ping`);
+    await until(
+      () => deliveriesOf(projectId, mine.body.id),
+      (d) => d[0]?.status === 'delivered',
+    );
+    await until(
+      async () => most,
+      (n) => n >= 2,
+    );
+    assert.is(most, 2, 'at most 2 tries of one account at once');
+  } finally {
+    silent.close();
+  }
 });
 
 test.run();

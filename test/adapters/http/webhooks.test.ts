@@ -148,4 +148,21 @@ test('a webhook whose host leads inside when it is tried fails with address_refu
   }
 });
 
+test('a webhook takes 10 pings an hour: the 11th answers 429 with Retry-After, and queues nothing', async () => {
+  const id = await newProject(pro, 'hooks-pings');
+  const hook = (await call(pro, 'POST', `/projects/${id}/webhooks`, { url: 'https://hooks.example.com/p' })).body;
+  for (let i = 0; i < 10; i++)
+    assert.is((await call(pro, 'POST', `/projects/${id}/webhooks/${hook.id}/ping`)).status, 202, `ping ${i + 1}`);
+  const res = await fetch(`${h.api}/api/v1/projects/${id}/webhooks/${hook.id}/ping`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${pro}` },
+  });
+  assert.is(res.status, 429);
+  assert.is((await res.json()).error.code, 'rate_limited');
+  const wait = Number(res.headers.get('retry-after'));
+  assert.ok(wait > 3500 && wait <= 3600, `Retry-After ${wait}`);
+  const listed = (await call(pro, 'GET', `/projects/${id}/webhooks/${hook.id}/deliveries?limit=100`)).body.deliveries;
+  assert.is(listed.length, 10);
+});
+
 test.run();
