@@ -1,5 +1,6 @@
 import { ENTITLEMENT_SERVICE, EntitlementService } from '../core/billing/entitlement-service.js';
 import { ENVIRONMENT_SERVICE } from '../core/environment/environment-service.js';
+import { DEPLOY_HOOKS, DeployHooks } from '../core/deployments/deploy-hooks.js';
 import { DEPLOYMENT_SERVICE, DeploymentService } from '../core/deployments/deployment-service.js';
 import { OperationStore } from '../core/deployments/operation-store.js';
 import { LOG_CHUNKS, LogChunks } from '../core/deployments/log-chunks.js';
@@ -53,6 +54,17 @@ export const deploymentServices: ServiceDefinition[] = [
     provides: OPERATION_STORE,
     deps: { em: ENTITY_MANAGER, queue: QUEUE, clock: CLOCK, changes: CHANGE_FEED, webhooks: WEBHOOK_DELIVERIES },
     create: (d) => new OperationStore(d.em, d.queue, d.clock, d.changes, d.webhooks),
+  }),
+  defineService({
+    provides: DEPLOY_HOOKS,
+    deps: {
+      em: ENTITY_MANAGER,
+      projects: PROJECT_SERVICE,
+      deployments: DEPLOYMENT_SERVICE,
+      entitlements: ENTITLEMENT_SERVICE,
+      clock: CLOCK,
+    },
+    create: (d) => new DeployHooks(d.em, d.projects, d.deployments, d.entitlements, d.clock),
   }),
   defineService({
     provides: WEBHOOK_DELIVERIES,

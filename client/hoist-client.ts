@@ -42,6 +42,9 @@ const EVENTS: Record<WebhookEvent, true> = {
 };
 /** The events a webhook may receive (all of them when it is added with none named). */
 export const WEBHOOK_EVENTS = Object.keys(EVENTS) as WebhookEvent[];
+export type DeployHook = Answer<'/api/v1/projects/{projectID}/deploy-hooks', 'get', 200>['deploy_hooks'][number];
+/** A deploy hook as made: with its URL (the credential), which no other answer shows. */
+export type NewDeployHook = Answer<'/api/v1/projects/{projectID}/deploy-hooks', 'post', 201>;
 export type PromoteAnswer = Answer<'/api/v1/projects/{projectID}/releases/{releaseID}/promote', 'post', 202>;
 export type LocalToLiveAnswer = Answer<'/api/v1/local-to-live', 'post', 202>;
 export type UploadSession = Answer<'/api/v1/upload-sessions', 'post', 201>;
@@ -263,6 +266,35 @@ export class HoistClient {
         params: { path: { projectID: projectId, webhookID: webhookId }, query: { limit } },
       }),
     ).deliveries;
+  }
+
+  /** The project's deploy hooks, oldest first, each with when it was last used (never a URL). */
+  async deployHooks(projectId: string): Promise<DeployHook[]> {
+    return this.ok(
+      await this.api.GET('/api/v1/projects/{projectID}/deploy-hooks', { params: { path: { projectID: projectId } } }),
+    ).deploy_hooks;
+  }
+
+  /**
+   * Adds a deploy hook `name`. The answer holds its URL, the credential a POST to which builds and deploys the live
+   * version, shown this once. Not retried: the route takes no Idempotency-Key, and a repeat would add a second hook.
+   */
+  async addDeployHook(projectId: string, name: string): Promise<NewDeployHook> {
+    return this.ok(
+      await this.api.POST('/api/v1/projects/{projectID}/deploy-hooks', {
+        params: { path: { projectID: projectId } },
+        body: { name },
+      }),
+    );
+  }
+
+  /** Removes a deploy hook: its URL answers 404 from then on. */
+  async removeDeployHook(projectId: string, hookId: string): Promise<void> {
+    this.ok(
+      await this.api.DELETE('/api/v1/projects/{projectID}/deploy-hooks/{hookID}', {
+        params: { path: { projectID: projectId, hookID: hookId } },
+      }),
+    );
   }
 
   async operation(id: string): Promise<Operation> {

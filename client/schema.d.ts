@@ -585,6 +585,7 @@ export interface paths {
                                 archive_bytes: number | null;
                                 concurrent_builds: number | null;
                                 customer_subdomains: number | null;
+                                deploy_hooks_per_project: number | null;
                                 deployments_per_day: number | null;
                                 environment_value_bytes: number | null;
                                 environment_variables_per_project: number | null;
@@ -665,6 +666,7 @@ export interface paths {
                                     archive_bytes: number | null;
                                     concurrent_builds: number | null;
                                     customer_subdomains: number | null;
+                                    deploy_hooks_per_project: number | null;
                                     deployments_per_day: number | null;
                                     environment_value_bytes: number | null;
                                     environment_variables_per_project: number | null;
@@ -756,6 +758,101 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/deploy-hooks/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Trigger a deploy hook
+         * @description A deploy hook is a secret URL: a POST to it (no Authorization header; any body up to 64 KiB, ignored) starts a new build and deploy of the project's live version with its current settings and environment, as a build retry does (source deploy_hook): for a site whose build fetches content (a CMS, a schedule). The URL is the credential: keep it secret, and remove the hook to revoke it. Answers 202 with the new operation (action deploy_hook_queued). A URL no hook has (removed, or its project deleted) → 404; a project with no live release yet → 409 conflict; another deployment of the project running → 409 deployment_in_progress (details.operation_id); past the plan's deployments_per_day → 403 plan_restricted; a body over 64 KiB → 413.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The URL's secret. */
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            action: "deploy_hook_queued";
+                            next_step: string;
+                            operation: {
+                                /** Format: uuid */
+                                id: string;
+                                progress: number;
+                                status: string;
+                            };
+                            project: {
+                                /** Format: uuid */
+                                id?: string;
+                                name?: string;
+                                slug?: string;
+                                url: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Registration, plan or entitlement restriction. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Conflicts with the current state. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Payload too large. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -3116,6 +3213,215 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{projectID}/deploy-hooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List deploy hooks
+         * @description The project's deploy hooks, oldest first; never their URLs. A deploy hook is a secret URL: a POST to it (no Authorization header; any body up to 64 KiB, ignored) starts a new build and deploy of the project's live version with its current settings and environment, as a build retry does (source deploy_hook): for a site whose build fetches content (a CMS, a schedule). The URL is the credential: keep it secret, and remove the hook to revoke it.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deploy_hooks: {
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: uuid */
+                                id: string;
+                                /** Format: date-time */
+                                last_triggered_at: string | null;
+                                name: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Add a deploy hook
+         * @description Answers 201 with the hook and its url, shown this once. A deploy hook is a secret URL: a POST to it (no Authorization header; any body up to 64 KiB, ignored) starts a new build and deploy of the project's live version with its current settings and environment, as a build retry does (source deploy_hook): for a site whose build fetches content (a CMS, a schedule). The URL is the credential: keep it secret, and remove the hook to revoke it. A name that is empty, longer than 100 characters or has control characters → 400 invalid_request (details.field: name); more than the plan's deploy_hooks_per_project → 403 plan_restricted. A project of another account answers 404 like a missing one.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description What it is for (CMS). */
+                        name: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: date-time */
+                            last_triggered_at: string | null;
+                            name: string;
+                            /** @description POST here to build and deploy; never shown again. */
+                            url: string;
+                        };
+                    };
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Registration, plan or entitlement restriction. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectID}/deploy-hooks/{hookID}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a deploy hook
+         * @description Its URL stops working at once (404); 204, or 404 when the project has no such hook.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Deploy hook id (UUID). */
+                    hookID: string;
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Removed. */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{projectID}/deployments": {
         parameters: {
             query?: never;
@@ -4431,11 +4737,11 @@ export interface paths {
                                 /** @description True for a superseded release the deployer still keeps (within the plan's release_retention) and for a preview that has not expired: POST .../releases/{releaseID}/promote makes it live without a build. False for the live one, a pruned one, an expired preview, and one that failed. */
                                 promotable: boolean;
                                 /**
-                                 * @description What started the operation that made it live: an authenticated upload, an upload session, a promote or a retry of a record; null for releases older than the field.
+                                 * @description What started the operation that made it live: an authenticated upload, an upload session, a promote, a retry of a record or a deploy hook (then started_by is null: the hook's URL is the credential); null for releases older than the field.
                                  * @enum {string|null}
                                  */
-                                source: "upload" | "upload_session" | "promote" | "retry" | null;
-                                /** @description The user who started it; null for an upload session (its URL is the credential) and older releases. */
+                                source: "upload" | "upload_session" | "promote" | "retry" | "deploy_hook" | null;
+                                /** @description The user who started it; null for an upload session or a deploy hook (its URL is the credential) and older releases. */
                                 started_by: {
                                     email: string;
                                     user_id: string;
@@ -4578,11 +4884,11 @@ export interface paths {
                             /** @description True for a superseded release the deployer still keeps (within the plan's release_retention) and for a preview that has not expired: POST .../releases/{releaseID}/promote makes it live without a build. False for the live one, a pruned one, an expired preview, and one that failed. */
                             promotable: boolean;
                             /**
-                             * @description What started the operation that made it live: an authenticated upload, an upload session, a promote or a retry of a record; null for releases older than the field.
+                             * @description What started the operation that made it live: an authenticated upload, an upload session, a promote, a retry of a record or a deploy hook (then started_by is null: the hook's URL is the credential); null for releases older than the field.
                              * @enum {string|null}
                              */
-                            source: "upload" | "upload_session" | "promote" | "retry" | null;
-                            /** @description The user who started it; null for an upload session (its URL is the credential) and older releases. */
+                            source: "upload" | "upload_session" | "promote" | "retry" | "deploy_hook" | null;
+                            /** @description The user who started it; null for an upload session or a deploy hook (its URL is the credential) and older releases. */
                             started_by: {
                                 email: string;
                                 user_id: string;

@@ -11,7 +11,7 @@ import { errorBody, errorHandler } from './error-handler.js';
 import { routes } from './routes/index.js';
 import { ErrorBody } from './schemas.js';
 import { refuseNul } from './refuse-nul.js';
-import { requestLog } from './request-log.js';
+import { redactUrl, requestLog } from './request-log.js';
 import { clientErrorHandler, guardSlowClients, serverTimeouts } from './slow-clients.js';
 import { lazySchemas } from './lazy-schemas.js';
 import { requestId } from './request-id.js';
@@ -65,7 +65,7 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
   instrument(app, kernel, 'api');
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((req, reply) =>
-    reply.status(404).send(errorBody(req, 'not_found', `No route ${req.method} ${req.url.split('?')[0]}`)),
+    reply.status(404).send(errorBody(req, 'not_found', `No route ${req.method} ${redactUrl(req.url.split('?')[0])}`)),
   );
   app.addSchema(ErrorBody);
 

@@ -10,10 +10,11 @@ const notes = {
   },
   source: {
     type: ['string', 'null'],
-    enum: ['upload', 'upload_session', 'promote', 'retry', null],
+    enum: ['upload', 'upload_session', 'promote', 'retry', 'deploy_hook', null],
     description:
-      'What started the operation that made it live: an authenticated upload, an upload session, a promote ' +
-      'or a retry of a record; null for releases older than the field.',
+      'What started the operation that made it live: an authenticated upload, an upload session, a promote, ' +
+      "a retry of a record or a deploy hook (then started_by is null: the hook's URL is the credential); null for " +
+      'releases older than the field.',
   },
   started_by: {
     anyOf: [
@@ -24,7 +25,9 @@ const notes = {
       },
       { type: 'null' },
     ],
-    description: 'The user who started it; null for an upload session (its URL is the credential) and older releases.',
+    description:
+      'The user who started it; null for an upload session or a deploy hook (its URL is the credential) and older ' +
+      'releases.',
   },
   archive_sha256: { type: 'string', description: 'SHA-256 of the uploaded ZIP it was built from.' },
   promotable: {

@@ -21,6 +21,8 @@ export interface PlanLimits {
   upload_manifests_per_hour: number;
   /** Webhooks a project may have (URLs its deployment events are posted to). */
   webhooks_per_project: number;
+  /** Deploy hooks a project may have (secret URLs that build its live version again). */
+  deploy_hooks_per_project: number;
 }
 
 export interface Plan {
@@ -62,6 +64,7 @@ export const plans: Record<string, Plan> = {
       kept_file_days: 14,
       upload_manifests_per_hour: 60,
       webhooks_per_project: 2,
+      deploy_hooks_per_project: 2,
     },
   },
   pro: {
@@ -86,6 +89,7 @@ export const plans: Record<string, Plan> = {
       kept_file_days: 30,
       upload_manifests_per_hour: 300,
       webhooks_per_project: 10,
+      deploy_hooks_per_project: 10,
     },
   },
   team: {
@@ -110,6 +114,7 @@ export const plans: Record<string, Plan> = {
       kept_file_days: 90,
       upload_manifests_per_hour: 1200,
       webhooks_per_project: 25,
+      deploy_hooks_per_project: 25,
     },
   },
 };

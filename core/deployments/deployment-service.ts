@@ -90,7 +90,7 @@ export class DeploymentService {
    * `archive_removed`: FileRetention removed its archive), plan_restricted (deployments per day) or
    * deployment_in_progress, and writes nothing then.
    */
-  async rebuild(accountId: string, versionId: string, startedBy?: StartedBy): Promise<Operation> {
+  async rebuild(accountId: string, versionId: string, startedBy?: StartedBy, source = 'retry'): Promise<Operation> {
     const version = isUuid(versionId) ? await this.em.findOne(Version, { id: versionId, accountId }) : null;
     if (!version) throw notFound('Version');
     if (version.archiveRemovedAt) throw archiveRemoved(version.id);
@@ -99,7 +99,7 @@ export class DeploymentService {
     const created = createOperation(this.clock.now(), { skipBuild: version.options.skip_build === true });
     const operation = Object.assign(this.newOperation(accountId, version.projectId, created), {
       versionId: version.id,
-      source: 'retry',
+      source,
       startedBy: startedBy ?? null,
     });
     await this.launch(operation, created);

@@ -8,7 +8,10 @@ import { unpromotable } from './deployment-service.js';
 export interface ReleaseNotes {
   /** `preview` for a release deployed as a preview (and not promoted since), else `production`. */
   target: 'production' | 'preview';
-  /** What started the operation that made it: `upload`, `upload_session`, `promote` or `retry`; null if unrecorded. */
+  /**
+   * What started the operation that made it: `upload`, `upload_session`, `promote`, `retry` or `deploy_hook`; null if
+   * unrecorded.
+   */
   source: string | null;
   /** Who started it; null if unrecorded. */
   started_by: StartedBy | null;

@@ -4,6 +4,7 @@ import { AccessRequestSchema } from './access-request.js';
 import { AccountSchema } from './account.js';
 import { BuildSchema } from './build.js';
 import { BuildLogChunkSchema } from './build-log-chunk.js';
+import { DeployHookSchema } from './deploy-hook.js';
 import { DeploymentSchema } from './deployment.js';
 import { EnvironmentSnapshotSchema } from './environment-snapshot.js';
 import { EnvironmentVariableSchema } from './environment-variable.js';
@@ -50,4 +51,5 @@ export const entities = [
   AccessCodeSchema,
   WebhookSchema,
   WebhookDeliverySchema,
+  DeployHookSchema,
 ];

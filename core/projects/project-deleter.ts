@@ -7,6 +7,7 @@ import { CHAIN_KINDS, Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { deleteAccessOf } from '../access/access-grant-service.js';
 import { deleteEnvironmentOf } from '../environment/delete-environment.js';
+import { deleteDeployHooksOf } from '../deployments/deploy-hooks.js';
 import { deleteWebhooksOf } from '../webhooks/webhook-service.js';
 import { Version } from '../entities/version.js';
 import { routesChanged } from '../deployments/host-routes.js';
@@ -64,6 +65,7 @@ export class ProjectDeleter {
         await tx.nativeDelete(Build, { projectId });
         await tx.nativeDelete(Version, { projectId });
         await deleteAccessOf(tx, projectId);
+        await deleteDeployHooksOf(tx, projectId);
         await deleteWebhooksOf(tx, projectId);
         await deleteEnvironmentOf(tx, projectId);
         await tx.nativeDelete(Domain, { projectId });

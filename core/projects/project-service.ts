@@ -1,6 +1,7 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import type { EntitlementService } from '../billing/entitlement-service.js';
 import { deleteEnvironmentOf } from '../environment/delete-environment.js';
+import { deleteDeployHooksOf } from '../deployments/deploy-hooks.js';
 import { deleteWebhooksOf } from '../webhooks/webhook-service.js';
 import { Account } from '../entities/account.js';
 import { Operation } from '../entities/operation.js';
@@ -247,7 +248,8 @@ export class ProjectService {
   async discardNew(id: string): Promise<void> {
     await this.em.fork().transactional(async (tx) => {
       if (await tx.nativeDelete(Project, { id, liveDeploymentId: null, activeOperationId: null }))
-        await deleteWebhooksOf(tx, id);
+        await deleteDeployHooksOf(tx, id);
+      await deleteWebhooksOf(tx, id);
       await deleteEnvironmentOf(tx, id);
     });
   }

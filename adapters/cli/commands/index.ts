@@ -14,6 +14,7 @@ import env from './env.js';
 import operations from './operations.js';
 import secrets from './secrets.js';
 import webhooks from './webhooks.js';
+import deployHooks from './deploy-hooks.js';
 
 /** Every CLI command group; each adds its commands to the program. */
 export const commands: ((program: Command) => void)[] = [
@@ -30,6 +31,7 @@ export const commands: ((program: Command) => void)[] = [
   logs,
   env,
   webhooks,
+  deployHooks,
   operations,
   secrets,
 ];

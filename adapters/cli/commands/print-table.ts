@@ -1,3 +1,7 @@
+import type { Command } from 'commander';
+import type { HoistClient } from '../../../client/hoist-client.js';
+import { projectAction } from '../remote/remote-action.js';
+
 /** Prints rows as aligned columns under upper-case headers, or `empty` when there are no rows. */
 export function printTable(headers: string[], rows: string[][], empty: string): void {
   if (!rows.length) {
@@ -13,4 +17,30 @@ export function printTable(headers: string[], rows: string[][], empty: string): 
         .join('  ')
         .trimEnd(),
     );
+}
+
+/**
+ * Adds `ls` to `group`: what `list` finds of the project, as JSON with --json, else a table of `headers` with a row
+ * per item (`no <none> on <project>` when there is none).
+ */
+export function projectList<T>(
+  group: Command,
+  description: string,
+  {
+    list,
+    headers,
+    row,
+    none,
+  }: {
+    list: (client: HoistClient, projectId: string) => Promise<T[]>;
+    headers: string[];
+    row: (item: T) => string[];
+    none: string;
+  },
+): void {
+  projectAction(group.command('ls').description(description), async (client, project, o) => {
+    const items = await list(client, project.id);
+    if (o.json) console.log(JSON.stringify(items));
+    else printTable(headers, items.map(row), `no ${none} on ${project.name}`);
+  });
 }

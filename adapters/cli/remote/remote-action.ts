@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
+import type { HoistClient, Project } from '../../../client/hoist-client.js';
+import { usage } from './cli-error.js';
 import { explain } from './explain.js';
 import { connect, type Connection } from './connect.js';
+import { findProject, UUID } from './project-ref.js';
 
 /** Options every command that talks to the REST API takes. */
 export interface RemoteOptions {
@@ -51,4 +54,28 @@ export function remoteAction<O extends RemoteOptions, A extends unknown[]>(
       process.exitCode = e.exitCode;
     }
   };
+}
+
+/** The options of a command about one project (see projectOptions). */
+export type ProjectOptions = RemoteOptions & { project?: string };
+
+/**
+ * Gives `c` the options of a command about one project and runs `fn` on the project --project names (the folder's by
+ * default), as remoteAction does: `check` finds bad usage before any request.
+ */
+export function projectAction<O extends ProjectOptions, A extends unknown[]>(
+  c: Command,
+  fn: (client: HoistClient, project: Project, o: O, ...args: A) => Promise<void>,
+  check?: (o: O, ...args: A) => void,
+): void {
+  projectOptions(c).action(
+    remoteAction<O, A>(async ({ client }, o, ...args) => fn(client, await findProject(client, o.project), o, ...args), {
+      check,
+    }),
+  );
+}
+
+/** Throws bad usage when `id` is not a UUID: `"x" is not a <what> id (a UUID: <ls> lists them)`. */
+export function checkId(id: string, what: string, ls: string): void {
+  if (!UUID.test(id)) throw usage(`${JSON.stringify(id)} is not a ${what} id (a UUID: ${ls} lists them)`);
 }

@@ -19,6 +19,7 @@ import accessGrants from './access-grants.js';
 import environment from './environment.js';
 import domains from './domains.js';
 import webhooks from './webhooks.js';
+import deployHooks from './deploy-hooks.js';
 
 /** Options every route plugin gets. */
 export interface RouteOptions {
@@ -46,4 +47,5 @@ export const routes: FastifyPluginAsync<RouteOptions>[] = [
   domains,
   accessGrants,
   webhooks,
+  deployHooks,
 ];

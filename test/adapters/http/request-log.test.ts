@@ -9,11 +9,18 @@ import { redactUrl } from '../../../adapters/http/request-log.js';
 import { ACCOUNT_SERVICE, type AccountService } from '../../../core/accounts/account-service.js';
 import { testKernel } from '../../helpers/kernel.js';
 
-test('redactUrl replaces the token of an upload URL, under /api/v1 and /api alike', () => {
+test('redactUrl replaces the token of an upload URL or a deploy hook, under /api/v1 and /api alike', () => {
   assert.is(redactUrl('/api/v1/upload-sessions/abc_DEF-123/upload'), '/api/v1/upload-sessions/[redacted]/upload');
   assert.is(redactUrl('/api/upload-sessions/abc/upload?x=1'), '/api/upload-sessions/[redacted]/upload?x=1');
   assert.is(redactUrl('/api/v1/upload-sessions'), '/api/v1/upload-sessions');
   assert.is(redactUrl('/api/v1/projects/'), '/api/v1/projects/');
+  assert.is(redactUrl('/api/v1/deploy-hooks/dh_secret-TOKEN'), '/api/v1/deploy-hooks/[redacted]');
+  assert.is(redactUrl('/api/deploy-hooks/dh_secret?x=1'), '/api/deploy-hooks/[redacted]?x=1');
+  assert.is(
+    redactUrl('/api/v1/projects/p1/deploy-hooks/h1'),
+    '/api/v1/projects/p1/deploy-hooks/h1',
+    'ids are no secret',
+  );
 });
 
 test("the request log shows neither an upload URL's token nor an Authorization header sent to it", async () => {
