@@ -183,14 +183,17 @@ export class WebhookDeliveries {
     webhook: Webhook,
     body: string,
   ): Promise<{ ok: boolean; status: number | null; error: string | null }> {
+    const secret = await this.environment
+      .openSecret(webhook.projectId, secretAad(webhook), webhook.secretSealed)
+      .catch(() => null);
+    if (secret === null) return { ok: false, status: null, error: 'the signing secret does not open (keys lost)' };
     try {
-      const secret = await this.environment.openSecret(webhook.projectId, secretAad(webhook), webhook.secretSealed);
       const headers = signedHeaders(delivery.id, delivery.event, body, secret, this.clock.now());
       const { status } = await this.sender.post({ url: webhook.url, headers, body });
       const ok = status >= 200 && status < 300;
       return { ok, status, error: ok ? null : `answered ${status}` };
     } catch (err) {
-      const reason = err instanceof WebhookSendError ? `${err.reason}: ${err.message}` : 'the secret does not open';
+      const reason = err instanceof WebhookSendError ? `${err.reason}: ${err.message}` : 'other: the post failed';
       return { ok: false, status: null, error: reason.slice(0, 500) };
     }
   }
