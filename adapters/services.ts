@@ -21,7 +21,7 @@ import { STORAGE } from '../core/ports/storage.js';
 import { CLOCK } from '../core/ports/clock.js';
 import { PASSWORD_HASHER } from '../core/ports/password-hasher.js';
 import { TOKEN_SERVICE } from '../core/ports/token-service.js';
-import { CONFIG, defineService, ENTITY_MANAGER, type ServiceDefinition } from '../core/tokens.js';
+import { CONFIG, defineService, ENTITY_MANAGER, LOGGER, type ServiceDefinition } from '../core/tokens.js';
 import { BILLING_SERVICE, BillingService } from '../core/billing/billing-service.js';
 import { ENTITLEMENT_SERVICE, EntitlementService } from '../core/billing/entitlement-service.js';
 import { ENVIRONMENT_SERVICE, EnvironmentService } from '../core/environment/environment-service.js';
@@ -67,7 +67,15 @@ export const services: ServiceDefinition[] = [
     provides: EMAIL_VERIFICATION_SERVICE,
     deps: { em: ENTITY_MANAGER, mailer: MAILER, clock: CLOCK, config: CONFIG, changes: CHANGE_FEED },
     create: (d) =>
-      new EmailVerificationService(d.em, new OneTimeTokens(d.em, d.clock), d.mailer, d.clock, d.config, d.changes),
+      new EmailVerificationService(
+        d.em,
+        new OneTimeTokens(d.em, d.clock),
+        d.mailer,
+        d.clock,
+        d.config,
+        d.changes,
+        new RateLimiter(d.em, d.clock),
+      ),
   }),
   defineService({
     provides: PASSWORD_RECOVERY_SERVICE,
@@ -79,6 +87,7 @@ export const services: ServiceDefinition[] = [
       config: CONFIG,
       revocations: SESSION_REVOCATIONS,
       changes: CHANGE_FEED,
+      log: LOGGER,
     },
     create: (d) =>
       new PasswordRecoveryService(
@@ -91,6 +100,7 @@ export const services: ServiceDefinition[] = [
         new RateLimiter(d.em, d.clock),
         d.revocations,
         d.changes,
+        d.log,
       ),
   }),
   defineService({

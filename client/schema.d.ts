@@ -80,7 +80,7 @@ export interface paths {
         put?: never;
         /**
          * Mail an e-mail verification token
-         * @description Mails the user a one-time token, valid 24 hours, to send to POST /api/v1/auth/email-verification/confirm. Answers status already_verified, and sends nothing, when the address is verified.
+         * @description Mails the user a one-time token, valid 24 hours, to send to POST /api/v1/auth/email-verification/confirm. Answers status already_verified, and sends nothing, when the address is verified. A user gets at most mailMaxPerRecipient of these mails per mailWindowSeconds: past it 429 rate_limited with Retry-After.
          */
         post: {
             parameters: {
@@ -105,6 +105,15 @@ export interface paths {
                 };
                 /** @description Missing, invalid or expired bearer token (unauthorized). */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests; see Retry-After. */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };

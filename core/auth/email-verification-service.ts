@@ -11,6 +11,7 @@ import type { OneTimeTokens } from './one-time-tokens.js';
 import type { Principal } from './principal.js';
 import { userKey } from './session-cache.js';
 import { token } from '../tokens.js';
+import { rateLimited, type RateLimiter } from './rate-limiter.js';
 
 export const EMAIL_VERIFICATION_SERVICE = token<EmailVerificationService>('hoist.EmailVerificationService');
 
@@ -26,13 +27,21 @@ export class EmailVerificationService {
     private readonly clock: Clock,
     private readonly config: HoistConfig,
     private readonly changes: Pick<ChangeFeed, 'publish'>,
+    private readonly limiter: RateLimiter,
   ) {}
 
-  /** Mails the principal's user a verification token; `already_verified` (and no mail) when there is nothing to do. */
+  /**
+   * Mails the principal's user a verification token; `already_verified` (and no mail) when there is nothing to do.
+   * A user gets at most `mailMaxPerRecipient` of them per `mailWindowSeconds`: past it rate_limited (with
+   * retry_after), so no account spends the operator's mail relay.
+   */
   async request(principal: Principal): Promise<{ status: 'sent' | 'already_verified' }> {
     const user = await this.em.findOne(User, { id: principal.userId });
     if (!user) throw unauthorized();
     if (user.emailVerifiedAt) return { status: 'already_verified' };
+    const { mailMaxPerRecipient: max, mailWindowSeconds: window } = this.config;
+    const hit = await this.limiter.hit(`mail:verify:user:${user.id}`, max, window);
+    if (!hit.allowed) throw rateLimited('Too many verification mails; try again later', hit.retryAfter);
     const token = await this.oneTime.issue(user.id, 'verify_email', VERIFY_TTL_SECONDS);
     const url = apiLink(this.config, '/api/v1/auth/email-verification/confirm');
     await this.mailer.send({

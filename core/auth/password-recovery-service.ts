@@ -16,7 +16,7 @@ import { mailAllowed } from './mail-limits.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { userKey } from './session-cache.js';
 import type { SessionRevocations } from './session-revocations.js';
-import { token } from '../tokens.js';
+import { token, type Logger } from '../tokens.js';
 
 export const PASSWORD_RECOVERY_SERVICE = token<PasswordRecoveryService>('hoist.PasswordRecoveryService');
 
@@ -39,26 +39,33 @@ export class PasswordRecoveryService {
     private readonly limiter: RateLimiter,
     private readonly revocations: SessionRevocations,
     private readonly changes: Pick<ChangeFeed, 'publish'>,
+    private readonly log?: Pick<Logger, 'error'>,
   ) {}
 
   /**
    * Mails a reset token when `email` has an account; resolves the same way, in about the same time,
-   * when not. Limited in sliding windows of `mailWindowSeconds`: past `mailMaxPerAddress` requests
-   * from the client's address, throws rate_limited; past `mailMaxPerRecipient` for one e-mail
-   * (known or not), resolves the same way and mails nothing, so nobody can flood a mailbox.
+   * when not: the token is stored before the answer, the mail sent after it (a relay's time, or its
+   * refusal, would tell a known address from an unknown one; a refusal is logged). Limited in sliding
+   * windows of `mailWindowSeconds`: past `mailMaxPerAddress` requests from the client's address, throws
+   * rate_limited; past `mailMaxPerRecipient` for one e-mail (known or not), resolves the same way and
+   * mails nothing, so nobody can flood a mailbox.
    */
   async request(email: string, client: { address?: string } = {}): Promise<void> {
     const started = performance.now();
     try {
       if (!(await mailAllowed(this.limiter, this.config, 'recovery', email, client.address))) return;
       const user = await this.em.findOne(User, { email: normalizeEmail(email) });
-      if (user)
-        await this.mail(
+      if (user) {
+        const send = await this.prepare(
           user,
           RESET_TTL_SECONDS,
           'Reset your Hoist password',
           `Someone asked to reset the Hoist password of ${user.email}.`,
         );
+        void send().catch((err: Error) =>
+          this.log?.error({ userId: user.id, reason: err.message }, 'a password recovery mail was not sent'),
+        );
+      }
     } finally {
       const left = RECOVERY_FLOOR_MS - (performance.now() - started);
       if (left > 0) await sleep(left);
@@ -67,12 +74,13 @@ export class PasswordRecoveryService {
 
   /** Mails `user` a set-password token (7 days) that works like a recovery token (approved access requests). */
   async sendSetPasswordLink(user: User): Promise<void> {
-    await this.mail(
+    const send = await this.prepare(
       user,
       SET_PASSWORD_TTL_SECONDS,
       'Your Hoist account is ready: choose a password',
       `Your Hoist account for ${user.email} is ready.`,
     );
+    await send();
   }
 
   /**
@@ -96,19 +104,21 @@ export class PasswordRecoveryService {
     await accountChanged(this.changes, userKey(row.userId));
   }
 
-  private async mail(user: User, ttlSeconds: number, subject: string, intro: string): Promise<void> {
+  /** Stores a reset token of `user`; resolves the sending of the mail that carries it. */
+  private async prepare(user: User, ttlSeconds: number, subject: string, intro: string): Promise<() => Promise<void>> {
     const token = await this.oneTime.issue(user.id, 'reset_password', ttlSeconds);
     const hours = ttlSeconds / 3600;
     const within = hours >= 48 ? `${hours / 24} days` : hours === 1 ? '1 hour' : `${hours} hours`;
     const url = apiLink(this.config, '/api/v1/auth/password-recovery/reset');
-    await this.mailer.send({
-      to: user.email,
-      subject,
-      text:
-        `${intro}\n\nTo choose a password (at least 8 characters), send this token within ` +
-        `${within}; it works once:\n\n` +
-        `  POST ${url}\n  {"token": "${token}", "password": "<your new password>"}\n\nToken: ${token}\n\n` +
-        `If you did not ask for this, ignore this message; your password stays as it is.\n`,
-    });
+    return () =>
+      this.mailer.send({
+        to: user.email,
+        subject,
+        text:
+          `${intro}\n\nTo choose a password (at least 8 characters), send this token within ` +
+          `${within}; it works once:\n\n` +
+          `  POST ${url}\n  {"token": "${token}", "password": "<your new password>"}\n\nToken: ${token}\n\n` +
+          `If you did not ask for this, ignore this message; your password stays as it is.\n`,
+      });
   }
 }

@@ -49,6 +49,11 @@ export interface FileIndex {
   redirects?: RedirectRule[];
   /** The rules of the site's `_headers` file, checked at deploy. */
   headers?: HeaderRule[];
+  /**
+   * The project whose own blob store holds the release's files (a release that runs tenant code: its app could read
+   * a shared blob's link count); absent: the deployer's shared store.
+   */
+  blobStore?: string;
 }
 
 /** Where a release's index is kept: beside its root, so the release directory holds only the site's files. */

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { link, mkdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { rateLimited, type RateLimiter } from '../auth/rate-limiter.js';
 import type { EntitlementService } from '../billing/entitlement-service.js';
@@ -109,13 +109,19 @@ export class UploadManifests {
       return await this.workspaces.run('manifest', async (dir) => {
         const site = join(dir, 'site');
         const sent = partial ? await this.takeSent(accountId, manifest, partial.key, dir, site) : new Set<string>();
-        // The other files, each content fetched once and linked to every path that holds it.
+        // The other files, each content fetched once (held to the manifest's size) and linked at every path holding it.
         const paths = new Map<string, string[]>();
+        const sizes = new Map<string, number>();
         for (const f of manifest.files)
-          if (!sent.has(f.path)) paths.set(f.sha256, [...(paths.get(f.sha256) ?? []), join(site, f.path)]);
+          if (!sent.has(f.path)) {
+            paths.set(f.sha256, [...(paths.get(f.sha256) ?? []), join(site, f.path)]);
+            sizes.set(f.sha256, f.size);
+          }
         const hashes = [...paths.keys()];
         await this.kept.use(accountId, hashes);
-        const found = await atMost(PARALLEL, hashes, (sha256) => this.fetchBlob(accountId, sha256, paths.get(sha256)!));
+        const found = await atMost(PARALLEL, hashes, (sha256) =>
+          this.fetchBlob(accountId, sha256, sizes.get(sha256)!, paths.get(sha256)!),
+        );
         const missing = hashes.filter((_, i) => !found[i]);
         if (missing.length)
           throw invalid(`${missing.length} file(s) of the manifest were neither sent nor sent before; send them`, {
@@ -232,8 +238,12 @@ export class UploadManifests {
     return paths;
   }
 
-  /** Writes the account's kept file with hash `sha256` at every path of `dests`; false when there is none. */
-  private async fetchBlob(accountId: string, sha256: string, dests: string[]): Promise<boolean> {
+  /**
+   * Writes the account's kept file with hash `sha256` at every path of `dests`; false when there is none. Throws
+   * invalid_request, having written no more than `size` bytes, when the file is not the `size` the manifest says: the
+   * manifest's sizes bound what an upload lays out and packs.
+   */
+  private async fetchBlob(accountId: string, sha256: string, size: number, dests: string[]): Promise<boolean> {
     const body = await this.storage.get(this.blobKey(accountId, sha256)).catch((err) => {
       if (err instanceof HoistError && err.code === 'not_found') return null;
       throw err;
@@ -241,7 +251,17 @@ export class UploadManifests {
     if (!body) return false;
     const [first, ...others] = dests;
     await mkdir(dirname(first), { recursive: true });
-    await pipeline(body, createWriteStream(first, { flags: 'wx' }));
+    let bytes = 0;
+    const wrongSize = () =>
+      invalid(`The file with sha256 ${sha256} is not ${size} bytes, as the manifest says`, { field: 'files' });
+    const held = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        bytes += chunk.length;
+        done(bytes > size ? wrongSize() : null, chunk);
+      },
+    });
+    await pipeline(body, held, createWriteStream(first, { flags: 'wx' }));
+    if (bytes !== size) throw wrongSize();
     for (const dest of others) await place(first, dest);
     return true;
   }
@@ -272,6 +292,7 @@ function checkFiles(files: unknown): ManifestFile[] {
   if (!Array.isArray(files) || files.length === 0 || files.length > MANIFEST_MAX_FILES)
     throw invalid(`files must be a list of 1 to ${MANIFEST_MAX_FILES} entries`, { field: 'files' });
   const seen = new Set<string>();
+  const sizeOf = new Map<string, number>();
   const checked = files.map((f: Partial<ManifestFile>, i) => {
     const field = `files[${i}]`;
     if (typeof f?.path !== 'string' || typeof f.sha256 !== 'string' || !Number.isSafeInteger(f.size))
@@ -300,6 +321,10 @@ function checkFiles(files: unknown): ManifestFile[] {
     const folded = path.normalize('NFC').toLowerCase();
     if (seen.has(folded)) throw invalid(`${field}.path ${JSON.stringify(path)} is listed twice`, { field });
     seen.add(folded);
+    // One content has one size: the size of a file taken from what was sent before is held to it.
+    if ((sizeOf.get(f.sha256) ?? f.size) !== f.size)
+      throw invalid(`${field}.size differs from another entry with the same sha256`, { field: `${field}.size` });
+    sizeOf.set(f.sha256, f.size!);
     return { path, sha256: f.sha256, size: f.size! };
   });
   // A file named like another file's folder could not be laid out.

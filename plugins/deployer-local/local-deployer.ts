@@ -1,4 +1,4 @@
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { StageError } from '../../core/errors.js';
 import type { Lifecycle, Logger } from '../../core/plugin.js';
@@ -51,7 +51,9 @@ export interface LocalDeployerOptions {
 /**
  * Runs releases on this machine. Every release is an immutable directory
  * `<dataDir>/releases/<deploymentId>`, unpacked beside it and renamed into place in one step, whose files are
- * hard links to the content-addressed store `<dataDir>/blobs` (each content written once; read-only). A
+ * hard links to a content-addressed store (each content written once; read-only): `<dataDir>/blobs`, shared by every
+ * static release, and `<dataDir>/project-blobs/<projectId>` for the releases that run tenant code (a Node.js app can
+ * read its files' link counts: in a shared store a count would tell it that another account holds the same bytes). A
  * static release is served from it by the edge; a Node.js release runs from it, read-only, in the
  * sandbox, with its port published on the host's loopback for the edge alone, and with sandbox bwrap also behind a
  * unix socket only Hoist opens, which the edge proxies to instead (restarted with
@@ -66,6 +68,8 @@ export class LocalDeployer implements Deployer, Lifecycle {
   /** The output of the releases this process runs, by deployment id (kept while they run). */
   private readonly releaseLogs = new Map<string, ReleaseLog>();
   private readonly store: BlobStore;
+  /** The stores of projects' releases that run tenant code, by project id (see the class). */
+  private readonly projectStores = new Map<string, BlobStore>();
   private readonly variants = new KnownVariantsMemory();
   /** Static releases whose variants are being made or wait their turn, by deployment id. */
   private readonly compressing = new Map<string, { abort: AbortController; done: Promise<void>; started: boolean }>();
@@ -83,6 +87,18 @@ export class LocalDeployer implements Deployer, Lifecycle {
     private readonly opts: LocalDeployerOptions,
   ) {
     this.store = new BlobStore(join(opts.dataDir, 'blobs'));
+  }
+
+  /** The blob store of a release's files: the shared one, or the project's own (FileIndex.blobStore). */
+  private storeOf(projectId: string | undefined): BlobStore {
+    if (!projectId) return this.store;
+    let store = this.projectStores.get(projectId);
+    if (!store) this.projectStores.set(projectId, (store = new BlobStore(join(this.projectBlobs(), projectId))));
+    return store;
+  }
+
+  private projectBlobs(): string {
+    return join(this.opts.dataDir, 'project-blobs');
   }
 
   private dir(deploymentId: string): string {
@@ -121,9 +137,12 @@ export class LocalDeployer implements Deployer, Lifecycle {
           },
           control.signal,
         );
-      index = await storeReleaseFiles(this.store, staging, files, { precompress: false, signal: control.signal, gzip });
+      const blobStore = site ? undefined : spec.projectId;
+      const store = this.storeOf(blobStore);
+      index = await storeReleaseFiles(store, staging, files, { precompress: false, signal: control.signal, gzip });
       await this.removeFiles(root);
       if (site) index = { ...index, ...rules, variantsPending: Date.now() };
+      else index = { ...index, blobStore };
       await saveFileIndex(root, index);
       await rename(staging, root);
     });
@@ -232,17 +251,21 @@ export class LocalDeployer implements Deployer, Lifecycle {
     return this.run(spec, root, control.report, control.signal);
   }
 
-  /** Removes the blobs no release links to any more (after a grace period); returns how many. */
+  /** Removes the blobs no release links to any more (after a grace period), in every store; returns how many. */
   async collectGarbage(): Promise<number> {
-    return this.store.collect();
+    let removed = await this.store.collect();
+    for (const project of await readdir(this.projectBlobs()).catch(() => [] as string[]))
+      removed += await this.storeOf(project).collect();
+    return removed;
   }
 
   /** Removes a release's files and the blobs only it used (the worker's periodic collection catches any other). */
   private async discard(root: string): Promise<void> {
     const index = await readFileIndex(root).catch(() => null);
-    const variants = index ? await unlinkReleaseFiles(this.store, root, index) : [];
+    const store = this.storeOf(index?.blobStore);
+    const variants = index ? await unlinkReleaseFiles(store, root, index) : [];
     await this.removeFiles(root);
-    await this.store.release(variants);
+    await store.release(variants);
     await removeReleaseLog(this.logPath(basename(root)));
   }
 

@@ -132,6 +132,33 @@ test('mismatched bytes, unlisted paths and missing files are refused, and nothin
   assert.is((await sendManifest(manifestOf(files))).body.missing.length, 1);
 });
 
+test('a kept file named at a size it does not have is refused, before the site is laid out or packed', async () => {
+  // A kept file of 64 KiB, claimed at 0 bytes at many paths (each would be packed whole), then at a size too large.
+  const big = 'x'.repeat(64 * 1024) + Date.now();
+  const first = await deploy('size-lie', { 'index.html': '<h1>size</h1>', 'big.png': big });
+  assert.is(first.status, 202, JSON.stringify(first.body));
+  assert.is((await h.waitFor(token, first.body.operation.id)).status, 'succeeded');
+  const before = await footprint(h.running.kernel);
+  const index = manifestOf({ 'index.html': '<h1>size</h1>' });
+  for (const size of [0, big.length - 1, big.length + 1]) {
+    const lying = Array.from({ length: 200 }, (_, i) => ({ path: `copy-${i}.png`, sha256: sha(big), size }));
+    const m = await sendManifest([...index, ...lying]);
+    assert.is(m.status, 201, JSON.stringify(m.body));
+    assert.equal(m.body.missing, [], 'both files are kept');
+    const res = await h.upload(token, '/api/v1/local-to-live', null, { name: 'size-lie', manifest_id: m.body.id });
+    const body = await res.json();
+    assert.is(res.status, 400, `${size}: ${JSON.stringify(body)}`);
+    assert.match(body.error.message, new RegExp(`${sha(big)} is not ${size} bytes`));
+  }
+  const twoSizes = await sendManifest([
+    { path: 'a.png', sha256: sha(big), size: big.length },
+    { path: 'b.png', sha256: sha(big), size: 1 },
+  ]);
+  assert.is(twoSizes.status, 400);
+  assert.match(twoSizes.body.error.message, /differs from another entry with the same sha256/);
+  assert.equal(await footprint(h.running.kernel), before, 'no upload, version, operation or project was left');
+});
+
 test('a manifest path the archive checks would refuse is refused with 400', async () => {
   const bad = (path: string) => [{ path, sha256: sha('x'), size: 1 }];
   for (const path of ['../etc/passwd', '/abs.html', 'a\\b.html', 'a//b.html', 'C:/x.html', 'x\u0001.html']) {

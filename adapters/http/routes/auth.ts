@@ -167,11 +167,12 @@ const auth: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         summary: 'Mail an e-mail verification token',
         description:
           'Mails the user a one-time token, valid 24 hours, to send to POST /api/v1/auth/email-verification/confirm. ' +
-          'Answers status already_verified, and sends nothing, when the address is verified.',
+          'Answers status already_verified, and sends nothing, when the address is verified. A user gets at most ' +
+          'mailMaxPerRecipient of these mails per mailWindowSeconds: past it 429 rate_limited with Retry-After.',
         security: bearer,
         response: {
           202: Accepted('Mailed, or nothing to do.', ['sent', 'already_verified']),
-          ...errorResponses(401, 503),
+          ...errorResponses(401, 429, 503),
         },
       },
     },

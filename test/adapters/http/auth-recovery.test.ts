@@ -2,6 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { OneTimeToken } from '../../../core/entities/one-time-token.js';
+import { MAILER } from '../../../core/ports/mailer.js';
 import { User } from '../../../core/entities/user.js';
 import { testApi, type TestAccount, type TestApi } from '../../helpers/api.js';
 import { mailTo, tokenIn } from '../../helpers/mail.js';
@@ -60,6 +61,29 @@ test(
     assert.ok(minutes > 59 && minutes <= 60, `expires in ${minutes} min`);
   },
 );
+
+test('a mail relay that fails does not change the answer: 202 at the floor, for a known address too', async () => {
+  const a = await t.account();
+  const mailer = t.kernel.get(MAILER);
+  const send = mailer.send;
+  // The relay refuses, slowly: before, a known address waited for it and got 503.
+  let refused = false;
+  mailer.send = async () => {
+    await new Promise((r) => setTimeout(r, 600));
+    refused = true;
+    throw new Error('relay refused');
+  };
+  try {
+    const res = await recover(a.email);
+    assert.is(res.statusCode, 202);
+    assert.not.ok(refused, 'answered before the relay did');
+    const rows = await t.inContext(() => em().find(OneTimeToken, { userId: a.userId }));
+    assert.is(rows.length, 1, 'the token is stored before the answer');
+    await new Promise((r) => setTimeout(r, 700));
+  } finally {
+    mailer.send = send;
+  }
+});
 
 test('reset sets the password, revokes every session, verifies the address, and works once', async () => {
   const a = await t.account();

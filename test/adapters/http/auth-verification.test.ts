@@ -54,6 +54,17 @@ test('verification mails a one-time token, stored only as its SHA-256, that veri
   assert.is((await mailTo(t, a.email)).length, 1);
 });
 
+test('a user gets mailMaxPerRecipient verification mails a window; then 429 with Retry-After, no mail', async () => {
+  const a = await t.account();
+  const max = t.kernel.config.mailMaxPerRecipient;
+  for (let i = 0; i < max; i++) assert.is((await request(a)).statusCode, 202, `request ${i + 1}`);
+  const past = await request(a);
+  assert.is(past.statusCode, 429);
+  assert.is(past.json().error.code, 'rate_limited');
+  assert.ok(Number(past.headers['retry-after']) > 0);
+  assert.is((await mailTo(t, a.email)).length, max);
+});
+
 test('an unknown, expired or wrong-purpose token is 400 and verifies nobody', async () => {
   const a = await t.account();
   invalidToken(await confirm({ token: 'made-up-token' }));

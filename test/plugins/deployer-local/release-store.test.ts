@@ -277,20 +277,32 @@ test('variants a stop cut off are made when the release is restored', async () =
   await deployer.remove(s.deploymentId);
 });
 
-test('a Node.js release is links to the store too, with no variants', async () => {
-  const s = await spec(
-    await zipOf({
-      'server.js': 'require("http").createServer((q, s) => s.end("ok")).listen(process.env.PORT)',
-      'big.js': js,
-    }),
-    'node',
-  );
-  await deployer.prepare(s, control());
-  const root = join(kernel.config.dataDir, 'releases', s.deploymentId);
-  assert.is(statSync(join(root, 'big.js')).ino, statSync(blobs.pathOf(sha(js))).ino);
-  assert.not.ok(existsSync(variantsPack(root)));
-  await deployer.remove(s.deploymentId);
-  assert.not.ok(existsSync(blobs.pathOf(sha(js))));
+test("a Node.js release is links to its project's own store, no variants: no other account's link counts", async () => {
+  const server = 'require("http").createServer((q, s) => s.end("ok")).listen(process.env.PORT)';
+  const site = await deploy({ 'index.html': '<h1>shared</h1>', 'big.js': js });
+  const node = async (projectId?: string) => {
+    const s = {
+      ...(await spec(await zipOf({ 'server.js': server, 'big.js': js }), 'node')),
+      ...(projectId && { projectId }),
+    };
+    await deployer.prepare(s, control());
+    return { s, root: join(kernel.config.dataDir, 'releases', s.deploymentId) };
+  };
+  const a = await node();
+  const own = new BlobStore(join(kernel.config.dataDir, 'project-blobs', a.s.projectId));
+  assert.is(statSync(join(a.root, 'big.js')).ino, statSync(own.pathOf(sha(js))).ino);
+  // The app sees its own releases' links only: not the static site's, nor another project's.
+  assert.is(statSync(join(a.root, 'big.js')).nlink, 2);
+  const b = await node();
+  assert.is(statSync(join(b.root, 'big.js')).nlink, 2, "another project's release is not counted");
+  assert.is.not(statSync(join(b.root, 'big.js')).ino, statSync(join(a.root, 'big.js')).ino);
+  const again = await node(a.s.projectId);
+  assert.is(statSync(join(again.root, 'big.js')).ino, statSync(join(a.root, 'big.js')).ino, 'shared in its project');
+  assert.not.ok(existsSync(variantsPack(a.root)));
+  for (const r of [a, b, again]) await deployer.remove(r.s.deploymentId);
+  assert.not.ok(existsSync(own.pathOf(sha(js))), "removed with the project's last release");
+  assert.ok(existsSync(blobs.pathOf(sha(js))), "the static site's blob stays");
+  await deployer.remove(site.id);
 });
 
 test('a release stored before packs (each variant a blob) is removed with its blobs', async () => {
