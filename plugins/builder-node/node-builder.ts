@@ -14,6 +14,9 @@ import { defaultNpmRegistry } from './npm-registry.js';
 import { nothingToInstall, nothingToPrune } from './nothing-to-install.js';
 import { replaceSymlinks } from './replace-symlinks.js';
 
+/** Entries the copies that replace node_modules' links may add: an artifact holds at most 20,000 files. */
+const COPIED_ENTRIES_MAX = 20_000;
+
 // Host variables a build needs to reach the registry (its proxy and CA bundle, which the sandbox's
 // read-only /etc/ssl holds); nothing else of the host leaks in.
 const HOST_VARS = [
@@ -85,7 +88,7 @@ export class NodeBuilder implements Builder {
       npm_config_registry: registry,
       npm_config_replace_registry_host: 'always',
     };
-    await checkPackageManager(d, base);
+    await checkPackageManager(d);
 
     const deadline = Date.now() + this.config.buildTimeoutSeconds * 1000;
     const run = async (command: string, childEnv: Record<string, string>, lines: string[] = []) => {
@@ -151,7 +154,10 @@ export class NodeBuilder implements Builder {
           : 'The committed node_modules is not pruned.',
       );
     if (existsSync(join(workspace, 'node_modules'))) {
-      const replaced = await replaceSymlinks(workspace, join(workspace, 'node_modules'));
+      const replaced = await replaceSymlinks(workspace, join(workspace, 'node_modules'), {
+        bytes: this.config.buildDiskMb * 1024 * 1024,
+        entries: COPIED_ENTRIES_MAX,
+      });
       if (replaced)
         log(
           `Replaced ${replaced} symbolic links under node_modules with shims or copies (an artifact holds only files).`,
@@ -163,12 +169,15 @@ export class NodeBuilder implements Builder {
 }
 
 /** Fails fast, with what to change, when the detected package manager is not installed here. */
-async function checkPackageManager(d: Detection, env: Record<string, string>): Promise<void> {
+async function checkPackageManager(d: Detection): Promise<void> {
   const pm = d.packageManager ?? 'npm';
   if (!OPTIONAL_MANAGERS.includes(pm)) return;
   const uses = (command: string | null) => !!command && new RegExp(`(^|[\\s;&|(])${pm}(\\s|$)`).test(command);
   if (!uses(d.installCommand) && !uses(d.buildCommand)) return;
-  const found = await promisify(execFile)('sh', ['-c', `command -v ${pm}`], { env }).then(
+  // On the host: Hoist's PATH alone, never the project's variables (LD_PRELOAD would run its code here).
+  const found = await promisify(execFile)('sh', ['-c', `command -v ${pm}`], {
+    env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
+  }).then(
     () => true,
     () => false,
   );

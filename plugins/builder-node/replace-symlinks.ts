@@ -4,13 +4,46 @@ import { StageError } from '../../core/errors.js';
 
 const inside = (path: string, root: string) => path === root || path.startsWith(root + sep);
 
+/** What the copies of linked folders and files may add up to, in bytes and entries. */
+export interface CopyBudget {
+  bytes: number;
+  entries: number;
+}
+
+/**
+ * Counts what a copy of `path` following its links would write against `budget`, before anything is copied; throws
+ * StageError `build_symlinks_too_large` once it is spent (links to folders holding links to folders multiply a copy:
+ * depth 8 of 8 links each made a terabyte out of one file). `seen`: the folders being walked, so a link back to one
+ * of them (a cycle) is refused too.
+ */
+async function spend(path: string, budget: CopyBudget, seen: Set<string> = new Set()): Promise<void> {
+  const st = await stat(path).catch(() => null);
+  if (!st) return;
+  budget.entries -= 1;
+  budget.bytes -= st.isFile() ? st.size : 0;
+  if (budget.bytes < 0 || budget.entries < 0)
+    throw new StageError(
+      'build_symlinks_too_large',
+      'The symbolic links under node_modules would copy more than the build may write (links to folders that hold ' +
+        'links to folders multiply a copy); keep links to files, or fewer nested links.',
+    );
+  if (!st.isDirectory()) return;
+  const real = await realpath(path);
+  if (seen.has(real))
+    throw new StageError('build_symlinks_too_large', `${path} links back to a folder it is inside of (a cycle)`);
+  seen.add(real);
+  for (const name of await readdir(path)) await spend(join(path, name), budget, seen);
+  seen.delete(real);
+}
+
 /**
  * Makes `dir` (inside `root`) packable, since an artifact holds only files and folders: each symbolic
  * link under it that points inside `root` becomes a shell shim that execs its target (executables) or
  * a copy of the target (other files, folders); a dangling link is removed. Throws StageError
- * `build_symlink_outside` naming a link that points outside `root`. Returns how many links it replaced.
+ * `build_symlink_outside` naming a link that points outside `root`, and `build_symlinks_too_large` when the copies
+ * would write more than `budget` (checked before each is made). Returns how many links it replaced.
  */
-export async function replaceSymlinks(root: string, dir: string): Promise<number> {
+export async function replaceSymlinks(root: string, dir: string, budget: CopyBudget): Promise<number> {
   const realRoot = await realpath(root);
   // Every link of the whole tree is checked before any is replaced: a copy of a folder follows the
   // links inside it, wherever they are.
@@ -40,6 +73,8 @@ export async function replaceSymlinks(root: string, dir: string): Promise<number
     await rm(path);
     if (!target) continue;
     const st = await stat(target);
+    // An executable file gets a shim, not a copy.
+    if (st.isDirectory() || !(st.mode & 0o111)) await spend(target, budget);
     if (st.isDirectory()) await cp(target, path, { recursive: true, dereference: true });
     else if (st.mode & 0o111) {
       const rel = relative(d, target).replace(/["$`\\]/g, '\\$&');

@@ -38,6 +38,17 @@ export interface BwrapSandboxOptions {
 const SIGNALS: Record<number, string> = { 9: 'SIGKILL', 25: 'SIGXFSZ' };
 /** Where a served release's shell says it has begun (a pipe to Hoist): bubblewrap's setup is over. */
 const BEGAN_FD = 6;
+/**
+ * The socket the run's environment comes through, read by the sandbox's first shell. The host's helpers (setpriv,
+ * prlimit, bubblewrap, run as Hoist's user, root on CI) start with PATH alone: a tenant's LD_PRELOAD,
+ * LD_LIBRARY_PATH, GCONV_PATH or the like in their environment would have had the host's dynamic loader run tenant
+ * code outside the sandbox. Not in argv either, which any user of the host can read.
+ */
+const ENV_FD = 7;
+/** The host helpers' whole environment. */
+const HOST_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin' };
+/** A name a shell can export. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** How long `serve` waits for a release's shell to begin before it answers all the same. */
 const SETUP_WAIT_MS = 10_000;
 /** Where a served release's relay listens, on the guest's address. */
@@ -58,6 +69,15 @@ class BwrapSetupError extends SandboxError {}
 type Launched = Awaited<ReturnType<BwrapSandbox['launch']>>;
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** Writes `env` as `export NAME='value'` lines to the run's ENV_FD pipe, which its first shell sources. */
+function handEnvironment(child: ChildProcess, env: Record<string, string>): void {
+  const pipe = (child.stdio as unknown[])[ENV_FD] as NodeJS.WritableStream;
+  // A run that ended before reading it (its setup failed) closed the pipe: nothing to tell.
+  pipe.on('error', () => {});
+  const lines = Object.entries(env).filter(([name]) => ENV_NAME.test(name));
+  pipe.end(lines.map(([name, value]) => `export ${name}=${shellQuote(value)}\n`).join(''));
+}
 
 /**
  * A Node.js one-liner that relays RELAY_PORT of the guest's address, and the ingress socket at INGRESS_FD when the
@@ -259,18 +279,30 @@ export class BwrapSandbox implements Sandbox {
         '--',
         '/bin/sh',
         '-c',
-        command,
+        // The environment first, read from ENV_FD (a socket: read, not opened), then closed; a shell that cannot read
+        // it runs nothing.
+        `hoist_env=$(cat <&${ENV_FD}) || exit 125; exec ${ENV_FD}<&-; eval "$hoist_env" || exit 125; ` +
+          `unset hoist_env; ${command}`,
       ];
       const argv = [...asUser, ...rlimits, ...bwrap];
-      const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME, TMPDIR: '/tmp', ...spec.env };
+      const env = { ...HOST_ENV, HOME, TMPDIR: '/tmp', ...spec.env };
       const served: (number | 'ignore' | 'pipe')[] = appPort !== undefined ? [ingress?.fd ?? 'ignore', 'pipe'] : [];
       const child: ChildProcess = spawn(argv[0], argv.slice(1), {
-        env,
+        env: HOST_ENV,
         detached: true,
         // A served release's ingress socket, if any, at INGRESS_FD (5), and the pipe its shell says it has begun on,
-        // at BEGAN_FD (6): bubblewrap passes inherited descriptors on.
-        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...served] as StdioOptions,
+        // at BEGAN_FD (6); the environment at ENV_FD (7): bubblewrap passes inherited descriptors on.
+        stdio: [
+          'ignore',
+          'pipe',
+          'pipe',
+          'pipe',
+          'pipe',
+          ...(served.length ? served : ['ignore', 'ignore']),
+          'pipe',
+        ] as StdioOptions,
       });
+      handEnvironment(child, env);
       // Whether the command began (its shell wrote to BEGAN_FD) before bubblewrap ended: a served release's only.
       const began = new Promise<boolean>((resolve) => {
         const pipe = (child.stdio as unknown[])[BEGAN_FD] as NodeJS.ReadableStream | undefined;

@@ -1,4 +1,5 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
@@ -179,6 +180,34 @@ export function sandboxEscapes(name: string, make: () => Promise<EscapeTarget>):
       check(lines);
       assert.ok(lines.includes('attempts-done'), lines.join('\n'));
       assert.is(await fetch(release!.url).then((r) => r.text()), SECRET, 'the other release still serves');
+    },
+  );
+
+  t(
+    "a run's environment reaches no host process: a host library named by LD_PRELOAD loads only where it is",
+    async ({ e }) => {
+      // A library that leaves a mark, by its process's pid, wherever it is loaded: on the host it names a host path
+      // the sandbox cannot see, so a mark means a host process (a helper that starts the sandbox) ran tenant code.
+      const dir = e.workspace('preload');
+      const marks = join(dir, 'marks');
+      mkdirSync(marks);
+      const source = join(dir, 'mark.c');
+      writeFileSync(
+        source,
+        '#include <stdio.h>\n#include <unistd.h>\n' +
+          `__attribute__((constructor)) static void mark(void) { char p[4096]; ` +
+          `snprintf(p, sizeof p, "${marks}/%d", (int)getpid()); FILE *f = fopen(p, "w"); if (f) fclose(f); }\n`,
+      );
+      const library = join(dir, 'mark.so');
+      try {
+        execFileSync('cc', ['-shared', '-fPIC', '-o', library, source]);
+      } catch {
+        return console.log('! skip: no C compiler to build the library');
+      }
+      const env = { LD_PRELOAD: library, LD_LIBRARY_PATH: dir, GCONV_PATH: dir, SEEN: 'inside' };
+      const r = await runIn(e.sandbox, e.workspace('preload-run'), 'echo "$SEEN $LD_PRELOAD"', { env });
+      assert.ok(r.lines.includes(`inside ${library}`), `the command has its environment: ${r.lines.join('\n')}`);
+      assert.equal(readdirSync(marks), [], 'no process outside the sandbox loaded the library');
     },
   );
 
