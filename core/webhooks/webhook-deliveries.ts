@@ -102,17 +102,14 @@ export class WebhookDeliveries {
    */
   async deliver({ deliveryId, attempt }: WebhookJob): Promise<void> {
     const em = this.em.fork();
-    const [owner] = await queryRows<{ account_id: string }>(
-      em,
-      'select w.account_id from webhook_deliveries d join webhooks w on w.id = d.webhook_id where d.id = ?',
-      [deliveryId],
-    );
+    const delivery = await loadById(em, WebhookDelivery, deliveryId);
+    const webhook = delivery && (await loadById(em, Webhook, delivery.webhookId));
     // Its account has its share of tries under way here: the sweep queues it again while it is due.
-    if (!owner || (this.trying.get(owner.account_id) ?? 0) >= TRIES_PER_ACCOUNT) return;
-    const account = owner.account_id;
+    if (!delivery || !webhook || (this.trying.get(webhook.accountId) ?? 0) >= TRIES_PER_ACCOUNT) return;
+    const account = webhook.accountId;
     this.trying.set(account, (this.trying.get(account) ?? 0) + 1);
     try {
-      await this.attempt(em, deliveryId, attempt);
+      await this.attempt(em, delivery, webhook, attempt);
     } finally {
       const left = this.trying.get(account)! - 1;
       if (left) this.trying.set(account, left);
@@ -120,8 +117,12 @@ export class WebhookDeliveries {
     }
   }
 
-  /** Try `attempt` of the delivery, when it is still its turn: see deliver. */
-  private async attempt(em: EntityManager, deliveryId: string, attempt: number): Promise<void> {
+  /**
+   * Try `attempt` of `delivery` (as read before its claim: the claim changes only its attempts and hold), when it is
+   * still its turn: see deliver.
+   */
+  private async attempt(em: EntityManager, delivery: WebhookDelivery, webhook: Webhook, attempt: number) {
+    const deliveryId = delivery.id;
     const now = this.clock.now();
     const claimed = await em.nativeUpdate(
       WebhookDelivery,
@@ -129,9 +130,6 @@ export class WebhookDeliveries {
       { attempts: attempt, nextAttemptAt: new Date(now.getTime() + TRY_HOLD_MS), updatedAt: now },
     );
     if (claimed !== 1) return;
-    const delivery = (await loadById(em, WebhookDelivery, deliveryId))!;
-    const webhook = await loadById(em, Webhook, delivery.webhookId);
-    if (!webhook) return;
     const payload = delivery.payload ?? (await this.payloadOf(delivery, webhook));
     const outcome = await this.post(delivery, webhook, payload);
     const last = attempt > RETRY_DELAYS_MS.length;

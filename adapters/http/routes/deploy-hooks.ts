@@ -4,6 +4,7 @@ import { startedDeployment } from '../../../core/deployments/started-deployment.
 import { bearer, principalOf } from '../auth.js';
 import { queuedSchema, sendQueued } from '../queued-answer.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
+import { publicBase } from '../public-base.js';
 import type { RouteOptions } from './index.js';
 
 const Hook = {
@@ -96,7 +97,7 @@ const deployHooks: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
       },
       async (req, reply) => {
         const { hook, token } = await hooks.create(principalOf(req).accountId, req.params.projectID, req.body.name);
-        const base = (config.publicUrl ?? `${req.protocol}://${req.host}`).replace(/\/+$/, '');
+        const base = publicBase(config, req);
         reply.header('cache-control', 'no-store');
         return reply.status(201).send({ ...hook, url: `${base}/api/v1/deploy-hooks/${token}` });
       },

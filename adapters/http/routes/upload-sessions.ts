@@ -14,6 +14,7 @@ import { bearer, principalOf } from '../auth.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
 import { ENVELOPE_BYTES } from '../upload-ingest.js';
 import { uploadOptions } from '../../../core/deployments/upload-options.js';
+import { publicBase } from '../public-base.js';
 import type { RouteOptions } from './index.js';
 
 const refused =
@@ -262,7 +263,7 @@ const uploadSessions: FastifyPluginAsync<RouteOptions> = async (app, { kernel })
         environment: b.environment,
         accessPassword: b.access_password,
       });
-      const base = (config.publicUrl ?? `${req.protocol}://${req.host}`).replace(/\/+$/, '');
+      const base = publicBase(config, req);
       reply.header('cache-control', 'no-store');
       return reply.status(201).send({
         id: session.id,
