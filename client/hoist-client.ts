@@ -25,6 +25,8 @@ export type Entitlements = Answer<'/api/v1/billing/entitlements', 'get', 200>;
 export type Project = Answer<'/api/v1/projects/', 'get', 200>['projects'][number];
 export type Release = Answer<'/api/v1/projects/{projectID}/releases', 'get', 200>['releases'][number];
 export type EnvironmentVariable = Answer<'/api/v1/projects/{projectID}/environment', 'get', 200>['environment'][number];
+/** Which deployments a variable's value is for. */
+export type EnvironmentTarget = EnvironmentVariable['target'];
 export type Webhook = Answer<'/api/v1/projects/{projectID}/webhooks', 'get', 200>['webhooks'][number];
 /** A webhook as made: with its signing secret (whsec_...), which no other answer shows. */
 export type NewWebhook = Answer<'/api/v1/projects/{projectID}/webhooks', 'post', 201>;
@@ -198,25 +200,27 @@ export class HoistClient {
     ).environment;
   }
 
-  /** Creates or replaces a variable; the answer never holds the value. */
+  /** Creates or replaces a variable's value for a target (all when not given); the answer never holds the value. */
   async setEnvironment(
     projectId: string,
     name: string,
     value: string,
     scope?: 'build' | 'runtime' | 'both',
+    target?: EnvironmentTarget,
   ): Promise<EnvironmentVariable> {
     return this.ok(
       await this.api.PUT('/api/v1/projects/{projectID}/environment/{name}', {
         params: { path: { projectID: projectId, name } },
-        body: { value, scope },
+        body: { value, scope, target },
       }),
     );
   }
 
-  async removeEnvironment(projectId: string, name: string): Promise<void> {
+  /** Removes every value of a variable, or only its value for `target`. */
+  async removeEnvironment(projectId: string, name: string, target?: EnvironmentTarget): Promise<void> {
     this.ok(
       await this.api.DELETE('/api/v1/projects/{projectID}/environment/{name}', {
-        params: { path: { projectID: projectId, name } },
+        params: { path: { projectID: projectId, name }, query: target ? { target } : {} },
       }),
     );
   }

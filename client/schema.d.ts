@@ -784,7 +784,7 @@ export interface paths {
         put?: never;
         /**
          * Trigger a deploy hook
-         * @description A deploy hook is a secret URL: a POST to it (no Authorization header; any body up to 64 KiB, ignored) starts a new build and deploy of the project's live version with its current settings and environment, as a build retry does (source deploy_hook): for a site whose build fetches content (a CMS, a schedule). The URL is the credential: keep it secret, and remove the hook to revoke it. Answers 202 with the new operation (action deploy_hook_queued). A URL no hook has (removed, or its project deleted) → 404; a project with no live release yet → 409 conflict; another deployment of the project running → 409 deployment_in_progress (details.operation_id); past the plan's deployments_per_day → 403 plan_restricted; a body over 64 KiB → 413.
+         * @description A deploy hook is a secret URL: a POST to it (no Authorization header; any body up to 64 KiB, ignored) starts a new build and deploy of the project's live version with its current settings and environment, as a build retry does (source deploy_hook), always for production (production values, live when it succeeds), even when the live release was a promoted preview: for a site whose build fetches content (a CMS, a schedule). The URL is the credential: keep it secret, and remove the hook to revoke it. Answers 202 with the new operation (action deploy_hook_queued). A URL no hook has (removed, or its project deleted) → 404; a project with no live release yet → 409 conflict; another deployment of the project running → 409 deployment_in_progress (details.operation_id); past the plan's deployments_per_day → 403 plan_restricted; a body over 64 KiB → 413.
          */
         post: {
             parameters: {
@@ -3231,7 +3231,7 @@ export interface paths {
         };
         /**
          * List deploy hooks
-         * @description The project's deploy hooks, oldest first; never their URLs. A deploy hook is a secret URL: a POST to it (no Authorization header; any body up to 64 KiB, ignored) starts a new build and deploy of the project's live version with its current settings and environment, as a build retry does (source deploy_hook): for a site whose build fetches content (a CMS, a schedule). The URL is the credential: keep it secret, and remove the hook to revoke it.
+         * @description The project's deploy hooks, oldest first; never their URLs. A deploy hook is a secret URL: a POST to it (no Authorization header; any body up to 64 KiB, ignored) starts a new build and deploy of the project's live version with its current settings and environment, as a build retry does (source deploy_hook), always for production (production values, live when it succeeds), even when the live release was a promoted preview: for a site whose build fetches content (a CMS, a schedule). The URL is the credential: keep it secret, and remove the hook to revoke it.
          */
         get: {
             parameters: {
@@ -3287,7 +3287,7 @@ export interface paths {
         put?: never;
         /**
          * Add a deploy hook
-         * @description Answers 201 with the hook and its url, shown this once. A deploy hook is a secret URL: a POST to it (no Authorization header; any body up to 64 KiB, ignored) starts a new build and deploy of the project's live version with its current settings and environment, as a build retry does (source deploy_hook): for a site whose build fetches content (a CMS, a schedule). The URL is the credential: keep it secret, and remove the hook to revoke it. A name that is empty, longer than 100 characters or has control characters → 400 invalid_request (details.field: name); more than the plan's deploy_hooks_per_project → 403 plan_restricted. A project of another account answers 404 like a missing one.
+         * @description Answers 201 with the hook and its url, shown this once. A deploy hook is a secret URL: a POST to it (no Authorization header; any body up to 64 KiB, ignored) starts a new build and deploy of the project's live version with its current settings and environment, as a build retry does (source deploy_hook), always for production (production values, live when it succeeds), even when the live release was a promoted preview: for a site whose build fetches content (a CMS, a schedule). The URL is the credential: keep it secret, and remove the hook to revoke it. A name that is empty, longer than 100 characters or has control characters → 400 invalid_request (details.field: name); more than the plan's deploy_hooks_per_project → 403 plan_restricted. A project of another account answers 404 like a missing one.
          */
         post: {
             parameters: {
@@ -4287,7 +4287,7 @@ export interface paths {
         };
         /**
          * List environment variables
-         * @description Names, scopes, keyed digests and times, by name; values are encrypted at rest (AES-256-GCM, a data key per project) and never returned. A change applies to the next deployment: a deployment keeps the values it started with (its retries and restarts included); builds get variables of scope build or both, running releases those of scope runtime or both. A project of another account answers 404 like a missing one.
+         * @description Names, scopes, targets, keyed digests and times, by name then target; values are encrypted at rest (AES-256-GCM, a data key per project) and never returned. A name may have one value per target: all (every deployment), production or preview; a deployment takes its own target's value of a name, else the all one. A preview that took a production- or preview-only value is not promoted as it runs (409 not_promotable, details.reason preview_environment). A change applies to the next deployment: a deployment keeps the values it started with (its retries and restarts included); builds get variables of scope build or both, running releases those of scope runtime or both. A project of another account answers 404 like a missing one.
          */
         get: {
             parameters: {
@@ -4316,6 +4316,11 @@ export interface paths {
                                 name: string;
                                 /** @enum {string} */
                                 scope: "build" | "runtime" | "both";
+                                /**
+                                 * @description all (every deployment), production (production deployments only) or preview (previews only).
+                                 * @enum {string}
+                                 */
+                                target: "all" | "production" | "preview";
                                 /** Format: date-time */
                                 updated_at: string;
                             }[];
@@ -4360,7 +4365,7 @@ export interface paths {
         get?: never;
         /**
          * Set an environment variable
-         * @description Creates the variable (201) or replaces its value and scope (200); the answer never holds the value. Names follow POSIX rules (^[A-Za-z_][A-Za-z0-9_]*$, at most 255 characters); PORT, HOST, HOME, PATH, NODE_OPTIONS and names starting with HOIST_ or NPM_CONFIG_ (any case) are reserved. A value is text without NUL characters. A reserved or malformed name, a bad scope or a non-string value → 400 invalid_request (details.field, details.name). A value longer than the plan's environment_value_bytes (UTF-8 bytes), or a new variable beyond its environment_variables_per_project → 403 plan_restricted with feature, plan, required_plan, limit and usage. A change applies to the next deployment: a deployment keeps the values it started with (its retries and restarts included); builds get variables of scope build or both, running releases those of scope runtime or both.
+         * @description Creates the variable's value for the target (201) or replaces it and its scope (200); the answer never holds the value. A name may have one value per target: all (every deployment), production or preview; a deployment takes its own target's value of a name, else the all one. A preview that took a production- or preview-only value is not promoted as it runs (409 not_promotable, details.reason preview_environment). Names follow POSIX rules (^[A-Za-z_][A-Za-z0-9_]*$, at most 255 characters); PORT, HOST, HOME, PATH, NODE_OPTIONS and names starting with HOIST_ or NPM_CONFIG_ (any case) are reserved. A value is text without NUL characters. A reserved or malformed name, a bad scope or target or a non-string value → 400 invalid_request (details.field, details.name). A value longer than the plan's environment_value_bytes (UTF-8 bytes), or a new value beyond its environment_variables_per_project (which counts values) → 403 plan_restricted with feature, plan, required_plan, limit and usage. A change applies to the next deployment: a deployment keeps the values it started with (its retries and restarts included); builds get variables of scope build or both, running releases those of scope runtime or both.
          */
         put: {
             parameters: {
@@ -4383,6 +4388,12 @@ export interface paths {
                          * @enum {string}
                          */
                         scope?: "build" | "runtime" | "both";
+                        /**
+                         * @description all (every deployment), production (production deployments only) or preview (previews only).
+                         * @default all
+                         * @enum {string}
+                         */
+                        target?: "all" | "production" | "preview";
                         /** @description The value (text, no NUL); its size in UTF-8 bytes is capped by the plan. */
                         value: string;
                     };
@@ -4403,6 +4414,11 @@ export interface paths {
                             name: string;
                             /** @enum {string} */
                             scope: "build" | "runtime" | "both";
+                            /**
+                             * @description all (every deployment), production (production deployments only) or preview (previews only).
+                             * @enum {string}
+                             */
+                            target: "all" | "production" | "preview";
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -4422,6 +4438,11 @@ export interface paths {
                             name: string;
                             /** @enum {string} */
                             scope: "build" | "runtime" | "both";
+                            /**
+                             * @description all (every deployment), production (production deployments only) or preview (previews only).
+                             * @enum {string}
+                             */
+                            target: "all" | "production" | "preview";
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -4468,11 +4489,14 @@ export interface paths {
         post?: never;
         /**
          * Remove an environment variable
-         * @description Answers 204; 404 when the project has no variable of that name. A change applies to the next deployment: a deployment keeps the values it started with (its retries and restarts included); builds get variables of scope build or both, running releases those of scope runtime or both.
+         * @description Removes every value of the variable, or with ?target= its value for that target only. Answers 204; 404 when the project has no such value; 400 for a bad target. A change applies to the next deployment: a deployment keeps the values it started with (its retries and restarts included); builds get variables of scope build or both, running releases those of scope runtime or both.
          */
         delete: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description Remove only the value for this target. */
+                    target?: "all" | "production" | "preview";
+                };
                 header?: never;
                 path: {
                     /** @description Variable name. */
@@ -4490,6 +4514,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
                 /** @description Missing, invalid or expired bearer token (unauthorized). */
                 401: {
@@ -4986,7 +5019,7 @@ export interface paths {
         put?: never;
         /**
          * Promote a release: make it live again (instant rollback)
-         * @description Makes an earlier release live again by switching the route back to it: no Analyze, no Build; the release runs with its own environment snapshot, from what the deployer kept (a static release: its files, at once; a Node.js release: started again from its kept directory or image). Answers 202 with a parent operation of kind promote (Analyze and Build skipped); poll it until it is terminal. Promoting the live release starts nothing: 202 with the operation that made it live. A preview that has not expired (status preview) is promoted as it runs, on every plan: the live route switches to it and its preview host stops serving. Any other release is refused with 403 plan_restricted (feature instant_rollback) when the plan lacks the capability, 409 not_promotable (details.reason never_live, not_kept or unsupported) for a release that never went live, was pruned beyond the plan's release_retention or failed, and 409 deployment_in_progress (details.operation_id) while another deployment of the project runs. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer; the same key with a different request → 422 idempotency_key_reused. Another account's project or release and a malformed id answer 404 like a missing one.
+         * @description Makes an earlier release live again by switching the route back to it: no Analyze, no Build; the release runs with its own environment snapshot, from what the deployer kept (a static release: its files, at once; a Node.js release: started again from its kept directory or image). Answers 202 with a parent operation of kind promote (Analyze and Build skipped); poll it until it is terminal. Promoting the live release starts nothing: 202 with the operation that made it live. A preview that has not expired (status preview) is promoted as it runs, on every plan: the live route switches to it and its preview host stops serving, unless it took production- or preview-only environment variables: it was built and runs with the preview values, so it is refused with 409 not_promotable (details.reason preview_environment); deploy the same files to production instead. Any other release is refused with 403 plan_restricted (feature instant_rollback) when the plan lacks the capability, 409 not_promotable (details.reason never_live, not_kept or unsupported) for a release that never went live, was pruned beyond the plan's release_retention or failed, and 409 deployment_in_progress (details.operation_id) while another deployment of the project runs. An `Idempotency-Key` header makes the call safe to repeat: the same key and request within 24 h return the first answer; the same key with a different request → 422 idempotency_key_reused. Another account's project or release and a malformed id answer 404 like a missing one.
          */
         post: {
             parameters: {

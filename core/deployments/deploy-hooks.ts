@@ -105,7 +105,11 @@ export class DeployHooks {
     const live = project.liveDeploymentId && (await loadById(em, Deployment, project.liveDeploymentId));
     if (!live)
       throw conflict('The project has no live release to build again; deploy it first', { project_id: project.id });
-    const operation = await this.deployments.rebuild(hook.accountId, live.versionId, undefined, 'deploy_hook');
+    // To production, whatever the live version was uploaded as (a promoted preview's version says preview).
+    const operation = await this.deployments.rebuild(hook.accountId, live.versionId, undefined, {
+      source: 'deploy_hook',
+      production: true,
+    });
     await em.nativeUpdate(DeployHook, { id: hook.id }, { lastTriggeredAt: this.clock.now() });
     return { project, operation };
   }

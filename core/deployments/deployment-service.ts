@@ -2,6 +2,7 @@ import type { EntityManager, EntityName } from '@mikro-orm/core';
 import { assertPlanAllows, type EntitlementService } from '../billing/entitlement-service.js';
 import type { Plan } from '../billing/plans.js';
 import { Build } from '../entities/build.js';
+import { EnvironmentSnapshot } from '../entities/environment-snapshot.js';
 import type { Deployment } from '../entities/deployment.js';
 import { CHAIN_KINDS, Operation, type StartedBy } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
@@ -88,18 +89,25 @@ export class DeploymentService {
    * Starts a new chain for an existing version of the account (a build retry): Analyze and Build run
    * again with the project's current settings, then Deploy. Throws not_found, not_retryable (details.reason
    * `archive_removed`: FileRetention removed its archive), plan_restricted (deployments per day) or
-   * deployment_in_progress, and writes nothing then.
+   * deployment_in_progress, and writes nothing then. `how.source` names what started it (retry by default);
+   * `how.production` deploys it to production even when the version was uploaded as a preview.
    */
-  async rebuild(accountId: string, versionId: string, startedBy?: StartedBy, source = 'retry'): Promise<Operation> {
+  async rebuild(
+    accountId: string,
+    versionId: string,
+    startedBy?: StartedBy,
+    how: { source?: string; production?: true } = {},
+  ): Promise<Operation> {
     const version = isUuid(versionId) ? await this.em.findOne(Version, { id: versionId, accountId }) : null;
     if (!version) throw notFound('Version');
     if (version.archiveRemovedAt) throw archiveRemoved(version.id);
     await this.assertNoChainRunning(version.projectId);
     await this.assertPlanRoom(accountId);
     const created = createOperation(this.clock.now(), { skipBuild: version.options.skip_build === true });
+    if (how.production) created.state.production = true;
     const operation = Object.assign(this.newOperation(accountId, version.projectId, created), {
       versionId: version.id,
-      source,
+      source: how.source ?? 'retry',
       startedBy: startedBy ?? null,
     });
     await this.launch(operation, created);
@@ -140,8 +148,8 @@ export class DeploymentService {
    * Build are skipped, Deploy makes the release live again from what the deployer kept. A release that
    * is live already starts nothing: its own operation is returned. Throws plan_restricted (no
    * instant_rollback; plan_restricted comes first, so a plan without it learns nothing more),
-   * not_promotable (details.reason `never_live`, `not_kept` or `unsupported`), deployment_in_progress,
-   * and writes nothing then.
+   * not_promotable (details.reason `never_live`, `not_kept`, `unsupported`, or `preview_environment` for a preview
+   * that took production- or preview-only variables), deployment_in_progress, and writes nothing then.
    */
   async promote(
     accountId: string,
@@ -153,7 +161,7 @@ export class DeploymentService {
     // Promoting a preview is no rollback: every plan may (an expired one is refused below as not kept).
     if (!release.preview) await this.entitlements.assertCapability(accountId, 'instant_rollback');
     if (liveId === release.id) return this.em.findOneOrFail(Operation, { id: release.operationId });
-    const why = unpromotable(release, canResume, this.clock.now());
+    const why = unpromotable(release, canResume, this.clock.now(), await tookTargeted(this.em, [release]));
     if (why) throw new HoistError('not_promotable', why.message, { release_id: release.id, reason: why.reason });
     await this.assertNoChainRunning(release.projectId);
     await this.assertConcurrentRoom(accountId);
@@ -327,17 +335,36 @@ export class DeploymentService {
   }
 }
 
+/** Of `releases`, the operations whose environment snapshot took production- or preview-only variables. */
+export async function tookTargeted(em: EntityManager, releases: Deployment[]): Promise<Set<string>> {
+  const previews = releases.filter((d) => d.status === 'preview').map((d) => d.operationId);
+  if (!previews.length) return new Set();
+  const rows = await em
+    .fork()
+    .find(EnvironmentSnapshot, { operationId: { $in: previews }, targeted: true }, { fields: ['operationId'] });
+  return new Set(rows.map((r) => r.operationId));
+}
+
 /**
  * Why a release cannot be promoted, or null when it can: a superseded release the deployer still keeps, or a
- * preview that has not expired.
+ * preview that has not expired and whose operation is not in `targeted` (it built and runs with preview values).
  */
 export function unpromotable(
   release: Deployment,
   canResume: boolean,
   now = new Date(),
+  targeted: ReadonlySet<string> = new Set(),
 ): { reason: string; message: string } | null {
   // A preview that still serves goes live as it runs, with nothing to resume.
-  if (release.status === 'preview' && release.expiresAt && release.expiresAt > now) return null;
+  if (release.status === 'preview' && release.expiresAt && release.expiresAt > now) {
+    if (!targeted.has(release.operationId)) return null;
+    return {
+      reason: 'preview_environment',
+      message:
+        `Preview ${release.id} was built and runs with the project's preview values (its project had production- ` +
+        'or preview-only environment variables then); deploy the same files to production instead',
+    };
+  }
   if (!canResume)
     return { reason: 'unsupported', message: "This server's deployer cannot start an earlier release again" };
   if (!release.liveAt || release.status === 'running')

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { Deployment } from '../entities/deployment.js';
 import { Operation, type StartedBy } from '../entities/operation.js';
 import { Version } from '../entities/version.js';
-import { unpromotable } from './deployment-service.js';
+import { tookTargeted, unpromotable } from './deployment-service.js';
 
 /** Where a release came from, and whether it can be made live again. */
 export interface ReleaseNotes {
@@ -30,9 +30,10 @@ export async function releaseNotes(
   releases: Deployment[],
   canResume: boolean,
 ): Promise<Map<string, ReleaseNotes>> {
-  const [ops, versions] = await Promise.all([
+  const [ops, versions, targeted] = await Promise.all([
     em.find(Operation, { id: { $in: releases.map((d) => d.operationId) } }, { fields: ['id', 'source', 'startedBy'] }),
     em.find(Version, { id: { $in: releases.map((d) => d.versionId) } }, { fields: ['id', 'archiveSha256'] }),
+    tookTargeted(em, releases),
   ]);
   const opOf = new Map(ops.map((o) => [o.id, o]));
   const shaOf = new Map(versions.map((v) => [v.id, v.archiveSha256]));
@@ -44,7 +45,7 @@ export async function releaseNotes(
         source: opOf.get(d.operationId)?.source ?? null,
         started_by: opOf.get(d.operationId)?.startedBy ?? null,
         archive_sha256: shaOf.get(d.versionId) ?? '',
-        promotable: unpromotable(d, canResume) === null,
+        promotable: unpromotable(d, canResume, new Date(), targeted) === null,
       },
     ]),
   );

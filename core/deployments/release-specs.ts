@@ -31,7 +31,8 @@ export async function releaseSpec(
     artifactKey: build.artifactKey,
     ...(build.artifactRoot ? { artifactRoot: build.artifactRoot } : {}),
     startCommand: analysis.startCommand,
-    env: await environment.forRuntime(d.operationId, d.projectId),
+    // Its snapshot was taken when it was deployed; the target only matters to one never taken.
+    env: await environment.forRuntime(d.operationId, d.projectId, d.preview ? 'preview' : 'production'),
   };
 }
 

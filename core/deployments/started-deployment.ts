@@ -1,6 +1,7 @@
 import type { Operation } from '../entities/operation.js';
 import type { Project } from '../entities/project.js';
 import type { Version } from '../entities/version.js';
+import { deploymentTarget } from './deployment-target.js';
 
 /**
  * A deployment chain a write has just started: plain JSON, so an Idempotency-Key can remember it and
@@ -21,6 +22,6 @@ export function startedDeployment(project: Project, operation: Operation, versio
     project: { id: project.id, name: project.name, slug: project.slug },
     operation: { id: operation.id, status: operation.status, progress: operation.progress },
     ...(version && { version: { id: version.id, size: version.archiveSize, sha256: version.archiveSha256 } }),
-    ...(version?.options.target === 'preview' && { preview: true as const }),
+    ...(version && deploymentTarget(version, operation) === 'preview' && { preview: true as const }),
   };
 }

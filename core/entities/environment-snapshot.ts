@@ -10,6 +10,11 @@ export class EnvironmentSnapshot {
   projectId!: string;
   /** Null when the project had no variables. */
   sealed: string | null = null;
+  /**
+   * The project had a value for one target only (production or preview) when it was taken: what this deployment
+   * got depends on whether it was a preview, so a preview of it is not promoted as it runs.
+   */
+  targeted: boolean = false;
   createdAt!: Date;
 }
 
@@ -20,6 +25,7 @@ export const EnvironmentSnapshotSchema = new EntitySchema<EnvironmentSnapshot>({
     operationId: { type: 'uuid', primary: true },
     projectId: { type: 'uuid', index: true },
     sealed: { type: 'text', nullable: true },
+    targeted: { type: 'boolean', default: false },
     createdAt: { type: 'Date' },
   },
 });

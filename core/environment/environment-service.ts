@@ -9,7 +9,15 @@ import { invalid, notFound, StageError } from '../errors.js';
 import { DecryptError, type Cipher, type WrappedKey } from '../ports/cipher.js';
 import type { Clock } from '../ports/clock.js';
 import type { ProjectService } from '../projects/project-service.js';
-import { checkName, checkScope, checkValue, type Scope } from './variable-rules.js';
+import {
+  checkName,
+  checkScope,
+  checkTarget,
+  checkValue,
+  type DeploymentTarget,
+  type Scope,
+  type Target,
+} from './variable-rules.js';
 import { token } from '../tokens.js';
 import { loadById } from '../entities/plain-sql.js';
 
@@ -19,6 +27,7 @@ export const ENVIRONMENT_SERVICE = token<EnvironmentService>('hoist.EnvironmentS
 export interface VariableView {
   name: string;
   scope: string;
+  target: string;
   digest: string;
   created_at: string;
   updated_at: string;
@@ -29,15 +38,22 @@ export interface NewVariable {
   name: string;
   value: string;
   scope: Scope;
+  target: Target;
 }
 
-// Associated data: a sealed value opens only for the project and name (or operation) it was sealed for.
-const valueAad = (projectId: string, name: string) => `hoist-env:v1:${projectId}:${name}`;
+/** A variable as a deployment got it: its target's value, else the `all` one. */
+type TakenVariable = Omit<NewVariable, 'target'>;
+
+// Associated data: a sealed value opens only for the project, name and target (or operation) it was sealed for. A
+// value for all deployments keeps the form it had before targets.
+const valueAad = (projectId: string, name: string, target: string) =>
+  `hoist-env:v1:${projectId}:${name}${target === 'all' ? '' : `:${target}`}`;
 const snapshotAad = (projectId: string, operationId: string) => `hoist-env-snapshot:v1:${projectId}:${operationId}`;
 
 const view = (v: EnvironmentVariable): VariableView => ({
   name: v.name,
   scope: v.scope,
+  target: v.target,
   digest: v.digest,
   created_at: v.createdAt.toISOString(),
   updated_at: v.updatedAt.toISOString(),
@@ -57,34 +73,36 @@ export class EnvironmentService {
     private readonly clock: Clock,
   ) {}
 
-  /** The project's variables by name; not_found for another account's project. */
+  /** The project's variables by name, then target; not_found for another account's project. */
   async list(accountId: string, projectId: string): Promise<VariableView[]> {
     const project = await this.projects.get(accountId, projectId);
     const rows = await this.em
       .fork()
-      .find(EnvironmentVariable, { projectId: project.id }, { orderBy: { name: 'asc' } });
+      .find(EnvironmentVariable, { projectId: project.id }, { orderBy: { name: 'asc', target: 'asc' } });
     return rows.map(view);
   }
 
   /**
-   * Creates or replaces one variable. Throws invalid_request (name, value, scope), plan_restricted
-   * (environment_value_bytes; environment_variables_per_project when it adds one) or not_found.
+   * Creates or replaces the value of one variable for one target (all when not given). Throws invalid_request
+   * (name, value, scope, target), plan_restricted (environment_value_bytes; environment_variables_per_project, which
+   * counts values, when it adds one) or not_found.
    */
   async set(
     accountId: string,
     projectId: string,
-    input: { name: string; value: unknown; scope?: unknown },
+    input: { name: string; value: unknown; scope?: unknown; target?: unknown },
   ): Promise<{ variable: VariableView; created: boolean }> {
     const name = checkName(input.name);
     const value = checkValue(name, input.value);
     const scope = checkScope(name, input.scope);
+    const target = checkTarget(name, input.target);
     const project = await this.projects.get(accountId, projectId);
     await this.assertValueSize(accountId, value);
-    const sealed = await this.seal(this.em, project.id, { name, value, scope });
+    const sealed = await this.seal(this.em, project.id, { name, value, scope, target });
     // Under the project's lock: the count and the insert cannot interleave with another set.
     return underOwnerLock(this.em, Project, project.id, async (tx) => {
       const now = this.clock.now();
-      const row = await tx.findOne(EnvironmentVariable, { projectId: project.id, name });
+      const row = await tx.findOne(EnvironmentVariable, { projectId: project.id, name, target });
       if (row) {
         await tx.nativeUpdate(EnvironmentVariable, { id: row.id }, { ...sealed, updatedAt: now });
         return { variable: view(Object.assign(row, sealed, { updatedAt: now })), created: false };
@@ -105,16 +123,21 @@ export class EnvironmentService {
     });
   }
 
-  /** Removes a variable; not_found when the project has none of that name. */
-  async remove(accountId: string, projectId: string, name: string): Promise<void> {
+  /**
+   * Removes a variable: its value for `target`, or every value of it when no target is given. Throws invalid_request
+   * for a bad target, not_found when the project has no such value.
+   */
+  async remove(accountId: string, projectId: string, name: string, target?: unknown): Promise<void> {
+    const only = target === undefined ? {} : { target: checkTarget(name, target) };
     const project = await this.projects.get(accountId, projectId);
-    const n = await this.em.fork().nativeDelete(EnvironmentVariable, { projectId: project.id, name });
+    const n = await this.em.fork().nativeDelete(EnvironmentVariable, { projectId: project.id, name, ...only });
     if (n === 0) throw notFound('Environment variable');
   }
 
   /**
    * Validates variables given with an upload that creates a project: a JSON object text
-   * `{"NAME": "value" | {"value": "...", "scope": "build|runtime|both"}}`. Throws invalid_request
+   * `{"NAME": "value" | {"value": "...", "scope": "build|runtime|both", "target": "all|production|preview"}}`.
+   * Throws invalid_request
    * naming the bad variable (never its value) or plan_restricted; writes nothing.
    */
   async parseNew(accountId: string, text: string, field = 'environment'): Promise<NewVariable[]> {
@@ -132,25 +155,27 @@ export class EnvironmentService {
       const name = checkName(rawName, `${field}.${rawName.slice(0, 100)}`);
       const at = `${field}.${name}`;
       if (typeof entry === 'string') {
-        vars.push({ name, value: checkValue(name, entry, at), scope: 'both' });
+        vars.push({ name, value: checkValue(name, entry, at), scope: 'both', target: 'all' });
         continue;
       }
       if (
         typeof entry !== 'object' ||
         entry === null ||
         Array.isArray(entry) ||
-        Object.keys(entry).some((k) => k !== 'value' && k !== 'scope')
+        Object.keys(entry).some((k) => k !== 'value' && k !== 'scope' && k !== 'target')
       ) {
-        throw invalid(`${name} must be a string or an object {"value": "...", "scope": "build|runtime|both"}`, {
-          field: at,
-          name,
-        });
+        throw invalid(
+          `${name} must be a string or an object ` +
+            `{"value": "...", "scope": "build|runtime|both", "target": "all|production|preview"}`,
+          { field: at, name },
+        );
       }
-      const e = entry as { value?: unknown; scope?: unknown };
+      const e = entry as { value?: unknown; scope?: unknown; target?: unknown };
       vars.push({
         name,
         value: checkValue(name, e.value, `${at}.value`),
         scope: checkScope(name, e.scope, `${at}.scope`),
+        target: checkTarget(name, e.target, `${at}.target`),
       });
     }
     await this.entitlements.assertWithin(accountId, 'environment_variables_per_project', 0, vars.length);
@@ -171,16 +196,20 @@ export class EnvironmentService {
     await em.insertMany(rows);
   }
 
-  /** The variables a deployment's build gets (scope build or both), from its snapshot (taken now if it has none). */
-  async forBuild(operationId: string, projectId: string): Promise<Record<string, string>> {
-    return this.scoped(operationId, projectId, 'build');
+  /**
+   * The variables a deployment's build gets (scope build or both), from its snapshot (taken now for `target` if it has
+   * none).
+   */
+  async forBuild(operationId: string, projectId: string, target: DeploymentTarget): Promise<Record<string, string>> {
+    return this.scoped(operationId, projectId, target, 'build');
   }
 
   /**
-   * The variables a deployment's release gets (scope runtime or both), from its snapshot (taken now if it has none).
+   * The variables a deployment's release gets (scope runtime or both), from its snapshot (taken now for `target` if
+   * it has none).
    */
-  async forRuntime(operationId: string, projectId: string): Promise<Record<string, string>> {
-    return this.scoped(operationId, projectId, 'runtime');
+  async forRuntime(operationId: string, projectId: string, target: DeploymentTarget): Promise<Record<string, string>> {
+    return this.scoped(operationId, projectId, target, 'runtime');
   }
 
   /**
@@ -192,7 +221,7 @@ export class EnvironmentService {
     // Every build asks, to mask its log lines: a read by id without findOne's query building (loadById).
     const snap = await loadById(this.em.fork(), EnvironmentSnapshot, operationId);
     if (!snap) return [];
-    return (await this.opened(snap, operationId, projectId).catch(() => [] as NewVariable[])).map((v) => v.value);
+    return (await this.opened(snap, operationId, projectId).catch(() => [] as TakenVariable[])).map((v) => v.value);
   }
 
   /** Wraps every project's data key with the current master key; returns how many it re-wrapped. */
@@ -236,31 +265,43 @@ export class EnvironmentService {
   private async scoped(
     operationId: string,
     projectId: string,
+    target: DeploymentTarget,
     want: 'build' | 'runtime',
   ): Promise<Record<string, string>> {
-    const vars = await this.snapshot(operationId, projectId);
+    const vars = await this.snapshot(operationId, projectId, target);
     return Object.fromEntries(vars.filter((v) => v.scope === want || v.scope === 'both').map((v) => [v.name, v.value]));
   }
 
-  /** The operation's snapshot, taken from the project's variables on first call. */
-  private async snapshot(operationId: string, projectId: string): Promise<NewVariable[]> {
+  /**
+   * The operation's snapshot, taken on first call from the project's variables for `target`: of each name, its
+   * value for that target, else its value for all.
+   */
+  private async snapshot(operationId: string, projectId: string, target: DeploymentTarget): Promise<TakenVariable[]> {
     const em = this.em.fork();
     let snap = await em.findOne(EnvironmentSnapshot, { operationId });
     if (!snap) {
       const rows = await em.find(EnvironmentVariable, { projectId }, { orderBy: { name: 'asc' } });
+      const taken = new Map<string, EnvironmentVariable>();
+      for (const r of rows) if (r.target === target || (r.target === 'all' && !taken.has(r.name))) taken.set(r.name, r);
       let sealed: string | null = null;
-      if (rows.length) {
+      if (taken.size) {
         const key = await this.existingKey(em, projectId);
-        const vars: NewVariable[] = [];
-        for (const r of rows)
+        const vars: TakenVariable[] = [];
+        for (const r of taken.values())
           vars.push({
             name: r.name,
             scope: r.scope as Scope,
-            value: await this.open(key, r.name, r.ciphertext, valueAad(projectId, r.name)),
+            value: await this.open(key, r.name, r.ciphertext, valueAad(projectId, r.name, r.target)),
           });
         sealed = await this.cipher.encrypt(key, JSON.stringify(vars), snapshotAad(projectId, operationId));
       }
-      snap = Object.assign(new EnvironmentSnapshot(), { operationId, projectId, sealed, createdAt: this.clock.now() });
+      snap = Object.assign(new EnvironmentSnapshot(), {
+        operationId,
+        projectId,
+        sealed,
+        targeted: rows.some((r) => r.target !== 'all'),
+        createdAt: this.clock.now(),
+      });
       try {
         await em.insert(snap);
       } catch (err) {
@@ -272,13 +313,13 @@ export class EnvironmentService {
     return this.opened(snap, operationId, projectId);
   }
 
-  private async opened(snap: EnvironmentSnapshot, operationId: string, projectId: string): Promise<NewVariable[]> {
+  private async opened(snap: EnvironmentSnapshot, operationId: string, projectId: string): Promise<TakenVariable[]> {
     if (!snap.sealed) return [];
     if (snap.projectId !== projectId) throw undecryptable('(snapshot)', 'it belongs to another project');
     const key = await this.existingKey(this.em, projectId);
     return JSON.parse(
       await this.open(key, '(snapshot)', snap.sealed, snapshotAad(projectId, operationId)),
-    ) as NewVariable[];
+    ) as TakenVariable[];
   }
 
   private async open(key: WrappedKey, name: string, sealed: string, aad: string): Promise<string> {
@@ -298,12 +339,13 @@ export class EnvironmentService {
     em: EntityManager,
     projectId: string,
     v: NewVariable,
-  ): Promise<Pick<EnvironmentVariable, 'name' | 'scope' | 'ciphertext' | 'digest'>> {
+  ): Promise<Pick<EnvironmentVariable, 'name' | 'scope' | 'target' | 'ciphertext' | 'digest'>> {
     const key = await this.projectKey(em, projectId);
     return {
       name: v.name,
       scope: v.scope,
-      ciphertext: await this.cipher.encrypt(key, v.value, valueAad(projectId, v.name)),
+      target: v.target,
+      ciphertext: await this.cipher.encrypt(key, v.value, valueAad(projectId, v.name, v.target)),
       digest: await this.cipher.digest(key, v.value),
     };
   }

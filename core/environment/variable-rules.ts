@@ -4,6 +4,15 @@ import { invalid } from '../errors.js';
 export const SCOPES = ['build', 'runtime', 'both'] as const;
 export type Scope = (typeof SCOPES)[number];
 
+/**
+ * Which deployments a value is for: every one (`all`), production deployments only, or previews only. A name may
+ * have one value per target; a deployment takes its own target's value of a name, else the `all` one.
+ */
+export const TARGETS = ['all', 'production', 'preview'] as const;
+export type Target = (typeof TARGETS)[number];
+/** What a deployment is: it takes the variables of this target and those of `all`. */
+export type DeploymentTarget = Exclude<Target, 'all'>;
+
 export const NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
 export const NAME_MAX = 255;
 
@@ -51,4 +60,12 @@ export function checkScope(name: string, scope: unknown, field = 'scope'): Scope
   if (typeof scope !== 'string' || !(SCOPES as readonly string[]).includes(scope))
     throw invalid(`The scope of ${name} must be one of ${SCOPES.join(', ')}`, { field, name });
   return scope as Scope;
+}
+
+/** Throws invalid_request unless `target` is all, production or preview; absent means all. */
+export function checkTarget(name: string, target: unknown, field = 'target'): Target {
+  if (target === undefined) return 'all';
+  if (typeof target !== 'string' || !(TARGETS as readonly string[]).includes(target))
+    throw invalid(`The target of ${name} must be one of ${TARGETS.join(', ')}`, { field, name });
+  return target as Target;
 }

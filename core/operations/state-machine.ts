@@ -75,6 +75,11 @@ export interface OperationState {
    * again from what the deployer kept; set by the caller, carried unchanged.
    */
   promote?: string;
+  /**
+   * Deploy to production even when the version was uploaded as a preview (a deploy hook building the live version
+   * again, which may be a promoted preview's); set by the caller, carried unchanged.
+   */
+  production?: true;
 }
 
 /**

@@ -245,7 +245,7 @@ test('a redeploy of an unchanged 1,000-file folder sends its manifest only (unde
   assert.equal(plain.stderr.match(/Uploading .*/g), ['Uploading 0 B…'], plain.stderr);
 });
 
-test('env set | ls | rm through the API; values are never shown', async () => {
+test('env set | ls | rm through the API, per target; values are never shown', async () => {
   const set = await cli.run(['env', 'set', 'API_KEY', '--project', projectId, '--scope', 'runtime'], 's3cret-value\n');
   assert.is(set.code, 0, set.stderr);
   const ls = await cli.run(['env', 'ls', '--project', 'my-site', '--json']);
@@ -258,6 +258,33 @@ test('env set | ls | rm through the API; values are never shown', async () => {
   const bad = await cli.run(['env', 'set', 'PORT', 'x', '--project', 'my-site']);
   assert.is(bad.code, 1);
   assert.match(bad.stderr, /reserved/i);
+  // A value for previews only sits beside it; rm --target removes that one alone.
+  const preview = await cli.run([
+    'env',
+    'set',
+    'API_KEY',
+    'staging-value',
+    '--project',
+    projectId,
+    '--target',
+    'preview',
+  ]);
+  assert.is(preview.code, 0, preview.stderr);
+  assert.match(preview.stdout, 'Set API_KEY (both, preview)');
+  const both = JSON.parse((await cli.run(['env', 'ls', '--project', 'my-site', '--json'])).stdout);
+  assert.equal(
+    both.map((v: any) => [v.name, v.target]),
+    [
+      ['API_KEY', 'all'],
+      ['API_KEY', 'preview'],
+    ],
+  );
+  assert.is((await cli.run(['env', 'set', 'API_KEY', 'x', '--project', 'my-site', '--target', 'staging'])).code, 2);
+  assert.is((await cli.run(['env', 'rm', 'API_KEY', '--project', 'my-site', '--target', 'preview'])).code, 0);
+  assert.equal(
+    JSON.parse((await cli.run(['env', 'ls', '--project', 'my-site', '--json'])).stdout).map((v: any) => v.target),
+    ['all'],
+  );
   assert.is((await cli.run(['env', 'rm', 'API_KEY', '--project', 'my-site'])).code, 0);
   assert.equal(JSON.parse((await cli.run(['env', 'ls', '--project', 'my-site', '--json'])).stdout), []);
   const missing = await cli.run(['env', 'ls', '--project', 'nope']);

@@ -202,7 +202,7 @@ test(
     await em().nativeUpdate(EnvironmentVariable, { projectId: other, name: 'SECRET' }, { name: 'RENAMED' });
     const renamed = await cli.kernel
       .get<EnvironmentService>(ENVIRONMENT_SERVICE)
-      .forRuntime(randomUUID(), other)
+      .forRuntime(randomUUID(), other, 'production')
       .then(
         () => null,
         (e: Error & { code?: string }) => e,

@@ -21,8 +21,9 @@ const Hook = {
 const WHAT =
   'A deploy hook is a secret URL: a POST to it (no Authorization header; any body up to 64 KiB, ignored) starts a ' +
   "new build and deploy of the project's live version with its current settings and environment, as a build " +
-  'retry does (source deploy_hook): for a site whose build fetches content (a CMS, a schedule). The URL is the ' +
-  'credential: keep it secret, and remove the hook to revoke it. ';
+  'retry does (source deploy_hook), always for production (production values, live when it succeeds), even when ' +
+  'the live release was a promoted preview: for a site whose build fetches content (a CMS, a schedule). ' +
+  'The URL is the credential: keep it secret, and remove the hook to revoke it. ';
 
 const params = (withHook: boolean) => ({
   type: 'object',

@@ -74,7 +74,9 @@ const releases: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       'Answers 202 with a parent operation of kind promote (Analyze and Build skipped); poll it until it is ' +
       'terminal. Promoting the live release starts nothing: 202 with the operation that made it live. ' +
       'A preview that has not expired (status preview) is promoted as it runs, on every plan: the live route ' +
-      'switches to it and its preview host stops serving. Any other release is ' +
+      'switches to it and its preview host stops serving, unless it took production- or preview-only environment ' +
+      'variables: it was built and runs with the preview values, so it is refused with 409 not_promotable ' +
+      '(details.reason preview_environment); deploy the same files to production instead. Any other release is ' +
       'refused with 403 plan_restricted (feature instant_rollback) when the plan lacks the capability, ' +
       '409 not_promotable (details.reason never_live, not_kept or unsupported) for a release that never ' +
       "went live, was pruned beyond the plan's release_retention or failed, and 409 deployment_in_progress " +

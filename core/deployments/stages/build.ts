@@ -20,6 +20,7 @@ import type { Redaction } from '../redaction.js';
 import type { StageContext, StageImpl, StageResult } from '../stage-runner.js';
 import { withWorkspace } from '../workspace.js';
 import { fetchVersion, settingsOf, type Analysis } from './analyze.js';
+import { deploymentTarget } from '../deployment-target.js';
 
 /**
  * Build: unpacks the version in a fresh workspace, runs the builder, stores the artifact and the log.
@@ -186,7 +187,11 @@ export class BuildStage implements StageImpl {
         await this.archive.extract(zip, manifest, workspace, ctx.signal);
         let outputDir = join(workspace, analysis.outputDir);
         if (builder) {
-          const env = await this.environment.forBuild(ctx.operation.id, ctx.project.id);
+          const env = await this.environment.forBuild(
+            ctx.operation.id,
+            ctx.project.id,
+            deploymentTarget(ctx.version, ctx.operation),
+          );
           redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
           const caches = this.caches;
           const cache = caches && join(await dir(), 'cache');

@@ -6,6 +6,7 @@ import type { Deployer, ReleaseReports, ReleaseTarget } from '../../ports/deploy
 import type { EnvironmentService } from '../../environment/environment-service.js';
 import type { Logger } from '../../tokens.js';
 import { previewUrl, projectUrl } from '../../projects/project-url.js';
+import { deploymentTarget } from '../deployment-target.js';
 import type { PlanLimits } from '../../billing/plans.js';
 import { routesChanged } from '../host-routes.js';
 import { releaseSpec } from '../release-specs.js';
@@ -71,10 +72,13 @@ export class DeployStage implements StageImpl {
     const analysis = ctx.version.analysis as unknown as Analysis;
     // Read before anything is started: a variable that does not decrypt fails the stage with nothing to undo. A
     // static release runs nothing: it gets none.
+    const deployedAs = deploymentTarget(ctx.version, ctx.operation);
     const env =
-      analysis.runtime === 'static' ? {} : await this.environment.forRuntime(ctx.operation.id, ctx.project.id);
+      analysis.runtime === 'static'
+        ? {}
+        : await this.environment.forRuntime(ctx.operation.id, ctx.project.id, deployedAs);
     await this.abandon(ctx);
-    const preview = ctx.version.options.target === 'preview';
+    const preview = deployedAs === 'preview';
     const deploymentId = await this.deployments.create({
       accountId: ctx.operation.accountId,
       projectId: ctx.project.id,

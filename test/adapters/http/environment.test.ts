@@ -74,7 +74,7 @@ test(
     );
     assert.is.not(list.body.environment[0].digest, list.body.environment[1].digest);
     for (const v of list.body.environment)
-      assert.equal(Object.keys(v).sort(), ['created_at', 'digest', 'name', 'scope', 'updated_at']);
+      assert.equal(Object.keys(v).sort(), ['created_at', 'digest', 'name', 'scope', 'target', 'updated_at']);
 
     // Another project holding the same value shows another digest (the key is per project).
     const second = await newProject(free, 'env-basics-2');
@@ -221,17 +221,19 @@ test('Local-to-Live takes an environment part when it creates the project', asyn
     BUILD_FLAG: { value: 'on', scope: 'build' },
     RUN_FLAG: { value: 'yes', scope: 'runtime' },
     PLAIN: { value: 'p' },
+    STAGING_ONLY: { value: 's', target: 'preview' },
   };
   const res = await upload(free, { name: 'env-l2l', environment: JSON.stringify(env) });
   assert.is(res.status, 202, JSON.stringify(res.body));
   const list = (await call(free, 'GET', `/projects/${res.body.project.id}/environment`)).body.environment;
   assert.equal(
-    list.map((v: any) => [v.name, v.scope]),
+    list.map((v: any) => [v.name, v.scope, v.target]),
     [
-      ['API_KEY', 'both'],
-      ['BUILD_FLAG', 'build'],
-      ['PLAIN', 'both'],
-      ['RUN_FLAG', 'runtime'],
+      ['API_KEY', 'both', 'all'],
+      ['BUILD_FLAG', 'build', 'all'],
+      ['PLAIN', 'both', 'all'],
+      ['RUN_FLAG', 'runtime', 'all'],
+      ['STAGING_ONLY', 'both', 'preview'],
     ],
   );
   await h.waitFor(free, res.body.operation.id);
@@ -258,6 +260,12 @@ test('Local-to-Live refuses a bad environment part with 400 (or 403) and creates
       /API_KEY must be a string or an object/,
     ],
     [JSON.stringify({ API_KEY: { scope: 'both' } }), 400, 'environment.API_KEY.value', /API_KEY must be a string/],
+    [
+      JSON.stringify({ API_KEY: { value: SECRET, target: 'staging' } }),
+      400,
+      'environment.API_KEY.target',
+      /target of API_KEY must be one of all, production, preview/,
+    ],
   ];
   for (const [text, status, field, message] of cases) {
     const res = await upload(free, { name: 'env-refused', environment: text });
@@ -316,7 +324,7 @@ test('deleting a project removes its variables, snapshots and key', async () => 
   // A static release runs nothing and takes no snapshot: one is taken as a Node.js release's deploy takes it.
   assert.is(await em.count(EnvironmentSnapshot, { projectId: id }), 0);
   const environment = h.running.kernel.get<EnvironmentService>(ENVIRONMENT_SERVICE);
-  assert.equal(await environment.forRuntime(res.body.operation.id, id), { API_KEY: SECRET });
+  assert.equal(await environment.forRuntime(res.body.operation.id, id, 'production'), { API_KEY: SECRET });
   assert.is(await em.count(ProjectKey, { projectId: id }), 1);
   assert.is(await em.count(EnvironmentSnapshot, { projectId: id }), 1);
   const del = await call(other, 'DELETE', `/projects/${id}/`);

@@ -177,13 +177,13 @@ test("a StageError quoting a value of the operation's environment stores it mask
   const environment = kernel.get<EnvironmentService>(ENVIRONMENT_SERVICE);
   const id = await deployment(
     async (ctx) => {
-      const env = await environment.forBuild(ctx.operation.id, ctx.project.id);
+      const env = await environment.forBuild(ctx.operation.id, ctx.project.id, 'production');
       throw new StageError(
         'analyze_leaky',
         `the app printed token=${env.TOKEN} and ${Buffer.from(env.TOKEN).toString('base64')}`,
       );
     },
-    (projectId) => environment.storeNew(projectId, [{ name: 'TOKEN', value: secret, scope: 'both' }]),
+    (projectId) => environment.storeNew(projectId, [{ name: 'TOKEN', value: secret, scope: 'both', target: 'all' }]),
   );
   const state = await terminal(id);
   assert.is(state.stages.analyze.error!.message, 'the app printed token=*** and ***');
