@@ -6555,7 +6555,7 @@ export interface paths {
         };
         /**
          * Readiness: the database and every backend (queue, storage) answer
-         * @description 200 when every check is `ok`, else 503 with the failing checks.
+         * @description 200 when every check is `ok`, else 503 with the failing checks `down`; why one is down (it names hosts, ports and paths) only with `Authorization: Bearer <token>` when `metricsToken` (HOIST_METRICS_TOKEN) is set.
          */
         get: {
             parameters: {

@@ -665,8 +665,8 @@ export const settings = {
     env: 'HOIST_METRICS_TOKEN',
     minBytes: 16,
     doc:
-      'When set, GET /metrics needs `Authorization: Bearer <token>`. Unset: /metrics is ' +
-      'open (keep the ports private).',
+      'When set, GET /metrics needs `Authorization: Bearer <token>`, and GET /readyz says why a backend is down ' +
+      'only with it. Unset: /metrics is open (keep the ports private) and /readyz never says why.',
   },
   workerConcurrency: {
     type: 'integer',

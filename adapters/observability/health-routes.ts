@@ -16,19 +16,33 @@ import { requestId } from '../http/request-id.js';
 export function healthHandlers(kernel: Kernel, role: string) {
   const { registry } = metricsOf(kernel);
   const token = kernel.config.metricsToken ? Buffer.from(`Bearer ${kernel.config.metricsToken}`) : null;
+  /** Whether `req` may read the figures: no metricsToken is set, or it carries `Authorization: Bearer <token>`. */
+  const authorized = (req: FastifyRequest) => {
+    if (!token) return true;
+    const given = Buffer.from(req.headers.authorization ?? '');
+    return given.length === token.length && timingSafeEqual(given, token);
+  };
   return {
     healthz: async (_req: FastifyRequest, reply: FastifyReply) =>
       reply.header('cache-control', 'no-store').send({ status: 'ok', role }),
-    readyz: async (_req: FastifyRequest, reply: FastifyReply) => {
+    /**
+     * 200 or 503 for anyone (a load balancer's probe carries no token), with each check `ok` or `down`; why one is
+     * down names hosts, ports and paths (`connect ECONNREFUSED 127.0.0.1:5432`), so only a caller with the metrics
+     * token gets the reasons, and nobody when none is set.
+     */
+    readyz: async (req: FastifyRequest, reply: FastifyReply) => {
       const { ok, checks } = await kernel.ready();
+      const shown =
+        token && authorized(req)
+          ? checks
+          : Object.fromEntries(Object.entries(checks).map(([id, r]) => [id, r === 'ok' ? 'ok' : 'down']));
       return reply
         .status(ok ? 200 : 503)
         .header('cache-control', 'no-store')
-        .send({ status: ok ? 'ready' : 'not_ready', role, checks });
+        .send({ status: ok ? 'ready' : 'not_ready', role, checks: shown });
     },
     metrics: async (req: FastifyRequest, reply: FastifyReply) => {
-      const given = Buffer.from(req.headers.authorization ?? '');
-      if (token && !(given.length === token.length && timingSafeEqual(given, token))) {
+      if (!authorized(req)) {
         return reply
           .status(401)
           .header('www-authenticate', 'Bearer')
@@ -83,7 +97,10 @@ export const healthRoutes: FastifyPluginAsync<{ kernel: Kernel; role: string }> 
       schema: {
         tags,
         summary: 'Readiness: the database and every backend (queue, storage) answer',
-        description: '200 when every check is `ok`, else 503 with the failing checks.',
+        description:
+          '200 when every check is `ok`, else 503 with the failing checks `down`; why one is down (it names hosts, ' +
+          'ports and paths) only with `Authorization: Bearer <token>` when `metricsToken` ' +
+          '(HOIST_METRICS_TOKEN) is set.',
         response: { 200: Ready, 503: Ready },
       },
     },

@@ -21,7 +21,7 @@ test('GET /healthz answers 200 while the process lives', async () => {
   }
 });
 
-test('GET /readyz checks the database and the storage, and answers 503 naming what is down', async () => {
+test('GET /readyz checks the database and the storage, and answers 503 naming what is down, never why', async () => {
   const t = await testApi();
   try {
     const ok = await t.app.inject({ method: 'GET', url: '/readyz' });
@@ -36,10 +36,45 @@ test('GET /readyz checks the database and the storage, and answers 503 naming wh
     assert.is(down.statusCode, 503);
     assert.is(down.json().status, 'not_ready');
     assert.is(down.json().checks.database, 'ok');
-    assert.match(down.json().checks['storage-local'], /ENOENT/);
+    // Why names paths, hosts and ports: without a metrics token nobody is told.
+    assert.is(down.json().checks['storage-local'], 'down');
+    assert.not.match(down.body, /ENOENT|\/tmp|hoist-test/);
 
     mkdirSync(tmp);
     assert.is((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
+  } finally {
+    await t.close();
+  }
+});
+
+test('with metricsToken set, /readyz says what is down to anyone, and why only with the token', async () => {
+  const t = await testApi({ metricsToken: 's3cret-metrics-token' });
+  try {
+    const ok = await t.app.inject({ method: 'GET', url: '/readyz' });
+    assert.is(ok.statusCode, 200);
+    assert.equal(ok.json().checks, { database: 'ok', 'storage-local': 'ok' });
+
+    const tmp = join(t.kernel.config.dataDir, 'storage', '.tmp');
+    rmSync(tmp, { recursive: true, force: true });
+    for (const authorization of [undefined, 'Bearer s3cret-metrics-tokeX', 's3cret-metrics-token']) {
+      const headers = authorization ? { authorization } : {};
+      const down = await t.app.inject({ method: 'GET', url: '/readyz', headers });
+      assert.is(down.statusCode, 503, String(authorization));
+      assert.equal(down.json(), {
+        status: 'not_ready',
+        role: 'api',
+        checks: { database: 'ok', 'storage-local': 'down' },
+      });
+      assert.not.match(down.body, /ENOENT|\/tmp|hoist-test/);
+    }
+    const right = await t.app.inject({
+      method: 'GET',
+      url: '/readyz',
+      headers: { authorization: 'Bearer s3cret-metrics-token' },
+    });
+    assert.is(right.statusCode, 503);
+    assert.match(right.json().checks['storage-local'], /ENOENT/);
+    mkdirSync(tmp);
   } finally {
     await t.close();
   }
