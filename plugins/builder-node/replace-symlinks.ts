@@ -14,11 +14,18 @@ export interface CopyBudget {
  * Counts what a copy of `path` following its links would write against `budget`, before anything is copied; throws
  * StageError `build_symlinks_too_large` once it is spent (links to folders holding links to folders multiply a copy:
  * depth 8 of 8 links each made a terabyte out of one file). `seen`: the folders being walked, so a link back to one
- * of them (a cycle) is refused too.
+ * of them (a cycle) is refused too. A FIFO, socket or device on the way is refused (`build_symlink_special`): a copy
+ * cannot hold one (Node's cp threw its own ERR_FS_CP_FIFO_PIPE, an internal error to the Build stage).
  */
 async function spend(path: string, budget: CopyBudget, seen: Set<string> = new Set()): Promise<void> {
   const st = await stat(path).catch(() => null);
   if (!st) return;
+  if (!st.isFile() && !st.isDirectory())
+    throw new StageError(
+      'build_symlink_special',
+      'A symbolic link under node_modules leads to something that is not a file or a folder (a FIFO, socket or ' +
+        'device); an artifact can only hold files and folders.',
+    );
   budget.entries -= 1;
   budget.bytes -= st.isFile() ? st.size : 0;
   if (budget.bytes < 0 || budget.entries < 0)

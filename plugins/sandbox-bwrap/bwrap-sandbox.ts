@@ -13,14 +13,22 @@ import {
   type SandboxServe,
   type SandboxService,
 } from '../../core/ports/sandbox.js';
-import { watchDisk } from '../shared/sandbox/disk-watch.js';
-import { registryAddresses } from '../shared/sandbox/registry-addresses.js';
+import { overDisk, watchDisk } from '../shared/sandbox/disk-watch.js';
+import { registryAddresses, registryPort } from '../shared/sandbox/registry-addresses.js';
 import { watchRun } from '../shared/sandbox/watch-run.js';
 import { detectCgroups, runCgroup, type CgroupMode, type RunCgroup } from './cgroup.js';
 import { INSIDE_ID, mountArgs, writeSandboxEtc } from './mounts.js';
 import { INGRESS_FD, openIngress, type Ingress } from './ingress.js';
 import { closeInheritedDescriptors } from './inherited-fds.js';
-import { GUEST, attachSlirp, deniedRanges, denyRuleset, runHelper, type SlirpNetwork } from './network.js';
+import {
+  GUEST,
+  attachSlirp,
+  deniedRanges,
+  denyRuleset,
+  runHelper,
+  type RegistryAllowance,
+  type SlirpNetwork,
+} from './network.js';
 import { preflight } from './preflight.js';
 import { releaseUid, takeUid } from './uids.js';
 
@@ -110,7 +118,7 @@ export class BwrapSandbox implements Sandbox {
   private cgroups: CgroupMode = null;
   private readonly root = process.getuid?.() === 0;
   private readonly dir: string;
-  private registryAddresses: string[] = [];
+  private registry: RegistryAllowance = { addresses: [], port: null };
   private prepared: Promise<void> | null = null;
 
   constructor(private readonly opts: BwrapSandboxOptions) {
@@ -124,7 +132,10 @@ export class BwrapSandbox implements Sandbox {
       await mkdir(this.dir, { recursive: true, mode: 0o711 });
       writeSandboxEtc(join(this.dir, 'etc'));
       this.cgroups = await detectCgroups();
-      this.registryAddresses = await registryAddresses(this.opts.npmRegistry);
+      this.registry = {
+        addresses: await registryAddresses(this.opts.npmRegistry),
+        port: registryPort(this.opts.npmRegistry),
+      };
     })().catch((err) => {
       this.prepared = null;
       throw err;
@@ -153,16 +164,17 @@ export class BwrapSandbox implements Sandbox {
         if (err instanceof BwrapSetupError && attempt < 3) continue;
         throw err;
       }
-      // The workspace (and HOME) are host folders: their size is watched while the run lasts.
-      const stopWatching = watchDisk(
-        [spec.workspace, ...(spec.home ? [spec.home] : [])],
-        spec.limits.diskMb * 1024 * 1024,
-        () => started.stop('disk'),
-      );
+      // The workspace (and HOME) are host folders: their size is watched while the run lasts, and measured once more
+      // at its end (what it wrote after the last check, or all of a run shorter than one, counts too).
+      const volumes = [spec.workspace, ...(spec.home ? [spec.home] : [])];
+      const diskBytes = spec.limits.diskMb * 1024 * 1024;
+      const stopWatching = watchDisk(volumes, diskBytes, () => started.stop('disk'));
       const result = await started.done.finally(stopWatching);
       const setupFailed = !commandSpoke && held.length > 0 && result.reason === 'exited' && result.exitCode === 1;
       if (setupFailed && attempt < 3) continue;
       held.forEach(spec.log);
+      if (result.reason === 'exited' && (await overDisk(volumes, diskBytes)))
+        return { reason: 'disk', exitCode: null, signal: null };
       return result;
     }
   }
@@ -345,7 +357,7 @@ export class BwrapSandbox implements Sandbox {
             : ['/usr/bin/nsenter', '-t', String(sandboxPid), '-U', '-n', '--preserve-credentials'];
           await runHelper(
             [...enter, '/usr/sbin/nft', '-f', '-'],
-            denyRuleset(deniedRanges(this.opts.denyCidrs), this.registryAddresses),
+            denyRuleset(deniedRanges(this.opts.denyCidrs), this.registry),
           );
         }
         hostPort = publish !== undefined ? await net!.publish(publish) : 0;

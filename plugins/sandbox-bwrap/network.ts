@@ -25,9 +25,19 @@ export function deniedRanges(extra: string[]): { v4: string[]; v6: string[] } {
   return { v4: [...v4], v6: [...v6] };
 }
 
-/** The nftables ruleset loaded in a sandbox's network namespace: the denied ranges are refused at once. */
-export function denyRuleset(ranges: { v4: string[]; v6: string[] }, allow: string[]): string {
-  const allowed = [SLIRP_DNS, ...allow.filter((a) => !a.includes(':'))];
+/** The npm registry a sandbox reaches even inside the denied ranges: its IPv4 addresses, on its one TCP port. */
+export interface RegistryAllowance {
+  addresses: string[];
+  port: number | null;
+}
+
+/**
+ * The nftables ruleset loaded in a sandbox's network namespace: the denied ranges are refused at once, but for
+ * slirp's DNS (which slirp4netns itself forwards on port 53 only) and the registry's addresses on the registry's
+ * port alone (its other ports, say a PostgreSQL on the same machine, stay refused).
+ */
+export function denyRuleset(ranges: { v4: string[]; v6: string[] }, registry: RegistryAllowance): string {
+  const v4 = registry.addresses.filter((a) => !a.includes(':'));
   return [
     'table inet hoist_sandbox {',
     '  chain out {',
@@ -35,7 +45,10 @@ export function denyRuleset(ranges: { v4: string[]; v6: string[] }, allow: strin
     // Answers on connections the edge opened to a published port come from the gateway's address.
     '    ct state established,related accept',
     '    oifname "lo" accept',
-    `    ip daddr { ${allowed.join(', ')} } accept`,
+    `    ip daddr ${SLIRP_DNS} accept`,
+    ...(v4.length && registry.port !== null
+      ? [`    ip daddr { ${v4.join(', ')} } tcp dport ${registry.port} accept`]
+      : []),
     `    ip daddr { ${ranges.v4.join(', ')} } ip protocol tcp reject with tcp reset`,
     `    ip daddr { ${ranges.v4.join(', ')} } reject`,
     `    ip6 daddr { ${ranges.v6.join(', ')} } meta l4proto tcp reject with tcp reset`,

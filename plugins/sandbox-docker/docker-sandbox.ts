@@ -16,7 +16,7 @@ import {
 import { Box, LABEL, removeLabelled, sandboxLabels } from './box.js';
 import { createCommandContainer, type ImageFacts } from './command-container.js';
 import { engineStatus, startContainer } from '../shared/docker/connection.js';
-import { watchDisk } from '../shared/sandbox/disk-watch.js';
+import { overDisk, watchDisk } from '../shared/sandbox/disk-watch.js';
 import { prepareNetworks, type SandboxNetworks } from './networks.js';
 import { followOutput } from './output.js';
 import { Presence, removeOrphans } from './owners.js';
@@ -295,7 +295,11 @@ export class DockerSandbox implements Sandbox, Lifecycle {
       })) as { StatusCode: number };
       await Promise.race([output, new Promise((r) => setTimeout(r, 2000))]);
       const info = await container.inspect();
-      return this.result(StatusCode, reason, info.State.OOMKilled, 'SIGKILL');
+      const result = this.result(StatusCode, reason, info.State.OOMKilled, 'SIGKILL');
+      // What it wrote after the last check (or all of a run shorter than one) counts too.
+      if (result.reason === 'exited' && volumes && (await overDisk(volumes, spec.limits.diskMb * MiB)))
+        return { reason: 'disk', exitCode: null, signal: null };
+      return result;
     } finally {
       clearTimeout(timer);
       unwatch();

@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
 import { guardBridge, hostDnsServers } from '../shared/docker/firewall.js';
 import { DENIED_RANGES } from '../shared/sandbox/denied-ranges.js';
-import { registryAddresses } from '../shared/sandbox/registry-addresses.js';
+import { registryAddresses, registryPort } from '../shared/sandbox/registry-addresses.js';
 import { bridgeInterface, ensureBridgeNetwork } from '../shared/docker/network.js';
 
 /** The networks sandbox containers use. */
@@ -20,7 +20,8 @@ export const INTERNAL_NETWORK = 'hoist-sandbox-internal';
  * with inter-container traffic disabled, so a sandbox reaches neither another sandbox nor a release;
  * Docker's isolation rules keep them off every other Docker network. Then firewalls this host, the
  * private ranges and `denyCidrs` off both (guardBridge), letting the npm registry's addresses
- * through; when that cannot be done here, says once through `warn` what is not enforced.
+ * through on the registry's port only; when that cannot be done here, says once through `warn` what
+ * is not enforced.
  */
 export async function prepareNetworks(
   docker: Docker,
@@ -42,7 +43,8 @@ export async function prepareNetworks(
     internal: true,
     bridge: 'hoist-sbx-int',
   });
-  const allow = await registryAddresses(npmRegistry);
+  const port = registryPort(npmRegistry);
+  const allow = port === null ? [] : (await registryAddresses(npmRegistry)).map((address) => ({ address, port }));
   const problems = new Set<string>();
   for (const net of [egress, internal]) {
     const why = await guardBridge(bridgeInterface(net), { deny: denyCidrs, allow, dns: hostDnsServers() });

@@ -35,11 +35,20 @@ export function parseCidrs(text: string | undefined): string[] {
   return out;
 }
 
+/** A TCP service let through a guarded bridge to a denied range: the npm registry's address and port. */
+export interface AllowedService {
+  address: string;
+  port: number;
+}
+
 /** What a guarded bridge may not reach, and what is let through anyway. */
 export interface GuardRules {
   deny: string[];
-  /** Addresses reachable on any port (the npm registry's). */
-  allow: string[];
+  /**
+   * Services reachable on their one TCP port (the npm registry's), never the other ports of their host: a private
+   * registry may share a machine with Hoist's PostgreSQL, NATS or S3.
+   */
+  allow: AllowedService[];
   /** DNS servers reachable on port 53 (Docker's embedded DNS asks them from the container's namespace). */
   dns: string[];
 }
@@ -51,7 +60,7 @@ export interface GuardRules {
  *   INPUT       -i iface  (not ESTABLISHED,RELATED)  REJECT
  *     every address of this host, through the bridge gateway or not
  *   DOCKER-USER -i iface  -j HOIST-TENANTS
- *     forwarded traffic: answers, `allow` and DNS to `dns` pass, the ranges are refused
+ *     forwarded traffic: answers, `allow` (its port only) and DNS to `dns` pass, the ranges are refused
  * Connections the host opens to a container (the edge to a release) still get their answers. IPv4
  * only: Hoist's networks have no IPv6. Resolves null once the rules are in place, else a sentence
  * saying why they cannot be (not root, the bridge is not on this machine, no iptables).
@@ -69,8 +78,13 @@ export async function guardBridge(iface: string, rules: GuardRules): Promise<str
     // Fails when the chain exists already (an earlier start): ensure() checks each rule below either way.
     await run('iptables', ['-w', '-N', GUARD_CHAIN]).catch(() => {});
     await ensure(GUARD_CHAIN, answers, ['-I', GUARD_CHAIN, '1']);
-    for (const addr of v4(rules.allow))
-      await ensure(GUARD_CHAIN, ['-d', addr, '-j', 'RETURN'], ['-I', GUARD_CHAIN, '2']);
+    await dropAnyPortAllows();
+    for (const { address, port } of rules.allow.filter((a) => isIP(a.address) === 4))
+      await ensure(
+        GUARD_CHAIN,
+        ['-d', address, '-p', 'tcp', '-m', 'tcp', '--dport', String(port), '-j', 'RETURN'],
+        ['-I', GUARD_CHAIN, '2'],
+      );
     for (const addr of v4(rules.dns)) {
       for (const proto of ['udp', 'tcp'])
         await ensure(GUARD_CHAIN, ['-d', addr, '-p', proto, '--dport', '53', '-j', 'RETURN'], ['-I', GUARD_CHAIN, '2']);
@@ -90,6 +104,17 @@ export async function guardBridge(iface: string, rules: GuardRules): Promise<str
   } catch (err) {
     return `iptables failed: ${((err as { stderr?: string }).stderr || (err as Error).message).trim()}`;
   }
+}
+
+/**
+ * Deletes the rules of GUARD_CHAIN that let an address through on every port (`-d <addr> -j RETURN`), as Hoist up to
+ * this version added for the npm registry: left in place, they would keep the registry host's other ports open.
+ */
+async function dropAnyPortAllows(): Promise<void> {
+  const { stdout } = await run('iptables', ['-w', '-S', GUARD_CHAIN]);
+  for (const m of stdout.matchAll(/^-A \S+ -d (\S+) -j RETURN$/gm))
+    // Another process may have deleted it first.
+    await run('iptables', ['-w', '-D', GUARD_CHAIN, '-d', m[1], '-j', 'RETURN']).catch(() => {});
 }
 
 /** Adds `rule` to `chain` with `add` (e.g. `-I chain 1`) unless it is there. */

@@ -11,3 +11,14 @@ export async function registryAddresses(registry: string | undefined): Promise<s
     () => [],
   );
 }
+
+/**
+ * The TCP port of the npm registry's URL (its own, else 443 for https: and 80 for http:), the only port of its
+ * addresses a sandbox is let through to: a registry beside other services (on the host itself, or a private
+ * machine that also runs PostgreSQL) must not open them too. Null without a registry.
+ */
+export function registryPort(registry: string | undefined): number | null {
+  if (!registry) return null;
+  const url = new URL(registry);
+  return url.port ? Number(url.port) : url.protocol === 'http:' ? 80 : 443;
+}

@@ -84,4 +84,24 @@ test('a link to a folder that holds a link back to it (a cycle) is refused', asy
   }
 });
 
+test('a link to a FIFO, or to a folder holding one, fails with build_symlink_special, not a raw cp error', async () => {
+  const root = project();
+  try {
+    execFileSync('mkfifo', [join(root, 'fifo')]);
+    mkdirSync(join(root, 'pkg'));
+    execFileSync('mkfifo', [join(root, 'pkg', 'pipe')]);
+    for (const target of ['../fifo', '../pkg']) {
+      const link = join(root, 'node_modules', 'link');
+      rmSync(link, { force: true });
+      symlinkSync(target, link);
+      const err = await replaceSymlinks(root, join(root, 'node_modules'), budget()).catch((e: unknown) => e);
+      assert.instance(err, StageError, String(err));
+      assert.is((err as StageError).code, 'build_symlink_special');
+      assert.match((err as StageError).message, 'not a file or a folder');
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test.run();
