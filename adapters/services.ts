@@ -1,6 +1,7 @@
 import { ACCOUNT_SERVICE, AccountService } from '../core/accounts/account-service.js';
 import { AUTH_SERVICE, AuthService } from '../core/auth/auth-service.js';
 import { ACCESS_REQUEST_SERVICE, AccessRequestService } from '../core/access-requests/access-request-service.js';
+import { MEMBER_SERVICE, MemberService } from '../core/accounts/member-service.js';
 import { ACCESS_GRANT_SERVICE, AccessGrantService } from '../core/access/access-grant-service.js';
 import { SITE_ACCESS_SERVICE, SiteAccessService } from '../core/access/site-access-service.js';
 import { AGENT_AUTH_SERVICE, AgentAuthService } from '../core/auth/agent-auth-service.js';
@@ -114,6 +115,29 @@ export const services: ServiceDefinition[] = [
     },
     create: (d) =>
       new AccessRequestService(d.em, d.accounts, d.recovery, d.clock, new RateLimiter(d.em, d.clock), d.config),
+  }),
+  defineService({
+    provides: MEMBER_SERVICE,
+    deps: {
+      em: ENTITY_MANAGER,
+      recovery: PASSWORD_RECOVERY_SERVICE,
+      entitlements: ENTITLEMENT_SERVICE,
+      revocations: SESSION_REVOCATIONS,
+      changes: CHANGE_FEED,
+      clock: CLOCK,
+      config: CONFIG,
+    },
+    create: (d) =>
+      new MemberService(
+        d.em,
+        d.recovery,
+        d.entitlements,
+        new RateLimiter(d.em, d.clock),
+        d.revocations,
+        d.changes,
+        d.clock,
+        d.config,
+      ),
   }),
   defineService({
     provides: ENTITLEMENT_SERVICE,

@@ -47,6 +47,9 @@ export const WEBHOOK_EVENTS = Object.keys(EVENTS) as WebhookEvent[];
 export type DeployHook = Answer<'/api/v1/projects/{projectID}/deploy-hooks', 'get', 200>['deploy_hooks'][number];
 /** A deploy hook as made: with its URL (the credential), which no other answer shows. */
 export type NewDeployHook = Answer<'/api/v1/projects/{projectID}/deploy-hooks', 'post', 201>;
+export type Member = Answer<'/api/v1/account/members', 'get', 200>['members'][number];
+/** What a member may do: owner or member. */
+export type MemberRole = Member['role'];
 export type PromoteAnswer = Answer<'/api/v1/projects/{projectID}/releases/{releaseID}/promote', 'post', 202>;
 export type LocalToLiveAnswer = Answer<'/api/v1/local-to-live', 'post', 202>;
 export type UploadSession = Answer<'/api/v1/upload-sessions', 'post', 201>;
@@ -299,6 +302,34 @@ export class HoistClient {
         params: { path: { projectID: projectId, hookID: hookId } },
       }),
     );
+  }
+
+  /** The people of the account, oldest first. */
+  async members(): Promise<Member[]> {
+    return this.ok(await this.api.GET('/api/v1/account/members')).members;
+  }
+
+  /**
+   * Invites `email` (a member unless `role` says owner): the address gets a set-password token by mail. Sent again to
+   * an address invited before and not yet active, it mails a new token.
+   */
+  async inviteMember(email: string, role?: MemberRole): Promise<Member> {
+    return this.ok(await this.api.POST('/api/v1/account/members', { body: { email, role } }));
+  }
+
+  /** Makes a member an owner or a member. */
+  async setMemberRole(userId: string, role: MemberRole): Promise<Member> {
+    return this.ok(
+      await this.api.PATCH('/api/v1/account/members/{userID}', {
+        params: { path: { userID: userId } },
+        body: { role },
+      }),
+    );
+  }
+
+  /** Removes a member (their tokens stop at once); a member may remove themselves. */
+  async removeMember(userId: string): Promise<void> {
+    this.ok(await this.api.DELETE('/api/v1/account/members/{userID}', { params: { path: { userID: userId } } }));
   }
 
   async operation(id: string): Promise<Operation> {

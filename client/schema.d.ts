@@ -69,6 +69,367 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/account/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the members of the account
+         * @description The account's members, oldest first. Every member of an account works on all of its projects; an owner also invites, changes and removes members and renames the account. A call only an owner may make answers 403 forbidden to a member.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            members: {
+                                /** Format: date-time */
+                                created_at: string;
+                                email: string;
+                                /** Format: uuid */
+                                id: string;
+                                /**
+                                 * @description owner or member.
+                                 * @enum {string}
+                                 */
+                                role: "owner" | "member";
+                                /**
+                                 * @description invited until the member chose a password with the mailed token, then active.
+                                 * @enum {string}
+                                 */
+                                status: "invited" | "active";
+                            }[];
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Invite a member
+         * @description Adds the address to the account (status invited) and mails it a set-password token, good for 7 days, to send to POST /auth/password-recovery/reset; then it logs in as usual. Answers 201; 200 with a new token mailed when the address was invited here already and has no password yet. An address that has an account (this one or another: one address, one account) → 409 conflict; a bad address or role → 400 invalid_request; past the plan's members_per_account (invited ones count) → 403 plan_restricted; too many invitations from one client address or to one address within the mail window → 429 rate_limited. Every member of an account works on all of its projects; an owner also invites, changes and removes members and renames the account. A call only an owner may make answers 403 forbidden to a member.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The e-mail address to invite. */
+                        email: string;
+                        /**
+                         * @description owner or member.
+                         * @default member
+                         * @enum {string}
+                         */
+                        role?: "owner" | "member";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            created_at: string;
+                            email: string;
+                            /** Format: uuid */
+                            id: string;
+                            /**
+                             * @description owner or member.
+                             * @enum {string}
+                             */
+                            role: "owner" | "member";
+                            /**
+                             * @description invited until the member chose a password with the mailed token, then active.
+                             * @enum {string}
+                             */
+                            status: "invited" | "active";
+                        };
+                    };
+                };
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            created_at: string;
+                            email: string;
+                            /** Format: uuid */
+                            id: string;
+                            /**
+                             * @description owner or member.
+                             * @enum {string}
+                             */
+                            role: "owner" | "member";
+                            /**
+                             * @description invited until the member chose a password with the mailed token, then active.
+                             * @enum {string}
+                             */
+                            status: "invited" | "active";
+                        };
+                    };
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Registration, plan or entitlement restriction. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Conflicts with the current state. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Too many requests; see Retry-After. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/account/members/{userID}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member
+         * @description Removes the member: their tokens are refused at once, on every API process; the account's projects and what the member deployed stay. An owner removes anyone; a member only themselves (leaving the account). The last owner → 409 conflict; a member of another account, or none, → 404. Every member of an account works on all of its projects; an owner also invites, changes and removes members and renames the account. A call only an owner may make answers 403 forbidden to a member.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Member (user) id (UUID). */
+                    userID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Removed. */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Registration, plan or entitlement restriction. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Conflicts with the current state. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Makes the member an owner or a member; takes effect at once. Leaving the account without an owner → 409 conflict; a member of another account, or none, → 404. Every member of an account works on all of its projects; an owner also invites, changes and removes members and renames the account. A call only an owner may make answers 403 forbidden to a member.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Member (user) id (UUID). */
+                    userID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description owner or member.
+                         * @enum {string}
+                         */
+                        role: "owner" | "member";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            created_at: string;
+                            email: string;
+                            /** Format: uuid */
+                            id: string;
+                            /**
+                             * @description owner or member.
+                             * @enum {string}
+                             */
+                            role: "owner" | "member";
+                            /**
+                             * @description invited until the member chose a password with the mailed token, then active.
+                             * @enum {string}
+                             */
+                            status: "invited" | "active";
+                        };
+                    };
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Registration, plan or entitlement restriction. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Conflicts with the current state. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/api/v1/auth/email-verification": {
         parameters: {
             query?: never;
@@ -600,6 +961,7 @@ export interface paths {
                                 environment_variables_per_project: number | null;
                                 kept_file_bytes: number | null;
                                 kept_file_days: number | null;
+                                members_per_account: number | null;
                                 preview_ttl_hours: number | null;
                                 private_projects: number | null;
                                 projects: number | null;
@@ -681,6 +1043,7 @@ export interface paths {
                                     environment_variables_per_project: number | null;
                                     kept_file_bytes: number | null;
                                     kept_file_days: number | null;
+                                    members_per_account: number | null;
                                     preview_ttl_hours: number | null;
                                     private_projects: number | null;
                                     projects: number | null;
@@ -1073,6 +1436,11 @@ export interface paths {
                                 email_verified: boolean;
                                 /** Format: uuid */
                                 id: string;
+                                /**
+                                 * @description owner (also manages members and the account) or member (GET /account/members).
+                                 * @enum {string}
+                                 */
+                                role: "owner" | "member";
                             };
                         };
                     };
@@ -1095,7 +1463,7 @@ export interface paths {
         head?: never;
         /**
          * Rename the account
-         * @description Sets the display name of the authenticated account; answers like GET /me.
+         * @description Sets the display name of the authenticated account; answers like GET /me. Only an owner may: a member gets 403 forbidden.
          */
         patch: {
             parameters: {
@@ -1138,6 +1506,11 @@ export interface paths {
                                 email_verified: boolean;
                                 /** Format: uuid */
                                 id: string;
+                                /**
+                                 * @description owner (also manages members and the account) or member (GET /account/members).
+                                 * @enum {string}
+                                 */
+                                role: "owner" | "member";
                             };
                         };
                     };
@@ -1153,6 +1526,15 @@ export interface paths {
                 };
                 /** @description Missing, invalid or expired bearer token (unauthorized). */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Registration, plan or entitlement restriction. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };

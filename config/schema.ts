@@ -366,7 +366,8 @@ export const settings = {
     min: 1,
     doc:
       'Password-recovery mails to one e-mail address, and access requests for one, per ' +
-      'mailWindowSeconds; past it the answer is the same and nothing is sent or stored.',
+      'mailWindowSeconds; past it the answer is the same and nothing is sent or stored. Member invitations to ' +
+      'one address, apart: past it 429.',
   },
   mailMaxPerAddress: {
     type: 'integer',
@@ -374,7 +375,7 @@ export const settings = {
     default: 10,
     min: 1,
     doc:
-      'Password-recovery requests, and access requests (each apart), one client address ' +
+      'Password-recovery requests, access requests and member invitations (each apart), one client address ' +
       'may send per mailWindowSeconds; past it 429 with Retry-After.',
   },
   mailWindowSeconds: {

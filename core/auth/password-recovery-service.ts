@@ -84,6 +84,20 @@ export class PasswordRecoveryService {
   }
 
   /**
+   * Mails `user`, just invited into account `accountName` by `inviter` (an e-mail), a set-password token (7 days) that
+   * works like a recovery token; a newer invitation's token leaves the older ones working until they expire.
+   */
+  async sendInvitation(user: User, inviter: string, accountName: string): Promise<void> {
+    const send = await this.prepare(
+      user,
+      SET_PASSWORD_TTL_SECONDS,
+      `${inviter} invited you to ${accountName} on Hoist`,
+      `${inviter} invited ${user.email} to the Hoist account ${JSON.stringify(accountName)}, to deploy its projects.`,
+    );
+    await send();
+  }
+
+  /**
    * Sets a new password (at least 8 characters) with a reset token, which is then used up with
    * every other pending one of the user, and revokes every session of the user. Receiving the
    * token proves the e-mail address, so the user counts as verified. Throws invalid_request

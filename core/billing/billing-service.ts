@@ -6,6 +6,7 @@ import { userKey } from '../auth/session-cache.js';
 import { answerCache, type TaggedCache } from '../caching/tagged-cache.js';
 import { Account } from '../entities/account.js';
 import { User } from '../entities/user.js';
+import { assertOwner } from '../accounts/roles.js';
 import { invalid, unauthorized } from '../errors.js';
 import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
@@ -16,7 +17,7 @@ export const BILLING_SERVICE = token<BillingService>('hoist.BillingService');
 
 /** The authenticated identity as the `/me` call answers it. */
 export interface Me {
-  user: { id: string; email: string; email_verified: boolean };
+  user: { id: string; email: string; email_verified: boolean; role: string };
   account: {
     id: string;
     name: string;
@@ -37,13 +38,15 @@ export interface Subscription {
 }
 
 const ME_QUERY =
-  'select u.id as user_id, u.email, u.email_verified_at, a.id as account_id, a.name, a.plan, a.billing_category, ' +
-  'a.subscription_status, a.created_at from users u join accounts a on a.id = u.account_id where u.id = ?';
+  'select u.id as user_id, u.email, u.email_verified_at, u.role, a.id as account_id, a.name, a.plan, ' +
+  'a.billing_category, a.subscription_status, a.created_at from users u join accounts a on a.id = u.account_id ' +
+  'where u.id = ?';
 
 interface MeRow {
   user_id: string;
   email: string;
   email_verified_at: unknown;
+  role: string;
   account_id: string;
   name: string;
   plan: string;
@@ -80,7 +83,7 @@ export class BillingService {
     const [row] = await queryRows<MeRow>(this.em, ME_QUERY, [userId]);
     if (!row) throw unauthorized();
     const me = {
-      user: { id: row.user_id, email: row.email, email_verified: row.email_verified_at !== null },
+      user: { id: row.user_id, email: row.email, email_verified: row.email_verified_at !== null, role: row.role },
       account: {
         id: row.account_id,
         name: row.name,
@@ -95,13 +98,14 @@ export class BillingService {
     return me;
   }
 
-  /** Renames the user's account (1–200 characters, trimmed) and answers like `me`. */
+  /** Renames the user's account (1–200 characters, trimmed) and answers like `me`; forbidden unless an owner. */
   async renameAccount(userId: string, name: string): Promise<Me> {
     const trimmed = name.trim();
     if (trimmed.length < 1 || trimmed.length > 200)
       throw invalid('Account name must be 1 to 200 characters', { field: 'name' });
     const user = await this.em.findOne(User, { id: userId });
     if (!user) throw unauthorized();
+    assertOwner(user);
     const account = await this.em.findOneOrFail(Account, { id: user.accountId });
     account.name = trimmed;
     account.updatedAt = this.clock.now();

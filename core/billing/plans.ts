@@ -23,6 +23,8 @@ export interface PlanLimits {
   webhooks_per_project: number;
   /** Deploy hooks a project may have (secret URLs that build its live version again). */
   deploy_hooks_per_project: number;
+  /** People in the account (its owners included), invited ones too. */
+  members_per_account: number;
 }
 
 export interface Plan {
@@ -65,6 +67,7 @@ export const plans: Record<string, Plan> = {
       upload_manifests_per_hour: 60,
       webhooks_per_project: 2,
       deploy_hooks_per_project: 2,
+      members_per_account: 1,
     },
   },
   pro: {
@@ -90,6 +93,7 @@ export const plans: Record<string, Plan> = {
       upload_manifests_per_hour: 300,
       webhooks_per_project: 10,
       deploy_hooks_per_project: 10,
+      members_per_account: 5,
     },
   },
   team: {
@@ -115,6 +119,7 @@ export const plans: Record<string, Plan> = {
       upload_manifests_per_hour: 1200,
       webhooks_per_project: 25,
       deploy_hooks_per_project: 25,
+      members_per_account: 50,
     },
   },
 };

@@ -1,7 +1,7 @@
 import { EntitySchema } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 
-/** A person who logs in; belongs to one account. */
+/** A person who logs in; belongs to one account, as its owner or a member. */
 export class User {
   id: string = randomUUID();
   accountId!: string;
@@ -10,6 +10,8 @@ export class User {
   /** argon2id hash; null until a password is set (approved access requests). */
   passwordHash: string | null = null;
   emailVerifiedAt: Date | null = null;
+  /** `owner` (also manages members and the account) or `member` (member-service's ROLES). */
+  role: string = 'owner';
   createdAt!: Date;
 }
 
@@ -22,6 +24,7 @@ export const UserSchema = new EntitySchema<User>({
     email: { type: 'string', length: 320, unique: true },
     passwordHash: { type: 'string', length: 255, nullable: true },
     emailVerifiedAt: { type: 'Date', nullable: true },
+    role: { type: 'string', length: 16, default: 'owner' },
     createdAt: { type: 'Date' },
   },
 });

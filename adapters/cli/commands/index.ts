@@ -15,6 +15,7 @@ import operations from './operations.js';
 import secrets from './secrets.js';
 import webhooks from './webhooks.js';
 import deployHooks from './deploy-hooks.js';
+import members from './members.js';
 
 /** Every CLI command group; each adds its commands to the program. */
 export const commands: ((program: Command) => void)[] = [
@@ -32,6 +33,7 @@ export const commands: ((program: Command) => void)[] = [
   env,
   webhooks,
   deployHooks,
+  members,
   operations,
   secrets,
 ];

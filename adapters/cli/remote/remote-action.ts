@@ -11,12 +11,15 @@ export interface RemoteOptions {
   json?: boolean;
 }
 
-/** Adds the options of a command about one project: --project (default: the folder's), --api and --json. */
-export const projectOptions = (c: Command): Command =>
+/** Adds the options of a command that talks to the REST API: --api and --json. */
+export const remoteOptions = (c: Command): Command =>
   c
-    .option('--project <project>', 'project id, name or slug (default: the project of this folder)')
     .option('--api <url>', 'Hoist API URL (default: HOIST_API_URL, else the one you logged in to)')
     .option('--json', 'print the result as JSON');
+
+/** Adds the options of a command about one project: --project (default: the folder's), --api and --json. */
+export const projectOptions = (c: Command): Command =>
+  remoteOptions(c.option('--project <project>', 'project id, name or slug (default: the project of this folder)'));
 
 /**
  * Runs a command that talks to the REST API: runs `check` (bad usage is found before anything else),

@@ -20,6 +20,7 @@ import environment from './environment.js';
 import domains from './domains.js';
 import webhooks from './webhooks.js';
 import deployHooks from './deploy-hooks.js';
+import members from './members.js';
 
 /** Options every route plugin gets. */
 export interface RouteOptions {
@@ -31,6 +32,7 @@ export const routes: FastifyPluginAsync<RouteOptions>[] = [
   auth,
   accessRequests,
   me,
+  members,
   billing,
   projects,
   localToLive,

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { ROLES } from '../../../core/accounts/roles.js';
 import { BILLING_SERVICE, type BillingService } from '../../../core/billing/billing-service.js';
 import { bearer, principalOf } from '../auth.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
@@ -11,8 +12,17 @@ const Me = {
   properties: {
     user: {
       type: 'object',
-      required: ['id', 'email', 'email_verified'],
-      properties: { id: Uuid, email: { type: 'string' }, email_verified: { type: 'boolean' } },
+      required: ['id', 'email', 'email_verified', 'role'],
+      properties: {
+        id: Uuid,
+        email: { type: 'string' },
+        email_verified: { type: 'boolean' },
+        role: {
+          type: 'string',
+          enum: ROLES,
+          description: 'owner (also manages members and the account) or member (GET /account/members).',
+        },
+      },
     },
     account: {
       type: 'object',
@@ -54,7 +64,9 @@ const me: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       schema: {
         tags: ['Account and billing'],
         summary: 'Rename the account',
-        description: 'Sets the display name of the authenticated account; answers like GET /me.',
+        description:
+          'Sets the display name of the authenticated account; answers like GET /me. Only an owner may: a member ' +
+          'gets 403 forbidden.',
         security: bearer,
         body: {
           type: 'object',
@@ -64,7 +76,7 @@ const me: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
             name: { type: 'string', minLength: 1, maxLength: 200, description: 'Account name, 1 to 200 characters.' },
           },
         },
-        response: { 200: Me, ...errorResponses(400, 401) },
+        response: { 200: Me, ...errorResponses(400, 401, 403) },
       },
     },
     async (req) => service.renameAccount(principalOf(req).userId, req.body.name),

@@ -19,7 +19,7 @@ test('GET /me answers the user and the account', async () => {
   const res = await t.app.inject({ method: 'GET', url: '/api/v1/me', headers: a.auth });
   assert.is(res.statusCode, 200);
   const body = res.json();
-  assert.equal(body.user, { id: a.userId, email: a.email, email_verified: false });
+  assert.equal(body.user, { id: a.userId, email: a.email, email_verified: false, role: 'owner' });
   const { created_at, ...account } = body.account;
   assert.equal(account, {
     id: a.accountId,

@@ -1,0 +1,9 @@
+import { Migration } from '@mikro-orm/migrations';
+
+export class Migration20261129015636 extends Migration {
+
+  override async up(): Promise<void> {
+    this.addSql(`alter table \`users\` add column \`role\` text not null default 'owner';`);
+  }
+
+}

@@ -1,0 +1,210 @@
+// legs: db
+// Members of an account: an owner invites an address (a set-password token by mail), the member logs in and works
+// on the account's projects; roles, removal (tokens refused at once), the last owner kept, the plan's cap, and every
+// bad input refused with its error and nothing written.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { OneTimeToken } from '../../../core/entities/one-time-token.js';
+import { User } from '../../../core/entities/user.js';
+import { testApi, type TestAccount, type TestApi } from '../../helpers/api.js';
+import { mailTo, tokenIn } from '../../helpers/mail.js';
+
+let t: TestApi;
+test.before(async () => {
+  t = await testApi({ mailMaxPerRecipient: 3, mailMaxPerAddress: 100 });
+});
+test.after(async () => t?.close());
+
+let n = 0;
+const address = () => `member${++n}-${process.pid}@example.com`;
+const call = (who: TestAccount | string | null, method: string, url: string, payload?: object) =>
+  t.app.inject({
+    method: method as 'GET',
+    url: `/api/v1${url}`,
+    headers: who ? { authorization: `Bearer ${typeof who === 'string' ? who : who.token}` } : {},
+    ...(payload && { payload }),
+  });
+const usersOf = (accountId: string) =>
+  t.inContext(() => t.kernel.orm.em.find(User, { accountId }, { orderBy: { createdAt: 'asc' } }));
+
+/** Invites `email` as `owner` does, chooses its password with the mailed token and logs in: its token. */
+async function join(owner: TestAccount, email: string, role?: string): Promise<{ id: string; token: string }> {
+  const res = await call(owner, 'POST', '/account/members', { email, ...(role && { role }) });
+  assert.is(res.statusCode, 201, res.body);
+  const [mail] = await mailTo(t, email);
+  assert.match(mail.subject, `${owner.email} invited you to`);
+  const reset = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/password-recovery/reset',
+    payload: { token: tokenIn(mail), password: 'the member password' },
+  });
+  assert.is(reset.statusCode, 204, reset.body);
+  const login = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    payload: { email, password: 'the member password' },
+  });
+  assert.is(login.statusCode, 200, login.body);
+  return { id: res.json().id, token: login.json().token };
+}
+
+test('an invited member chooses a password, logs in and works on the account: one account, two people', async () => {
+  const owner = await t.account({ plan: 'pro' });
+  const project = await call(owner, 'POST', '/projects/', { name: 'shared-site' });
+  assert.is(project.statusCode, 201, project.body);
+  const email = address();
+  const invited = await call(owner, 'POST', '/account/members', { email: email.toUpperCase() });
+  assert.is(invited.statusCode, 201, invited.body);
+  assert.equal([invited.json().email, invited.json().role, invited.json().status], [email, 'member', 'invited']);
+  // Invited again before it chose a password: a new token by mail, no second user.
+  const again = await call(owner, 'POST', '/account/members', { email });
+  assert.is(again.statusCode, 200, again.body);
+  assert.is(again.json().id, invited.json().id);
+  const mails = await mailTo(t, email);
+  assert.is(mails.length, 2);
+  assert.match(mails[0].text, 'POST http');
+  assert.match(mails[0].text, '/api/v1/auth/password-recovery/reset');
+
+  const reset = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/password-recovery/reset',
+    payload: { token: tokenIn(mails[1]), password: 'the member password' },
+  });
+  assert.is(reset.statusCode, 204, reset.body);
+  const login = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    payload: { email, password: 'the member password' },
+  });
+  const member = login.json().token as string;
+  const me = (await call(member, 'GET', '/me')).json();
+  assert.equal([me.account.id, me.user.role, me.user.email_verified], [owner.accountId, 'member', true]);
+  assert.is((await call(owner, 'GET', '/me')).json().user.role, 'owner');
+  const projects = (await call(member, 'GET', '/projects/')).json().projects;
+  assert.equal(
+    projects.map((p: { id: string }) => p.id),
+    [project.json().id],
+  );
+  const list = (await call(member, 'GET', '/account/members')).json().members;
+  assert.equal(
+    list.map((m: any) => [m.email, m.role, m.status]),
+    [
+      [owner.email, 'owner', 'active'],
+      [email, 'member', 'active'],
+    ],
+  );
+});
+
+test('only owners invite, change roles, remove others and rename the account: 403 and nothing changes', async () => {
+  const owner = await t.account({ plan: 'pro' });
+  const member = await join(owner, address());
+  const before = await usersOf(owner.accountId);
+  for (const [method, url, payload] of [
+    ['POST', '/account/members', { email: address() }],
+    ['PATCH', `/account/members/${owner.userId}`, { role: 'member' }],
+    ['PATCH', `/account/members/${member.id}`, { role: 'owner' }],
+    ['DELETE', `/account/members/${owner.userId}`],
+    ['PATCH', '/me', { name: 'taken over' }],
+  ] as const) {
+    const res = await call(member.token, method, url, payload);
+    assert.is(res.statusCode, 403, `${method} ${url}: ${res.body}`);
+    assert.is(res.json().error.code, 'forbidden');
+  }
+  assert.equal(await usersOf(owner.accountId), before);
+  assert.is.not((await call(owner, 'GET', '/me')).json().account.name, 'taken over');
+});
+
+test('a role change takes effect at once; the last owner is kept', async () => {
+  const owner = await t.account({ plan: 'pro' });
+  const member = await join(owner, address());
+  const alone = await call(owner, 'PATCH', `/account/members/${owner.userId}`, { role: 'member' });
+  assert.is(alone.statusCode, 409, alone.body);
+  assert.is((await call(owner, 'DELETE', `/account/members/${owner.userId}`)).statusCode, 409);
+
+  const promoted = await call(owner, 'PATCH', `/account/members/${member.id}`, { role: 'owner' });
+  assert.is(promoted.statusCode, 200, promoted.body);
+  assert.is(promoted.json().role, 'owner');
+  // The member's next request sees it (the /me answer kept for the user is dropped).
+  assert.is((await call(member.token, 'GET', '/me')).json().user.role, 'owner');
+  assert.is((await call(member.token, 'POST', '/account/members', { email: address() })).statusCode, 201);
+  // Two owners: the first may step down now, and then no longer manages members.
+  assert.is((await call(owner, 'PATCH', `/account/members/${owner.userId}`, { role: 'member' })).statusCode, 200);
+  assert.is((await call(owner, 'POST', '/account/members', { email: address() })).statusCode, 403);
+});
+
+test('a removed member is refused at once; a member may leave; the projects stay', async () => {
+  const owner = await t.account({ plan: 'pro' });
+  const project = (await call(owner, 'POST', '/projects/', { name: 'kept-site' })).json();
+  const member = await join(owner, address());
+  assert.is((await call(member.token, 'GET', '/projects/')).statusCode, 200);
+  const removed = await call(owner, 'DELETE', `/account/members/${member.id}`);
+  assert.is(removed.statusCode, 204, removed.body);
+  const after = await call(member.token, 'GET', '/projects/');
+  assert.is(after.statusCode, 401, 'its token is refused at once');
+  assert.is(
+    await t.inContext(() => t.kernel.orm.em.count(OneTimeToken, { userId: member.id })),
+    0,
+    'its tokens are gone',
+  );
+  assert.is((await call(owner, 'DELETE', `/account/members/${member.id}`)).statusCode, 404);
+  assert.is((await call(owner, 'GET', `/projects/${project.id}`)).statusCode, 200);
+
+  const leaving = await join(owner, address());
+  assert.is((await call(leaving.token, 'DELETE', `/account/members/${leaving.id}`)).statusCode, 204);
+  assert.is((await call(leaving.token, 'GET', '/me')).statusCode, 401);
+  assert.equal(
+    (await usersOf(owner.accountId)).map((u) => u.id),
+    [owner.userId],
+  );
+});
+
+test('bad input, taken addresses, other accounts and the plan cap are refused, and nothing is written', async () => {
+  const owner = await t.account({ plan: 'free' });
+  const other = await t.account({ plan: 'pro' });
+  const cases: [object, number, string, string?][] = [
+    [{}, 400, 'invalid_request'],
+    [{ email: 'not-an-address' }, 400, 'invalid_request', 'email'],
+    [{ email: 42 }, 400, 'invalid_request'],
+    [{ email: address(), role: 'admin' }, 400, 'invalid_request'],
+    [{ email: address(), extra: true }, 400, 'invalid_request'],
+    // An address with an account, this one's or another's: one address, one account.
+    [{ email: other.email }, 409, 'conflict', 'email'],
+    [{ email: owner.email }, 409, 'conflict', 'email'],
+    // The free plan has room for its owner only.
+    [{ email: address() }, 403, 'plan_restricted'],
+  ];
+  for (const [payload, status, code, field] of cases) {
+    const res = await call(owner, 'POST', '/account/members', payload);
+    assert.is(res.statusCode, status, `${JSON.stringify(payload)}: ${res.body}`);
+    assert.is(res.json().error.code, code);
+    if (field) assert.is(res.json().error.details.field, field);
+  }
+  assert.is((await usersOf(owner.accountId)).length, 1);
+  assert.is((await usersOf(other.accountId)).length, 1);
+
+  // Another account's member, a malformed id, a bad role: 404, 404, 400.
+  for (const [method, url, payload, status] of [
+    ['PATCH', `/account/members/${other.userId}`, { role: 'member' }, 404],
+    ['DELETE', `/account/members/${other.userId}`, undefined, 404],
+    ['DELETE', '/account/members/not-a-uuid', undefined, 404],
+    ['PATCH', `/account/members/${owner.userId}`, { role: 'admin' }, 400],
+  ] as const) {
+    const res = await call(owner, method, url, payload);
+    assert.is(res.statusCode, status, `${method} ${url}: ${res.body}`);
+  }
+  assert.is((await usersOf(other.accountId))[0].role, 'owner');
+  assert.is((await call(null, 'GET', '/account/members')).statusCode, 401);
+});
+
+test('invitations to one address are limited (429) and mail no more', async () => {
+  const owner = await t.account({ plan: 'team' });
+  const email = address();
+  for (let i = 0; i < 3; i++)
+    assert.is((await call(owner, 'POST', '/account/members', { email })).statusCode, i === 0 ? 201 : 200);
+  const limited = await call(owner, 'POST', '/account/members', { email });
+  assert.is(limited.statusCode, 429, limited.body);
+  assert.is(limited.json().error.code, 'rate_limited');
+  assert.is((await mailTo(t, email)).length, 3);
+});
+
+test.run();
