@@ -6,6 +6,7 @@ import { OperationStore } from '../core/deployments/operation-store.js';
 import { LOG_CHUNKS, LogChunks } from '../core/deployments/log-chunks.js';
 import { FILE_RETENTION, FileRetention } from '../core/deployments/file-retention.js';
 import { LOG_RETENTION, LogRetention } from '../core/deployments/log-retention.js';
+import { USAGE_SERVICE, UsageService } from '../core/usage/usage-service.js';
 import { OPERATION_EVENTS, OperationEvents } from '../core/deployments/operation-events.js';
 import { OPERATION_LIST, OperationList } from '../core/deployments/operation-list.js';
 import { OPERATION_VIEWS, OperationViews } from '../core/deployments/operation-views.js';
@@ -175,6 +176,11 @@ export const deploymentServices: ServiceDefinition[] = [
     provides: LOG_CHUNKS,
     deps: { em: ENTITY_MANAGER, clock: CLOCK, changes: CHANGE_FEED, storage: STORAGE },
     create: (d) => new LogChunks(d.em, d.clock, d.changes, d.storage),
+  }),
+  defineService({
+    provides: USAGE_SERVICE,
+    deps: { em: ENTITY_MANAGER, projects: PROJECT_SERVICE, clock: CLOCK },
+    create: (d) => new UsageService(d.em, d.projects, d.clock),
   }),
   defineService({
     provides: LOG_RETENTION,

@@ -50,6 +50,8 @@ export type NewDeployHook = Answer<'/api/v1/projects/{projectID}/deploy-hooks', 
 export type Member = Answer<'/api/v1/account/members', 'get', 200>['members'][number];
 /** What a member may do: owner or member. */
 export type MemberRole = Member['role'];
+export type Usage = Answer<'/api/v1/projects/{projectID}/usage', 'get', 200>;
+export type UsageQuery = NonNullable<paths['/api/v1/projects/{projectID}/usage']['get']['parameters']['query']>;
 export type PromoteAnswer = Answer<'/api/v1/projects/{projectID}/releases/{releaseID}/promote', 'post', 202>;
 export type LocalToLiveAnswer = Answer<'/api/v1/local-to-live', 'post', 202>;
 export type UploadSession = Answer<'/api/v1/upload-sessions', 'post', 201>;
@@ -301,6 +303,13 @@ export class HoistClient {
       await this.api.DELETE('/api/v1/projects/{projectID}/deploy-hooks/{hookID}', {
         params: { path: { projectID: projectId, hookID: hookId } },
       }),
+    );
+  }
+
+  /** What the edge served for the project: totals, and one bucket per day (or hour) of the last `days`. */
+  async usage(projectId: string, query: UsageQuery = {}): Promise<Usage> {
+    return this.ok(
+      await this.api.GET('/api/v1/projects/{projectID}/usage', { params: { path: { projectID: projectId }, query } }),
     );
   }
 

@@ -5498,6 +5498,121 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{projectID}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Project usage
+         * @description What the edge served for the project (its hosts, previews and custom domains): answers by status class and bytes, per UTC day or hour, with totals. Every edge process adds its counts every edgeUsageFlushSeconds (60 by default), so the current bucket trails by up to that much. Kept 90 days; nothing about a visitor is kept. A bad days or granularity → 400; another account's project → 404.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Days back, today included (at most 7 by hour). */
+                    days?: number;
+                    granularity?: "day" | "hour";
+                };
+                header?: never;
+                path: {
+                    /** @description Project id (UUID). */
+                    projectID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description One per day or hour (UTC), oldest first, none missing; the last is the current one. */
+                            buckets: {
+                                /** @description Bytes the edge wrote to clients for them, headers included. */
+                                bytes: number;
+                                /** @description Answers the edge gave for the project (any status). */
+                                requests: number;
+                                /** Format: date-time */
+                                start: string;
+                                status: {
+                                    "2xx": number;
+                                    "3xx": number;
+                                    "4xx": number;
+                                    "5xx": number;
+                                };
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @description Start of the first bucket.
+                             */
+                            from: string;
+                            /** @enum {string} */
+                            granularity: "day" | "hour";
+                            /** Format: uuid */
+                            project_id: string;
+                            /**
+                             * Format: date-time
+                             * @description End of the last bucket (the end of the current hour).
+                             */
+                            to: string;
+                            totals: {
+                                /** @description Bytes the edge wrote to clients for them, headers included. */
+                                bytes: number;
+                                /** @description Answers the edge gave for the project (any status). */
+                                requests: number;
+                                status: {
+                                    "2xx": number;
+                                    "3xx": number;
+                                    "4xx": number;
+                                    "5xx": number;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{projectID}/versions": {
         parameters: {
             query?: never;

@@ -62,6 +62,16 @@ export const settings = {
       'Every this many seconds the edge reloads its whole routing table from the database, bounding how ' +
       'stale a lost change notification can leave it.',
   },
+  edgeUsageFlushSeconds: {
+    type: 'integer',
+    env: 'HOIST_EDGE_USAGE_FLUSH_SECONDS',
+    default: 60,
+    min: 1,
+    max: 3600,
+    doc:
+      "Seconds between two additions of what an edge process counted (each project's requests and bytes) to the " +
+      'stored usage (GET /api/v1/projects/{id}/usage); an edge that dies loses at most this long of counts.',
+  },
   edgeAccessLogEvery: {
     type: 'integer',
     env: 'HOIST_EDGE_ACCESS_LOG_EVERY',

@@ -12,6 +12,7 @@ import { createAccessGate } from './access-gate.js';
 import { createFastPath, releaseHeaders, staticRelease } from './fast-path.js';
 import { createReleaseProxy } from './proxy.js';
 import { serveStatic } from './static-files.js';
+import { createUsageMeter } from './usage-meter.js';
 import { instrument } from '../observability/health-routes.js';
 import { clientErrorHandler, guardSlowClients, serverTimeouts } from '../http/slow-clients.js';
 
@@ -23,7 +24,7 @@ import { clientErrorHandler, guardSlowClients, serverTimeouts } from '../http/sl
  * with a known access cookie, are answered on node:http before fastify (fast-path.ts): static files,
  * and Node.js releases proxied through undici; everything else goes through fastify. Each request
  * takes the live release once and is answered from it alone, so a switch of release never mixes two
- * releases in one response.
+ * releases in one response. Every answer is counted for its project's usage (usage-meter.ts), in memory.
  */
 export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   const { config } = kernel;
@@ -36,6 +37,7 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
     appsDomain: config.appsDomain,
   });
   const fast = createFastPath(kernel, routes, cookies, proxy);
+  const meter = createUsageMeter(kernel, routes);
   const app = Fastify({
     loggerInstance: kernel.log.child({ role: 'edge' }) as FastifyBaseLogger,
     trustProxy: config.trustProxy,
@@ -44,13 +46,19 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
     clientErrorHandler: clientErrorHandler(config, 'text'),
     // The hot path answers before fastify sees the request; the server keeps fastify's timeouts.
     serverFactory: (handler, opts) => {
-      const server = createServer(opts.http ?? {}, (req, res) => fast(req, res) || handler(req, res));
+      const server = createServer(opts.http ?? {}, (req, res) => {
+        meter.watch(res);
+        return fast(req, res) || handler(req, res);
+      });
       server.keepAliveTimeout = Number(opts.keepAliveTimeout);
       server.requestTimeout = Number(opts.requestTimeout);
       return server;
     },
   });
-  app.addHook('onClose', async () => (routes as Partial<RoutingTable>).stop?.());
+  app.addHook('onClose', async () => {
+    await meter.stop();
+    await (routes as Partial<RoutingTable>).stop?.();
+  });
   guardSlowClients(app, config, 'text', (_req, res, err) => {
     if (!res.headersSent)
       res

@@ -14,6 +14,7 @@ import { startPreviewExpiry } from './preview-expiry.js';
 import { startRequeue } from './requeue.js';
 import { logRetired, startRetirement } from './retirement.js';
 import { startUploadRetention } from './upload-retention.js';
+import { startUsageRetention } from './usage-retention.js';
 import { startWebhooks } from './webhooks.js';
 
 /**
@@ -21,7 +22,7 @@ import { startWebhooks } from './webhooks.js';
  * has resumed what the last process left. It also checks customer domains on their schedule, takes expired
  * previews down, collects garbage (unreferenced release files), stops releases still running after their
  * deployment ended (Retirement), removes what manifest uploads keep past their retention, and the archives,
- * artifacts and build logs no retained release needs (FileRetention), and enqueues again the stages still queued
+ * artifacts and build logs no retained release needs (FileRetention), purges old project usage, and enqueues again the stages still queued
  * after requeueSeconds (a queue that was away when they were enqueued). It also delivers webhooks.
  * Returns a function that stops taking jobs and waits for running ones to hand back.
  */
@@ -59,6 +60,7 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
   const stopPreviewExpiry = startPreviewExpiry(kernel);
   const stopUploadRetention = startUploadRetention(kernel);
   const stopLogRetention = startLogRetention(kernel);
+  const stopUsageRetention = startUsageRetention(kernel);
   const stopFileRetention = startFileRetention(kernel);
   const stopRetirement = startRetirement(kernel);
   const stopRequeue = startRequeue(kernel);
@@ -69,6 +71,7 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
     await stopRetirement();
     await stopFileRetention();
     await stopLogRetention();
+    await stopUsageRetention();
     await stopUploadRetention();
     await stopDomainChecks();
     await stopPreviewExpiry();

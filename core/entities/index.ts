@@ -16,6 +16,7 @@ import { OneTimeTokenSchema } from './one-time-token.js';
 import { OperationSchema } from './operation.js';
 import { ProjectSchema } from './project.js';
 import { ProjectKeySchema } from './project-key.js';
+import { ProjectUsageSchema } from './project-usage.js';
 import { RateHitSchema } from './rate-hit.js';
 import { SessionSchema } from './session.js';
 import { UserSchema } from './user.js';
@@ -52,4 +53,5 @@ export const entities = [
   WebhookSchema,
   WebhookDeliverySchema,
   DeployHookSchema,
+  ProjectUsageSchema,
 ];

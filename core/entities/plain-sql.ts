@@ -33,6 +33,11 @@ export function queryRows<T>(em: EntityManager, sql: string, params: unknown[]):
   return run<T[]>(em, sql, params, 'all');
 }
 
+/** Runs the write `sql` with `params` bound (see queryRows); resolves to the number of rows it changed. */
+export async function writeRows(em: EntityManager, sql: string, params: unknown[]): Promise<number> {
+  return (await run<{ affectedRows: number }>(em, sql, params, 'run')).affectedRows;
+}
+
 /**
  * The `entity` whose columns hold the values of `where` (column names as the table has them, never input), managed by
  * `em` as `findOne` would give it (one `em` manages already is given as it is), or null: one plain query and the

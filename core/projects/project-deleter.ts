@@ -7,6 +7,7 @@ import { CHAIN_KINDS, Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { deleteAccessOf } from '../access/access-grant-service.js';
 import { deleteEnvironmentOf } from '../environment/delete-environment.js';
+import { deleteUsageOf } from '../usage/usage-service.js';
 import { deleteDeployHooksOf } from '../deployments/deploy-hooks.js';
 import { deleteWebhooksOf } from '../webhooks/webhook-service.js';
 import { Version } from '../entities/version.js';
@@ -68,6 +69,7 @@ export class ProjectDeleter {
         await deleteDeployHooksOf(tx, projectId);
         await deleteWebhooksOf(tx, projectId);
         await deleteEnvironmentOf(tx, projectId);
+        await deleteUsageOf(tx, projectId);
         await tx.nativeDelete(Domain, { projectId });
         await tx.nativeDelete(Operation, { projectId, kind: { $in: CHAIN_KINDS } });
         await tx.nativeDelete(Project, { id: projectId, status: 'deleting' });

@@ -16,6 +16,7 @@ import secrets from './secrets.js';
 import webhooks from './webhooks.js';
 import deployHooks from './deploy-hooks.js';
 import members from './members.js';
+import usage from './usage.js';
 
 /** Every CLI command group; each adds its commands to the program. */
 export const commands: ((program: Command) => void)[] = [
@@ -34,6 +35,7 @@ export const commands: ((program: Command) => void)[] = [
   webhooks,
   deployHooks,
   members,
+  usage,
   operations,
   secrets,
 ];

@@ -21,6 +21,7 @@ import domains from './domains.js';
 import webhooks from './webhooks.js';
 import deployHooks from './deploy-hooks.js';
 import members from './members.js';
+import usage from './usage.js';
 
 /** Options every route plugin gets. */
 export interface RouteOptions {
@@ -50,4 +51,5 @@ export const routes: FastifyPluginAsync<RouteOptions>[] = [
   accessGrants,
   webhooks,
   deployHooks,
+  usage,
 ];

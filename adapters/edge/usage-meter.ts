@@ -1,0 +1,86 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { HostRoutes } from '../../core/deployments/host-routes.js';
+import { hourOf, USAGE_SERVICE, type UsageCount } from '../../core/usage/usage-service.js';
+import type { Kernel } from '../kernel.js';
+
+const SENT = Symbol('hoist.sent');
+/** A socket with what it had written when its last answer ended. */
+type Marked = Socket & { [SENT]?: number };
+
+/** Adds one answer of `status` and `bytes` to `c`. */
+function count(c: UsageCount, status: number, bytes: number): void {
+  c.requests++;
+  c.bytes += bytes;
+  if (status >= 500) c.status5xx++;
+  else if (status >= 400) c.status4xx++;
+  else if (status >= 300) c.status3xx++;
+  else if (status >= 200) c.status2xx++;
+}
+
+/**
+ * Counts what this edge process answers for each project (requests by status class, bytes written, headers
+ * included), in memory, and adds it to the stored usage every `edgeUsageFlushSeconds` and when it stops. An answer
+ * counts when it ends (sent, or cut off), for the project its Host names then; a Host that names none counts for
+ * nothing. Bytes are what the connection wrote since its previous answer ended. A flush that fails keeps its counts
+ * for the next one; a process that dies loses at most one interval's.
+ */
+export function createUsageMeter(kernel: Kernel, routes: Pick<HostRoutes, 'lookup'>) {
+  const usage = kernel.get(USAGE_SERVICE);
+  let counts = new Map<string, UsageCount>();
+  const counted = (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket as Marked;
+    const written = socket.bytesWritten;
+    const bytes = written - (socket[SENT] ?? 0);
+    socket[SENT] = written;
+    const projectId = routes.lookup(req.headers.host)?.projectId;
+    if (!projectId) return;
+    const hour = hourOf(Date.now());
+    const key = `${projectId}:${hour}`;
+    let c = counts.get(key);
+    if (!c) {
+      c = { projectId, hour, requests: 0, bytes: 0, status2xx: 0, status3xx: 0, status4xx: 0, status5xx: 0 };
+      counts.set(key, c);
+    }
+    count(c, res.statusCode, bytes);
+  };
+  // One listener for every answer (no closure made per request): the answer knows its request.
+  function ended(this: ServerResponse) {
+    counted(this.req, this);
+  }
+  let flushing: Promise<void> = Promise.resolve();
+  const flush = () =>
+    (flushing = flushing.then(async () => {
+      if (!counts.size) return;
+      const taken = counts;
+      counts = new Map();
+      await usage.record([...taken.values()]).catch((err: Error) => {
+        kernel.log.warn(
+          { reason: err.message, projects: taken.size },
+          'edge usage not recorded yet; kept for the next flush',
+        );
+        for (const [key, c] of taken) {
+          const now = counts.get(key);
+          if (!now) counts.set(key, c);
+          else
+            for (const k of ['requests', 'bytes', 'status2xx', 'status3xx', 'status4xx', 'status5xx'] as const)
+              now[k] += c[k];
+        }
+      });
+    }));
+  const timer = setInterval(() => void flush(), kernel.config.edgeUsageFlushSeconds * 1000);
+  timer.unref();
+  return {
+    /** Counts `res` once it has ended. */
+    watch(res: ServerResponse): void {
+      res.once('close', ended);
+    },
+    /** Adds what was counted to the stored usage now. */
+    flush,
+    /** Stops the timer and flushes once more. */
+    async stop(): Promise<void> {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}
