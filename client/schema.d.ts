@@ -108,10 +108,10 @@ export interface paths {
                                  */
                                 role: "owner" | "member";
                                 /**
-                                 * @description invited until the member chose a password with the mailed token, then active.
+                                 * @description invited until the member chose a password with the mailed token, then active; expired when nobody did within 7 days of the last invitation (the address is then free for another account; invite it again to send a new token).
                                  * @enum {string}
                                  */
-                                status: "invited" | "active";
+                                status: "invited" | "expired" | "active";
                             }[];
                         };
                     };
@@ -172,10 +172,10 @@ export interface paths {
                              */
                             role: "owner" | "member";
                             /**
-                             * @description invited until the member chose a password with the mailed token, then active.
+                             * @description invited until the member chose a password with the mailed token, then active; expired when nobody did within 7 days of the last invitation (the address is then free for another account; invite it again to send a new token).
                              * @enum {string}
                              */
-                            status: "invited" | "active";
+                            status: "invited" | "expired" | "active";
                         };
                     };
                 };
@@ -197,10 +197,10 @@ export interface paths {
                              */
                             role: "owner" | "member";
                             /**
-                             * @description invited until the member chose a password with the mailed token, then active.
+                             * @description invited until the member chose a password with the mailed token, then active; expired when nobody did within 7 days of the last invitation (the address is then free for another account; invite it again to send a new token).
                              * @enum {string}
                              */
-                            status: "invited" | "active";
+                            status: "invited" | "expired" | "active";
                         };
                     };
                 };
@@ -374,10 +374,10 @@ export interface paths {
                              */
                             role: "owner" | "member";
                             /**
-                             * @description invited until the member chose a password with the mailed token, then active.
+                             * @description invited until the member chose a password with the mailed token, then active; expired when nobody did within 7 days of the last invitation (the address is then free for another account; invite it again to send a new token).
                              * @enum {string}
                              */
-                            status: "invited" | "active";
+                            status: "invited" | "expired" | "active";
                         };
                     };
                 };

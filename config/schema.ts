@@ -386,7 +386,7 @@ export const settings = {
     min: 1,
     doc:
       'Password-recovery requests, access requests and member invitations (each apart), one client address ' +
-      'may send per mailWindowSeconds; past it 429 with Retry-After.',
+      'may send per mailWindowSeconds, and member invitations one account may send; past it 429 with Retry-After.',
   },
   mailWindowSeconds: {
     type: 'integer',

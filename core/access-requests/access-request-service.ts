@@ -8,6 +8,7 @@ import type { HoistConfig } from '../../config/schema.js';
 import type { Account } from '../entities/account.js';
 import { AccessRequest } from '../entities/access-request.js';
 import { User } from '../entities/user.js';
+import { dropLapsedInvitation } from '../accounts/invitations.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import type { Clock } from '../ports/clock.js';
 import { token } from '../tokens.js';
@@ -47,6 +48,8 @@ export class AccessRequestService {
     if (!isEmail(email)) throw invalid(`Not a valid e-mail address: ${input.email}`, { field: 'email' });
     if (!(await mailAllowed(this.limiter, this.config, 'access-request', email, client.address))) return;
     const known = await this.em.findOne(AccessRequest, { email }, { fields: ['id'] });
+    // An invitation to an account that nobody accepted in time does not hold the address.
+    await dropLapsedInvitation(this.em, email, this.clock.now());
     if (known || (await this.em.count(User, { email }))) return;
     try {
       await this.em.insert(

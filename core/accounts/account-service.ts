@@ -9,6 +9,7 @@ import type { Clock } from '../ports/clock.js';
 import type { PasswordHasher } from '../ports/password-hasher.js';
 import { token } from '../tokens.js';
 import { accountChanged, accountKey } from './account-changes.js';
+import { dropLapsedInvitation } from './invitations.js';
 
 export const ACCOUNT_SERVICE = token<AccountService>('hoist.AccountService');
 
@@ -28,7 +29,10 @@ export class AccountService {
     private readonly changes: Pick<ChangeFeed, 'publish'>,
   ) {}
 
-  /** Creates an account with its first user; `password` may be omitted (set later by a reset link). */
+  /**
+   * Creates an account with its first user; `password` may be omitted (set later by a reset link). Throws conflict
+   * when the address has a user, unless that is an invitation that lapsed (invitations.ts), which goes.
+   */
   async create(input: {
     email: string;
     password?: string;
@@ -41,8 +45,10 @@ export class AccountService {
       throw invalid('Password must be at least 8 characters', { field: 'password' });
     const plan = input.plan ?? 'free';
     if (!plans[plan]) throw invalid(`Unknown plan ${plan}; known: ${Object.keys(plans).join(', ')}`, { field: 'plan' });
-    if (await this.em.count(User, { email })) throw conflict(`An account with e-mail ${email} already exists`);
     const now = this.clock.now();
+    // An invitation to another account that nobody accepted in time does not hold the address.
+    await dropLapsedInvitation(this.em, email, now);
+    if (await this.em.count(User, { email })) throw conflict(`An account with e-mail ${email} already exists`);
     const account = Object.assign(new Account(), { name: input.name ?? email, plan, createdAt: now, updatedAt: now });
     const user = Object.assign(new User(), {
       accountId: account.id,

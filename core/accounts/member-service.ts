@@ -20,6 +20,7 @@ import { isUuid } from '../projects/keyset-cursor.js';
 import { token } from '../tokens.js';
 import { accountChanged, accountKey } from './account-changes.js';
 import { isEmail } from './account-service.js';
+import { dropLapsedInvitation, lapsed } from './invitations.js';
 import { assertOwner, checkRole } from './roles.js';
 
 export const MEMBER_SERVICE = token<MemberService>('hoist.MemberService');
@@ -29,16 +30,19 @@ export interface MemberView {
   id: string;
   email: string;
   role: string;
-  /** `invited` until the member chose a password with the mailed token, then `active`. */
-  status: 'invited' | 'active';
+  /**
+   * `invited` until the member chose a password with the mailed token, then `active`; `expired` when nobody did
+   * within the 7 days of the last invitation (the address is then free for another account).
+   */
+  status: 'invited' | 'expired' | 'active';
   created_at: string;
 }
 
-const view = (u: User): MemberView => ({
+const view = (u: User, now: Date): MemberView => ({
   id: u.id,
   email: u.email,
   role: u.role,
-  status: u.passwordHash === null ? 'invited' : 'active',
+  status: u.passwordHash !== null ? 'active' : lapsed(u, now) ? 'expired' : 'invited',
   created_at: u.createdAt.toISOString(),
 });
 
@@ -66,15 +70,16 @@ export class MemberService {
     const users = await this.em
       .fork()
       .find(User, { accountId: principal.accountId }, { orderBy: { createdAt: 'asc' } });
-    return users.map(view);
+    return users.map((u) => view(u, this.clock.now()));
   }
 
   /**
    * Invites `email` into the account with `role` (member by default): makes the user and mails them a set-password
    * token; resolves `created: false` and mails a new token when that address was invited here already and has not
-   * chosen a password. Throws forbidden (not an owner), invalid_request (email, role), conflict (the address has an
+   * chosen a password. An invitation of another account that lapsed (invitations.ts) no longer holds the address.
+   * Throws forbidden (not an owner), invalid_request (email, role), conflict (the address has an
    * account), plan_restricted (members_per_account) or rate_limited (mailMaxPerAddress invitations a window from the
-   * client's address, mailMaxPerRecipient to one address).
+   * client's address or from the account, mailMaxPerRecipient to one address).
    */
   async invite(
     principal: Principal,
@@ -85,13 +90,19 @@ export class MemberService {
     const email = normalizeEmail(input.email);
     if (!isEmail(email)) throw invalid(`Not a valid e-mail address: ${input.email.slice(0, 320)}`, { field: 'email' });
     const role = checkRole(input.role);
-    const inviter = await this.owner(principal);
+    // Before the mail limits count: a member's call counts nothing. Checked again under the lock.
+    await this.owner(principal);
+    await this.assertAccountMailRoom(principal.accountId);
     if (!(await mailAllowed(this.limiter, this.config, 'invitation', email, client.address)))
       throw rateLimited(`${email} was sent too many invitations; try again later`, this.config.mailWindowSeconds);
-    const { user, created } = await underOwnerLock(this.em, Account, principal.accountId, async (tx) => {
-      const known = await tx.findOne(User, { email });
-      if (known?.accountId === principal.accountId && known.passwordHash === null)
-        return { user: known, created: false };
+    const { user, created, inviter } = await underOwnerLock(this.em, Account, principal.accountId, async (tx) => {
+      const inviter = await this.owner(principal, tx);
+      const now = this.clock.now();
+      const known = (await dropLapsedInvitation(tx, email, now)) ? null : await tx.findOne(User, { email });
+      if (known?.accountId === principal.accountId && known.passwordHash === null) {
+        await tx.nativeUpdate(User, { id: known.id }, { invitedAt: now });
+        return { user: Object.assign(known, { invitedAt: now }), created: false, inviter };
+      }
       if (known)
         throw conflict(`${email} already has a Hoist account; one address belongs to one account`, { field: 'email' });
       const count = await tx.count(User, { accountId: principal.accountId });
@@ -101,14 +112,15 @@ export class MemberService {
         email,
         role,
         passwordHash: null,
-        createdAt: this.clock.now(),
+        invitedAt: now,
+        createdAt: now,
       });
       await tx.insert(fresh);
-      return { user: fresh, created: true };
+      return { user: fresh, created: true, inviter };
     });
     const account = await this.em.fork().findOneOrFail(Account, { id: principal.accountId });
     await this.recovery.sendInvitation(user, inviter.email, account.name);
-    return { member: view(user), created };
+    return { member: view(user, this.clock.now()), created };
   }
 
   /**
@@ -117,15 +129,15 @@ export class MemberService {
    */
   async setRole(principal: Principal, userId: string, role: unknown): Promise<MemberView> {
     const next = checkRole(role);
-    await this.owner(principal);
     const user = await underOwnerLock(this.em, Account, principal.accountId, async (tx) => {
+      await this.owner(principal, tx);
       const member = await this.member(tx, principal, userId);
       if (member.role === 'owner' && next !== 'owner') await this.assertAnotherOwner(tx, principal, member);
       await tx.nativeUpdate(User, { id: member.id }, { role: next });
       return Object.assign(member, { role: next });
     });
     await accountChanged(this.changes, userKey(user.id));
-    return view(user);
+    return view(user, this.clock.now());
   }
 
   /**
@@ -134,9 +146,9 @@ export class MemberService {
    * owner).
    */
   async remove(principal: Principal, userId: string): Promise<void> {
-    if (userId !== principal.userId) await this.owner(principal);
     const now = this.clock.now();
     await underOwnerLock(this.em, Account, principal.accountId, async (tx) => {
+      if (userId !== principal.userId) await this.owner(principal, tx);
       const member = await this.member(tx, principal, userId);
       if (member.role === 'owner') await this.assertAnotherOwner(tx, principal, member);
       await tx.nativeUpdate(Session, { userId: member.id, revokedAt: null }, { revokedAt: now });
@@ -148,11 +160,25 @@ export class MemberService {
     await accountChanged(this.changes, accountKey(principal.accountId));
   }
 
-  /** The acting user, who must be an owner of the account (forbidden otherwise). */
-  async owner(principal: Principal): Promise<User> {
-    const user = await this.em.fork().findOne(User, { id: principal.userId, accountId: principal.accountId });
+  /**
+   * The acting user, who must be an owner of the account (forbidden otherwise). A change of members reads it with
+   * `em` its transaction, under the account's lock: an owner demoted or removed while the call waited for that lock
+   * no longer acts as one.
+   */
+  async owner(principal: Principal, em: EntityManager = this.em.fork()): Promise<User> {
+    const user = await em.findOne(User, { id: principal.userId, accountId: principal.accountId });
     assertOwner(user);
     return user;
+  }
+
+  /**
+   * Counts an invitation of the account: past mailMaxPerAddress a window, whatever the client addresses, throws
+   * rate_limited (invite, remove and invite the next address would mail anyone from enough client addresses).
+   */
+  private async assertAccountMailRoom(accountId: string): Promise<void> {
+    const { mailMaxPerAddress: max, mailWindowSeconds: window } = this.config;
+    const hit = await this.limiter.hit(`mail:invitation:account:${accountId}`, max, window);
+    if (!hit.allowed) throw rateLimited('This account sent too many invitations; try again later', hit.retryAfter);
   }
 
   private async member(tx: EntityManager, principal: Principal, userId: string): Promise<User> {

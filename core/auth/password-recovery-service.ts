@@ -27,6 +27,15 @@ export const SET_PASSWORD_TTL_SECONDS = 7 * 24 * 3600;
 // Recovery answers no sooner than this, so a known and an unknown e-mail take about the same time.
 const RECOVERY_FLOOR_MS = 250;
 
+/** The most characters of a text a mail subject takes (subjectPart). */
+export const SUBJECT_PART_MAX = 100;
+
+/** `text` on one line (control and line-separator characters as spaces), cut to SUBJECT_PART_MAX characters. */
+export function subjectPart(text: string): string {
+  const chars = [...text.replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, ' ').trim()];
+  return chars.length > SUBJECT_PART_MAX ? `${chars.slice(0, SUBJECT_PART_MAX - 1).join('')}…` : chars.join('');
+}
+
 /** Password recovery and first passwords: mailed one-time reset tokens, and the reset itself. */
 export class PasswordRecoveryService {
   constructor(
@@ -85,13 +94,15 @@ export class PasswordRecoveryService {
 
   /**
    * Mails `user`, just invited into account `accountName` by `inviter` (an e-mail), a set-password token (7 days) that
-   * works like a recovery token; a newer invitation's token leaves the older ones working until they expire.
+   * works like a recovery token; a newer invitation's token leaves the older ones working until they expire. The
+   * subject holds both on one line, each cut to SUBJECT_PART_MAX characters: an account name may hold line breaks
+   * (PATCH /me), and the outbox keeps a subject of 300 characters at most.
    */
   async sendInvitation(user: User, inviter: string, accountName: string): Promise<void> {
     const send = await this.prepare(
       user,
       SET_PASSWORD_TTL_SECONDS,
-      `${inviter} invited you to ${accountName} on Hoist`,
+      `${subjectPart(inviter)} invited you to ${subjectPart(accountName)} on Hoist`,
       `${inviter} invited ${user.email} to the Hoist account ${JSON.stringify(accountName)}, to deploy its projects.`,
     );
     await send();

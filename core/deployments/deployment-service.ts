@@ -118,7 +118,9 @@ export class DeploymentService {
    * Starts a new chain that deploys an existing build of the account again (a deployment retry):
    * Analyze and Build are reused (skipped), Deploy ships the build's artifact. Throws not_found,
    * not_retryable (the build has no artifact, or details.reason `artifact_removed`: FileRetention removed it),
-   * plan_restricted or deployment_in_progress, and writes nothing then.
+   * plan_restricted or deployment_in_progress, and writes nothing then. The build is deployed as what it was built
+   * for: a build made for production (a deploy hook's, of a promoted preview's version) stays production, as it was
+   * built with production values.
    */
   async redeploy(accountId: string, buildId: string, startedBy?: StartedBy): Promise<Operation> {
     const build = isUuid(buildId) ? await this.em.findOne(Build, { id: buildId, accountId }) : null;
@@ -134,6 +136,7 @@ export class DeploymentService {
     await this.assertPlanRoom(accountId);
     const created = createOperation(this.clock.now(), { reuse: ['analyze', 'build'] });
     created.state.buildId = build.id;
+    if (await this.builtForProduction(build)) created.state.production = true;
     const operation = Object.assign(this.newOperation(accountId, build.projectId, created), {
       versionId: build.versionId,
       source: 'retry',
@@ -174,6 +177,12 @@ export class DeploymentService {
     });
     await this.launch(operation, created);
     return operation;
+  }
+
+  /** Whether the operation that made `build` deployed to production whatever its version was (a deploy hook's). */
+  private async builtForProduction(build: Build): Promise<boolean> {
+    const op = await this.em.fork().findOne(Operation, { id: build.operationId });
+    return !!op?.state && OperationStore.stateOf(op).production === true;
   }
 
   /** Cancels queued or running work (not_cancelable otherwise); the running stage is stopped by its worker. */
@@ -335,14 +344,33 @@ export class DeploymentService {
   }
 }
 
-/** Of `releases`, the operations whose environment snapshot took production- or preview-only variables. */
+/**
+ * Of the previews among `releases`, the operations (`operationId`) that took production- or preview-only variables,
+ * by their own environment snapshot or by the snapshot of the operation that made their build: a redeployed preview
+ * build was built with the preview values, whatever its own deploy took (a static release takes none).
+ */
 export async function tookTargeted(em: EntityManager, releases: Deployment[]): Promise<Set<string>> {
-  const previews = releases.filter((d) => d.status === 'preview').map((d) => d.operationId);
+  const previews = releases.filter((d) => d.status === 'preview');
   if (!previews.length) return new Set();
-  const rows = await em
-    .fork()
-    .find(EnvironmentSnapshot, { operationId: { $in: previews }, targeted: true }, { fields: ['operationId'] });
-  return new Set(rows.map((r) => r.operationId));
+  const fork = em.fork();
+  const builds = await fork.find(
+    Build,
+    { id: { $in: previews.map((d) => d.buildId) } },
+    { fields: ['id', 'operationId'] },
+  );
+  const builtBy = new Map(builds.map((b) => [b.id, b.operationId]));
+  const ops = [...new Set([...previews.map((d) => d.operationId), ...builtBy.values()])];
+  const rows = await fork.find(
+    EnvironmentSnapshot,
+    { operationId: { $in: ops }, targeted: true },
+    { fields: ['operationId'] },
+  );
+  const targeted = new Set(rows.map((r) => r.operationId));
+  return new Set(
+    previews
+      .filter((d) => targeted.has(d.operationId) || targeted.has(builtBy.get(d.buildId) ?? ''))
+      .map((d) => d.operationId),
+  );
 }
 
 /**

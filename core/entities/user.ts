@@ -12,6 +12,8 @@ export class User {
   emailVerifiedAt: Date | null = null;
   /** `owner` (also manages members and the account) or `member` (member-service's ROLES). */
   role: string = 'owner';
+  /** When an owner last invited this address (null for an account's first user); see invitations.ts. */
+  invitedAt: Date | null = null;
   createdAt!: Date;
 }
 
@@ -25,6 +27,7 @@ export const UserSchema = new EntitySchema<User>({
     passwordHash: { type: 'string', length: 255, nullable: true },
     emailVerifiedAt: { type: 'Date', nullable: true },
     role: { type: 'string', length: 16, default: 'owner' },
+    invitedAt: { type: 'Date', nullable: true },
     createdAt: { type: 'Date' },
   },
 });

@@ -175,4 +175,66 @@ test('a deploy hook builds a promoted preview again for production', async () =>
   assert.equal([latest.id, latest.target, latest.source], [op.result.deployment_id, 'production', 'deploy_hook']);
 });
 
+test('a redeployed preview build keeps its preview values out of production: not promoted', async () => {
+  const p = await project('env-redeploy-preview');
+  assert.is((await put(p.id, 'API_URL', { value: 'https://prod', target: 'production' })).status, 201);
+  assert.is((await put(p.id, 'API_URL', { value: 'https://staging', target: 'preview' })).status, 201);
+  await deploy(p.id);
+  const preview = await deploy(p.id, { target: 'preview' });
+  const [release] = (await call('GET', `/api/v1/projects/${p.id}/releases?target=preview`)).body.releases;
+  // Retrying the preview deployment ships its build (made with the preview values) again; a static release takes
+  // no variables of its own, so only its build tells what it was made with.
+  const retry = await h.post(token, `/api/v1/projects/${p.id}/deployments/${release.id}/retry`);
+  assert.is(retry.status, 202, JSON.stringify(retry.body));
+  const op = await h.waitFor(token, retry.body.operation.id);
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  assert.is(op.result.live, false, 'a preview again');
+  assert.is((await h.site(hostOf(op.result.url))).body, 'https://staging|-|-');
+  const copy = (await call('GET', `/api/v1/projects/${p.id}/releases?target=preview`)).body.releases.find(
+    (r: any) => r.operation_id === op.id,
+  );
+  assert.is(copy.promotable, false, JSON.stringify(copy));
+  const live = (await h.site(p.host)).headers['x-hoist-release'];
+  const promote = await h.post(token, `/api/v1/projects/${p.id}/releases/${copy.id}/promote`);
+  assert.is(promote.status, 409, JSON.stringify(promote.body));
+  assert.equal([promote.body.error.code, promote.body.error.details.reason], ['not_promotable', 'preview_environment']);
+  assert.is((await h.site(p.host)).headers['x-hoist-release'], live, 'the live release stays');
+  assert.is((await h.site(p.host)).body, 'https://prod|-|-');
+  assert.ok(preview.op.id !== op.id);
+});
+
+test('a redeployed production build of a preview version stays production: never a preview', async () => {
+  const p = await project('env-redeploy-hook-build');
+  await deploy(p.id);
+  await deploy(p.id, { target: 'preview' });
+  const [release] = (await call('GET', `/api/v1/projects/${p.id}/releases?target=preview`)).body.releases;
+  const promote = await h.post(token, `/api/v1/projects/${p.id}/releases/${release.id}/promote`);
+  assert.is(promote.status, 202, JSON.stringify(promote.body));
+  assert.is((await h.waitFor(token, promote.body.operation.id)).status, 'succeeded');
+  // Now the values differ per target; a deploy hook builds the promoted preview's version for production.
+  assert.is((await put(p.id, 'API_URL', { value: 'https://prod-only', target: 'production' })).status, 201);
+  assert.is((await put(p.id, 'API_URL', { value: 'https://staging', target: 'preview' })).status, 201);
+  const hook = await call('POST', `/api/v1/projects/${p.id}/deploy-hooks`, { name: 'rebuild' });
+  const fired = await (await fetch(hook.body.url, { method: 'POST' })).json();
+  const built = await h.waitFor(token, fired.operation.id);
+  assert.is(built.result.live, true, JSON.stringify(built.result));
+  assert.is((await h.site(p.host)).body, 'https://prod-only|-|-');
+
+  // Retrying that deployment ships its build, made with the production values: to production, not to a preview.
+  const retry = await h.post(token, `/api/v1/projects/${p.id}/deployments/${built.result.deployment_id}/retry`);
+  assert.is(retry.status, 202, JSON.stringify(retry.body));
+  assert.not.ok(retry.body.preview, JSON.stringify(retry.body));
+  const op = await h.waitFor(token, retry.body.operation.id);
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  assert.is(op.result.live, true, JSON.stringify(op.result));
+  assert.is(op.result.build_id, built.result.build_id);
+  assert.is((await h.site(p.host)).headers['x-hoist-release'], op.result.deployment_id);
+  const previews = (await call('GET', `/api/v1/projects/${p.id}/releases?target=preview`)).body.releases;
+  assert.equal(
+    previews.filter((r: any) => r.operation_id === op.id),
+    [],
+    'no preview serves the production build',
+  );
+});
+
 test.run();

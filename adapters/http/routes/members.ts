@@ -18,8 +18,11 @@ const Member = {
     role: { type: 'string', enum: ROLES, description: 'owner or member.' },
     status: {
       type: 'string',
-      enum: ['invited', 'active'],
-      description: 'invited until the member chose a password with the mailed token, then active.',
+      enum: ['invited', 'expired', 'active'],
+      description:
+        'invited until the member chose a password with the mailed token, then active; expired when nobody did ' +
+        'within 7 days of the last invitation (the address is then free for another account; invite it again to ' +
+        'send a new token).',
     },
     created_at: Timestamp,
   },

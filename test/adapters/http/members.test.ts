@@ -4,6 +4,7 @@
 // bad input refused with its error and nothing written.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { AccessRequest } from '../../../core/entities/access-request.js';
 import { OneTimeToken } from '../../../core/entities/one-time-token.js';
 import { User } from '../../../core/entities/user.js';
 import { testApi, type TestAccount, type TestApi } from '../../helpers/api.js';
@@ -205,6 +206,87 @@ test('invitations to one address are limited (429) and mail no more', async () =
   assert.is(limited.statusCode, 429, limited.body);
   assert.is(limited.json().error.code, 'rate_limited');
   assert.is((await mailTo(t, email)).length, 3);
+});
+
+test('an account name with line breaks, and long names, give a one-line invitation subject', async () => {
+  const owner = await t.account({ plan: 'pro', email: `${'o'.repeat(120)}-${process.pid}@example.com` });
+  const name = `Acme\r\nBcc: spy@evil.example\r\nX-Injected: 1 ${'A'.repeat(150)}`;
+  assert.is((await call(owner, 'PATCH', '/me', { name })).statusCode, 200);
+  const email = address();
+  const res = await call(owner, 'POST', '/account/members', { email });
+  assert.is(res.statusCode, 201, res.body);
+  const [mail] = await mailTo(t, email);
+  assert.not.match(mail.subject, /[\r\n]/);
+  assert.ok(mail.subject.length <= 300, `${mail.subject.length} characters`);
+  assert.match(mail.subject, /^o+… invited you to Acme Bcc: spy@evil\.example X-Injected: 1 A+… on Hoist$/);
+  assert.match(mail.text, JSON.stringify(name));
+});
+
+test('an invitation nobody accepted within 7 days no longer holds its address', async () => {
+  const squatter = await t.account({ plan: 'pro' });
+  const email = address();
+  const res = await call(squatter, 'POST', '/account/members', { email });
+  assert.is(res.statusCode, 201, res.body);
+  const em = () => t.kernel.orm.em.fork();
+  const eightDaysAgo = new Date(Date.now() - 8 * 24 * 3600 * 1000);
+  // Within the 7 days it holds the address: another owner is told so.
+  const other = await t.account({ plan: 'pro' });
+  assert.is((await call(other, 'POST', '/account/members', { email })).statusCode, 409);
+  await em().nativeUpdate(User, { id: res.json().id }, { invitedAt: eightDaysAgo });
+  const listed = (await call(squatter, 'GET', '/account/members')).json().members;
+  assert.equal(
+    listed.map((m: any) => [m.email, m.status]),
+    [
+      [squatter.email, 'active'],
+      [email, 'expired'],
+    ],
+  );
+  // Then the address is free: another account's invitation takes it...
+  const taken = await call(other, 'POST', '/account/members', { email });
+  assert.is(taken.statusCode, 201, taken.body);
+  assert.equal(
+    (await usersOf(squatter.accountId)).map((u) => u.email),
+    [squatter.email],
+  );
+  // ...and so does an access request once that one lapsed too.
+  await em().nativeUpdate(User, { id: taken.json().id }, { invitedAt: eightDaysAgo });
+  const asked = await t.app.inject({ method: 'POST', url: '/api/v1/access-requests', payload: { email } });
+  assert.is(asked.statusCode, 202, asked.body);
+  assert.is(await em().count(User, { email }), 0);
+  assert.is(await em().count(OneTimeToken, { userId: taken.json().id }), 0);
+  assert.is(await em().count(AccessRequest, { email }), 1, 'the request is stored');
+});
+
+test('invitations from one account are limited whatever the client address (429), and mail no more', async () => {
+  const small = await testApi({ mailMaxPerAddress: 3 });
+  try {
+    const owner = await small.account({ plan: 'pro' });
+    const invite = (i: number) =>
+      small.app.inject({
+        method: 'POST',
+        url: '/api/v1/account/members',
+        headers: owner.auth,
+        remoteAddress: `2001:db8::${i}`,
+        payload: { email: `flood${i}-${process.pid}@example.net` },
+      });
+    for (let i = 1; i <= 3; i++) {
+      const res = await invite(i);
+      assert.is(res.statusCode, 201, res.body);
+      const removed = await small.app.inject({
+        method: 'DELETE',
+        url: `/api/v1/account/members/${res.json().id}`,
+        headers: owner.auth,
+      });
+      assert.is(removed.statusCode, 204);
+    }
+    const limited = await invite(4);
+    assert.is(limited.statusCode, 429, limited.body);
+    assert.is(limited.json().error.code, 'rate_limited');
+    assert.is(await small.inContext(() => small.kernel.orm.em.count(User, { accountId: owner.accountId })), 1);
+    assert.equal(await mailTo(small, `flood4-${process.pid}@example.net`), []);
+  } finally {
+    await small.close();
+  }
 });
 
 test.run();
