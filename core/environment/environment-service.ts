@@ -137,8 +137,7 @@ export class EnvironmentService {
   /**
    * Validates variables given with an upload that creates a project: a JSON object text
    * `{"NAME": "value" | {"value": "...", "scope": "build|runtime|both", "target": "all|production|preview"}}`.
-   * Throws invalid_request
-   * naming the bad variable (never its value) or plan_restricted; writes nothing.
+   * Throws invalid_request naming the bad variable (never its value) or plan_restricted; writes nothing.
    */
   async parseNew(accountId: string, text: string, field = 'environment'): Promise<NewVariable[]> {
     let parsed: unknown;

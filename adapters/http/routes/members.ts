@@ -68,9 +68,11 @@ const members: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
           'Adds the address to the account (status invited) and mails it a set-password token, good for 7 days, ' +
           'to send to POST /auth/password-recovery/reset; then it logs in as usual. Answers 201; 200 with a new ' +
           'token mailed when the address was invited here already and has no password yet. An address that has ' +
-          'an account (this one or another: one address, one account) → 409 conflict; a bad address or role → ' +
+          'an account (this one or another: one address, one account; an invitation nobody accepted within 7 days ' +
+          'no longer counts) → 409 conflict; a bad address or role → ' +
           "400 invalid_request; past the plan's members_per_account (invited ones count) → 403 plan_restricted; " +
-          'too many invitations from one client address or to one address within the mail window → 429 ' +
+          'too many invitations from one client address, from the account or to one address within the mail ' +
+          'window → 429 ' +
           `rate_limited. ${WHO}`,
         security: bearer,
         body: {
