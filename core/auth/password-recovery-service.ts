@@ -104,6 +104,8 @@ export class PasswordRecoveryService {
       SET_PASSWORD_TTL_SECONDS,
       `${subjectPart(inviter)} invited you to ${subjectPart(accountName)} on Hoist`,
       `${inviter} invited ${user.email} to the Hoist account ${JSON.stringify(accountName)}, to deploy its projects.`,
+      `Then log in with ${user.email} and that password (hoist login --api ${apiLink(this.config, '')}). If you do ` +
+        'not want to join, ignore this message: the invitation lapses with its token.',
     );
     await send();
   }
@@ -129,8 +131,17 @@ export class PasswordRecoveryService {
     await accountChanged(this.changes, userKey(row.userId));
   }
 
-  /** Stores a reset token of `user`; resolves the sending of the mail that carries it. */
-  private async prepare(user: User, ttlSeconds: number, subject: string, intro: string): Promise<() => Promise<void>> {
+  /**
+   * Stores a reset token of `user`; resolves the sending of the mail that carries it, between `intro` and `outro` (by
+   * default: ignore it if you did not ask).
+   */
+  private async prepare(
+    user: User,
+    ttlSeconds: number,
+    subject: string,
+    intro: string,
+    outro = 'If you did not ask for this, ignore this message; your password stays as it is.',
+  ): Promise<() => Promise<void>> {
     const token = await this.oneTime.issue(user.id, 'reset_password', ttlSeconds);
     const hours = ttlSeconds / 3600;
     const within = hours >= 48 ? `${hours / 24} days` : hours === 1 ? '1 hour' : `${hours} hours`;
@@ -143,7 +154,7 @@ export class PasswordRecoveryService {
           `${intro}\n\nTo choose a password (at least 8 characters), send this token within ` +
           `${within}; it works once:\n\n` +
           `  POST ${url}\n  {"token": "${token}", "password": "<your new password>"}\n\nToken: ${token}\n\n` +
-          `If you did not ask for this, ignore this message; your password stays as it is.\n`,
+          `${outro}\n`,
       });
   }
 }

@@ -65,6 +65,8 @@ test('an invited member chooses a password, logs in and works on the account: on
   assert.is(mails.length, 2);
   assert.match(mails[0].text, 'POST http');
   assert.match(mails[0].text, '/api/v1/auth/password-recovery/reset');
+  assert.match(mails[0].text, `Then log in with ${email} and that password (hoist login --api http`);
+  assert.not.match(mails[0].text, 'If you did not ask for this');
 
   const reset = await t.app.inject({
     method: 'POST',
