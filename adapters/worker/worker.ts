@@ -22,8 +22,9 @@ import { startWebhooks } from './webhooks.js';
  * has resumed what the last process left. It also checks customer domains on their schedule, takes expired
  * previews down, collects garbage (unreferenced release files), stops releases still running after their
  * deployment ended (Retirement), removes what manifest uploads keep past their retention, and the archives,
- * artifacts and build logs no retained release needs (FileRetention), purges old project usage, and enqueues again the stages still queued
- * after requeueSeconds (a queue that was away when they were enqueued). It also delivers webhooks.
+ * artifacts and build logs no retained release needs (FileRetention), purges old project usage, and enqueues
+ * again the stages still queued after requeueSeconds (a queue that was away when they were enqueued). It also
+ * delivers webhooks.
  * Returns a function that stops taking jobs and waits for running ones to hand back.
  */
 export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> {
