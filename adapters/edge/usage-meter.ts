@@ -7,6 +7,9 @@ import type { Kernel } from '../kernel.js';
 const SENT = Symbol('hoist.sent');
 /** A socket with what it had written when its last answer ended. */
 type Marked = Socket & { [SENT]?: number };
+const COUNTED = Symbol('hoist.counted');
+/** An answer, marked once it has been counted. */
+type Watched = ServerResponse & { [COUNTED]?: true };
 
 /** Adds one answer of `status` and `bytes` to `c`. */
 function count(c: UsageCount, status: number, bytes: number): void {
@@ -22,7 +25,9 @@ function count(c: UsageCount, status: number, bytes: number): void {
  * Counts what this edge process answers for each project (requests by status class, bytes written, headers
  * included), in memory, and adds it to the stored usage every `edgeUsageFlushSeconds` and when it stops. An answer
  * counts when it ends (sent, or cut off), for the project its Host names then; a Host that names none counts for
- * nothing. Bytes are what the connection wrote since its previous answer ended. A flush that fails keeps its counts
+ * nothing. Bytes are what the connection wrote since its previous answer ended, taken as the answer finishes and
+ * before node:http hands the connection to the next answer: the answer of a request pipelined behind it (which may
+ * name another project) is never counted with it. A flush that fails keeps its counts
  * for the next one; a process that dies loses at most one interval's.
  */
 export function createUsageMeter(kernel: Kernel, routes: Pick<HostRoutes, 'lookup'>) {
@@ -45,7 +50,9 @@ export function createUsageMeter(kernel: Kernel, routes: Pick<HostRoutes, 'looku
     count(c, res.statusCode, bytes);
   };
   // One listener for every answer (no closure made per request): the answer knows its request.
-  function ended(this: ServerResponse) {
+  function ended(this: Watched) {
+    if (this[COUNTED]) return;
+    this[COUNTED] = true;
     counted(this.req, this);
   }
   let flushing: Promise<void> = Promise.resolve();
@@ -71,8 +78,12 @@ export function createUsageMeter(kernel: Kernel, routes: Pick<HostRoutes, 'looku
   const timer = setInterval(() => void flush(), kernel.config.edgeUsageFlushSeconds * 1000);
   timer.unref();
   return {
-    /** Counts `res` once it has ended. */
+    /**
+     * Counts `res` once it has ended: at its `finish`, ahead of node:http's own listener, which writes the answer of
+     * the next pipelined request on the connection; or at its `close` when it is cut off before it finishes.
+     */
     watch(res: ServerResponse): void {
+      res.prependOnceListener('finish', ended);
       res.once('close', ended);
     },
     /** Adds what was counted to the stored usage now. */

@@ -22,13 +22,13 @@ export function bearerToken(req: FastifyRequest): string | null {
   return m ? m[1] : null;
 }
 
-/** The principal of an authenticated request (routes behind `authenticate` only). */
 /** Who sent an authenticated request, as a release's provenance records it. */
 export function startedByOf(req: FastifyRequest): StartedBy {
   const { userId, email } = principalOf(req);
   return { user_id: userId, email };
 }
 
+/** The principal of an authenticated request (routes behind `authenticate` only). */
 export function principalOf(req: FastifyRequest): Principal {
   if (!req.principal) throw unauthorized();
   return req.principal;

@@ -3,6 +3,8 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { HoistConfig } from '../../config/schema.js';
 import type { EntitlementService } from '../billing/entitlement-service.js';
+import { underOwnerLock } from '../billing/owner-lock.js';
+import { Account } from '../entities/account.js';
 import { Project } from '../entities/project.js';
 import { UploadSession, type UploadPart, type UploadTransport } from '../entities/upload-session.js';
 import type { UploadOptions } from '../entities/version.js';
@@ -10,12 +12,19 @@ import { HoistError, invalid, notFound } from '../errors.js';
 import type { Clock } from '../ports/clock.js';
 import { metered, type Storage, type StoredObject, type UploadedPart } from '../ports/storage.js';
 import type { ProjectService } from '../projects/project-service.js';
+import { rateLimited } from '../auth/rate-limiter.js';
 import { token, type Logger } from '../tokens.js';
 
 export const UPLOAD_SESSION_SERVICE = token<UploadSessionService>('hoist.UploadSessionService');
 
 /** Largest ZIP of the resumable transport: the spec's canonical maximum. */
 export const RESUMABLE_MAX_BYTES = 100_000_000;
+
+/**
+ * Sessions an account may hold open (neither used nor expired) at once: each may hold up to RESUMABLE_MAX_BYTES of
+ * pieces in storage until it is finished or expires, so their number bounds what one account keeps there.
+ */
+export const MAX_OPEN_SESSIONS = 10;
 
 /** Size of every part but the last of a resumable upload sent straight to storage (presigned parts). */
 export const DIRECT_PART_BYTES = 8 * 1024 * 1024;
@@ -120,8 +129,9 @@ export class UploadSessionService {
    * Creates a session and returns it with its token. Throws invalid_request (environment or access
    * password given, name and project_id both or neither, filename not .zip, no size for the
    * resumable transport), payload_too_large (size over the transport's maximum), plan_restricted
-   * (size over the plan's archive_bytes; a project the plan would not let the upload create) or
-   * not_found (project_id), and writes nothing then.
+   * (size over the plan's archive_bytes; a project the plan would not let the upload create),
+   * not_found (project_id) or rate_limited (MAX_OPEN_SESSIONS open already, with retry_after: the
+   * seconds until the first of them expires), and writes nothing then.
    */
   async create(accountId: string, input: NewUploadSession): Promise<CreatedSession> {
     if (input.environment !== undefined) throw invalid(SECRETS, { field: 'environment' });
@@ -164,7 +174,11 @@ export class UploadSessionService {
       createdAt: now,
     });
     try {
-      await this.em.insert(session);
+      // Under the account's lock: concurrent creates cannot pass the count together.
+      await underOwnerLock(this.em, Account, accountId, async (tx) => {
+        await this.assertRoom(tx, accountId);
+        await tx.insert(session);
+      });
     } catch (err) {
       if (direct) await this.abortMultipart(storageKey, session.multipartUploadId!);
       throw err;
@@ -402,6 +416,23 @@ export class UploadSessionService {
       UploadSession,
       { id: session.id },
       { parts: [], ...(session.usedAt ? {} : { offset: 0 }) },
+    );
+  }
+
+  /** Throws rate_limited when the account holds MAX_OPEN_SESSIONS sessions neither used nor expired. */
+  private async assertRoom(em: EntityManager, accountId: string): Promise<void> {
+    const now = this.clock.now();
+    const open = await em.find(
+      UploadSession,
+      { accountId, usedAt: null, expiresAt: { $gt: now } },
+      { fields: ['expiresAt'], orderBy: { expiresAt: 'asc' }, limit: MAX_OPEN_SESSIONS, disableIdentityMap: true },
+    );
+    if (open.length < MAX_OPEN_SESSIONS) return;
+    const retryAfter = Math.max(1, Math.ceil((open[0].expiresAt.getTime() - now.getTime()) / 1000));
+    throw rateLimited(
+      `At most ${MAX_OPEN_SESSIONS} upload sessions may be open at once: finish one, or wait for one to expire`,
+      retryAfter,
+      { limit: MAX_OPEN_SESSIONS },
     );
   }
 

@@ -81,15 +81,19 @@ export class UsageService {
     private readonly clock: Clock,
   ) {}
 
-  /** Adds `counts` to the stored hours, a few statements whatever their number. */
+  /**
+   * Adds `counts` to the stored hours, a statement per CHUNK rows, all in one transaction: a failure adds nothing, so
+   * the caller may add them again without counting any twice.
+   */
   async record(counts: UsageCount[]): Promise<void> {
-    const em = this.em.fork();
-    for (let i = 0; i < counts.length; i += CHUNK) {
-      const chunk = counts.slice(i, i + CHUNK);
-      const values = chunk.map(() => `(?, ?, ${COLUMNS.map(() => '?').join(', ')})`).join(', ');
-      const params = chunk.flatMap((c) => [c.projectId, c.hour, ...COLUMNS.map((k) => c[k])]);
-      await writeRows(em, UPSERT_HEAD + values + UPSERT_TAIL, params);
-    }
+    await this.em.fork().transactional(async (tx) => {
+      for (let i = 0; i < counts.length; i += CHUNK) {
+        const chunk = counts.slice(i, i + CHUNK);
+        const values = chunk.map(() => `(?, ?, ${COLUMNS.map(() => '?').join(', ')})`).join(', ');
+        const params = chunk.flatMap((c) => [c.projectId, c.hour, ...COLUMNS.map((k) => c[k])]);
+        await writeRows(tx, UPSERT_HEAD + values + UPSERT_TAIL, params);
+      }
+    });
   }
 
   /**

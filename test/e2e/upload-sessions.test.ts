@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { UploadSession } from '../../core/entities/upload-session.js';
+import { MAX_OPEN_SESSIONS } from '../../core/uploads/upload-session-service.js';
 import { Version } from '../../core/entities/version.js';
 import { from, storedZip } from '../helpers/big-zip.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
@@ -716,6 +717,40 @@ test(
     conn.socket.destroy();
     assert.is(refused(res, 413, 'payload_too_large').details.limit, RESUMABLE_MAX);
     assert.is((await head(url)).headers.get('upload-offset'), '0');
+  },
+);
+
+test(
+  `an account holding ${MAX_OPEN_SESSIONS} open sessions gets 429 for another, nothing written; ` +
+    'one expiring makes room (and its pieces go)',
+  async () => {
+    // Its own account: the open sessions of the other tests do not count.
+    const { token: mine } = await h.login();
+    const piece = Buffer.alloc(64 * 1024, 7);
+    const urls: string[] = [];
+    for (let i = 0; i < MAX_OPEN_SESSIONS; i++) {
+      const res = await create({ name: `open-${i}`, transport: 'direct_storage_resumable', size: 1_000_000 }, mine);
+      assert.is(res.status, 201, JSON.stringify(res.body));
+      urls.push(res.body.upload_url);
+      // Each unfinished upload holds a piece in storage.
+      assert.is((await patch(res.body.upload_url, 0, piece)).status, 204);
+    }
+    const before = await snapshot();
+    for (const transport of ['direct_storage_resumable', 'proxied_multipart']) {
+      const res = await create({ name: 'one-too-many', transport, size: 1_000_000 }, mine);
+      assert.is(refused(res, 429, 'rate_limited').details.limit, MAX_OPEN_SESSIONS);
+      const retry = Number(res.headers.get('retry-after'));
+      assert.ok(retry >= 1 && retry <= kernel().config.uploadSessionTtlSeconds, `retry-after ${retry}`);
+    }
+    await unchanged(before);
+    // Another account is not held back by this one's sessions.
+    assert.is((await create({ name: 'not-mine' })).status, 201);
+    // Once one expires there is room again, and creating sweeps the expired one's piece.
+    const first = await sessionIdOf(urls[0]);
+    assert.is(filesUnder(kernel(), `uploads/${first}`).length, 1);
+    await em().nativeUpdate(UploadSession, { id: first }, { expiresAt: new Date(Date.now() - 1000) });
+    assert.is((await create({ name: 'room-again' }, mine)).status, 201);
+    assert.equal(filesUnder(kernel(), `uploads/${first}`), []);
   },
 );
 

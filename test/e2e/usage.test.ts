@@ -94,6 +94,15 @@ test('two flushes add up; hours older than the retention are purged', async () =
   const totals = (await usageOf(site.id, '?days=2')).body.totals;
   assert.equal(totals, { requests: 3, bytes: 5_000_000_300, status: { '2xx': 1, '3xx': 0, '4xx': 1, '5xx': 1 } });
   assert.is(await em().count(ProjectUsage, { projectId: site.id }), 2);
+  // A flush that fails adds nothing, though its first 200 rows were written: the edge adds them again later.
+  const many = Array.from({ length: 201 }, (_, i) => ({ ...one, hour: hour - 1 - i }));
+  many[200] = { ...one, hour: null as never };
+  const failed = await usage.record(many).then(
+    () => null,
+    (e: Error) => e,
+  );
+  assert.ok(failed, 'a row without its hour is refused');
+  assert.is(await em().count(ProjectUsage, { projectId: site.id }), 2, 'nothing of that flush stays');
   assert.is(await usage.purge(), 1);
   assert.equal(
     (await em().find(ProjectUsage, { projectId: site.id })).map((r) => r.hour),

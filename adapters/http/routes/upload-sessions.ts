@@ -4,6 +4,7 @@ import { UPLOAD_TRANSPORTS, type UploadTransport } from '../../../core/entities/
 import { NAME_MAX, VISIBILITIES } from '../../../core/projects/project-service.js';
 import { projectUrl } from '../../../core/projects/project-url.js';
 import {
+  MAX_OPEN_SESSIONS,
   modeOf,
   RESUMABLE_MAX_BYTES,
   UPLOAD_SESSION_SERVICE,
@@ -235,10 +236,13 @@ const uploadSessions: FastifyPluginAsync<RouteOptions> = async (app, { kernel })
           'of their ETags to upload_url completes it; ' +
           'on local storage it is tus 1.0.0 core (HEAD and PATCH to upload_url). ' +
           'A session cannot carry environment variables or an access password (400): create ' +
-          'the project first, or use the authenticated POST /api/v1/local-to-live.',
+          'the project first, or use the authenticated POST /api/v1/local-to-live. ' +
+          `An account holds at most ${MAX_OPEN_SESSIONS} sessions open (neither used nor expired) at once: ` +
+          'past it 429 rate_limited with Retry-After (the seconds until the first of them expires) and ' +
+          '`details.limit`, and nothing is created.',
         security: bearer,
         body: Body,
-        response: { 201: Created, ...errorResponses(400, 401, 403, 404, 413) },
+        response: { 201: Created, ...errorResponses(400, 401, 403, 404, 413, 429) },
       },
     },
     async (req, reply) => {
