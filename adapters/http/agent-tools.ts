@@ -4,10 +4,12 @@ import { unauthorized } from '../../core/errors.js';
 import type { Kernel } from '../kernel.js';
 import { bearerToken, principalOf } from './auth.js';
 import { errorResponses, Uuid } from './schemas.js';
+import { mcpRoutes } from './agent-mcp.js';
 
 /**
  * The agent-tool interface, under /agent/v1 beside the REST API: it takes only agent (OAuth)
- * tokens (`hoist tokens mint-agent`), never REST ones, as REST never takes agent tokens.
+ * tokens (`hoist tokens mint-agent`), never REST ones, as REST never takes agent tokens. Its tools are served to
+ * coding agents as a Model Context Protocol server at /agent/v1/mcp (agent-mcp.ts).
  * Kept out of the REST OpenAPI document.
  */
 export const agentTools: FastifyPluginAsync<{ kernel: Kernel }> = async (app, { kernel }) => {
@@ -41,4 +43,5 @@ export const agentTools: FastifyPluginAsync<{ kernel: Kernel }> = async (app, { 
       return { user: { id: p.userId, email: p.email }, account: { id: p.accountId } };
     },
   );
+  await mcpRoutes(app, kernel);
 };

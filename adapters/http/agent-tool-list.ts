@@ -1,0 +1,153 @@
+import type { Principal } from '../../core/auth/principal.js';
+import { OPERATION_VIEWS } from '../../core/deployments/operation-views.js';
+import { HoistError, invalid } from '../../core/errors.js';
+import { PROJECT_SERVICE } from '../../core/projects/project-service.js';
+import { projectUrl } from '../../core/projects/project-url.js';
+import type { Kernel } from '../kernel.js';
+import { deployFiles, type AgentDeploy } from './agent-deploy.js';
+
+/** The most files deploy_files takes at once. */
+export const AGENT_FILES_MAX = 5000;
+
+/** A tool of the agent-tool interface: what tools/list shows, and what tools/call runs. */
+interface AgentTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  run(kernel: Kernel, principal: Principal, args: Record<string, unknown>): Promise<unknown>;
+}
+
+const text = (v: unknown, field: string, max: number): string => {
+  if (typeof v !== 'string' || !v || v.length > max)
+    throw invalid(`${field} must be a string of 1 to ${max} characters`, { field });
+  return v;
+};
+
+/** deploy_files' arguments, checked (the schema tools/list shows, held here too: a client may skip it). */
+function deployArgs(args: Record<string, unknown>): AgentDeploy {
+  const project = text(args.project, 'project', 100);
+  const files = args.files;
+  if (!Array.isArray(files) || files.length < 1 || files.length > AGENT_FILES_MAX)
+    throw invalid(`files must be a list of 1 to ${AGENT_FILES_MAX} files`, { field: 'files' });
+  const checked = files.map((f: unknown, i) => {
+    const file = (f ?? {}) as Record<string, unknown>;
+    const encoding = (file.encoding ?? 'utf8') as 'utf8' | 'base64';
+    if (encoding !== 'utf8' && encoding !== 'base64')
+      throw invalid('encoding must be utf8 or base64', { field: `files[${i}].encoding` });
+    if (typeof file.content !== 'string') throw invalid('content must be a string', { field: `files[${i}].content` });
+    return { path: text(file.path, `files[${i}].path`, 1024), content: file.content, encoding };
+  });
+  const wait = args.wait_seconds ?? 120;
+  if (typeof wait !== 'number' || !Number.isInteger(wait) || wait < 0 || wait > 300)
+    throw invalid('wait_seconds must be a whole number from 0 to 300', { field: 'wait_seconds' });
+  if (args.preview !== undefined && typeof args.preview !== 'boolean')
+    throw invalid('preview must be true or false', { field: 'preview' });
+  return { project, files: checked, preview: args.preview === true, wait_seconds: wait };
+}
+
+/** The tools, in the order tools/list shows them. */
+export const AGENT_TOOLS: AgentTool[] = [
+  {
+    name: 'deploy_files',
+    description:
+      'Deploy a static site or a Node.js app from its files. Creates the project when the account has none of that ' +
+      'name. Hoist analyzes, builds (npm install and the build script when package.json has one) and deploys it, ' +
+      'then this answers with the operation: status succeeded and result.url, or failed with error and next_step. ' +
+      'With preview: true it goes up on its own preview URL and the live site stays.',
+    inputSchema: {
+      type: 'object',
+      required: ['project', 'files'],
+      additionalProperties: false,
+      properties: {
+        project: { type: 'string', minLength: 1, maxLength: 100, description: 'Project name (made when missing).' },
+        files: {
+          type: 'array',
+          minItems: 1,
+          maxItems: AGENT_FILES_MAX,
+          items: {
+            type: 'object',
+            required: ['path', 'content'],
+            additionalProperties: false,
+            properties: {
+              path: { type: 'string', description: 'Path in the site, like index.html or src/app.js.' },
+              content: { type: 'string' },
+              encoding: { type: 'string', enum: ['utf8', 'base64'], default: 'utf8' },
+            },
+          },
+        },
+        preview: { type: 'boolean', default: false, description: 'Deploy a preview instead of going live.' },
+        wait_seconds: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 300,
+          default: 120,
+          description: 'How long to wait for the deployment to end (0: answer at once; then call get_operation).',
+        },
+      },
+    },
+    run: (kernel, principal, args) => deployFiles(kernel, principal, deployArgs(args)),
+  },
+  {
+    name: 'get_operation',
+    description:
+      'Read a deployment operation: status (queued, running, succeeded, failed, canceled), stages, the last build ' +
+      'log lines, result.url once live, and error with next_step when it failed.',
+    inputSchema: {
+      type: 'object',
+      required: ['operation_id'],
+      additionalProperties: false,
+      properties: { operation_id: { type: 'string', description: 'The operation id deploy_files answered.' } },
+    },
+    run: (kernel, principal, args) =>
+      kernel.get(OPERATION_VIEWS).get(principal.accountId, text(args.operation_id, 'operation_id', 100)),
+  },
+  {
+    name: 'list_projects',
+    description: "The account's projects, newest first: id, name, visibility and URL.",
+    inputSchema: { type: 'object', additionalProperties: false, properties: {} },
+    run: async (kernel, principal) => {
+      const page = await kernel.get(PROJECT_SERVICE).list(principal.accountId, { limit: 100 });
+      return {
+        projects: page.projects.map((p) => ({
+          id: p.id,
+          name: p.name,
+          visibility: p.visibility,
+          url: projectUrl(kernel.config, p.slug),
+        })),
+      };
+    },
+  },
+  {
+    name: 'whoami',
+    description: 'The user and account this agent token acts for.',
+    inputSchema: { type: 'object', additionalProperties: false, properties: {} },
+    run: async (_kernel, p) => ({ user: { id: p.userId, email: p.email }, account: { id: p.accountId } }),
+  },
+];
+
+/**
+ * Runs tool `name` with `args` for `principal`; resolves a tools/call result (its JSON as text and as structured
+ * content; a HoistError as `isError` with its code and message, which the agent can act on), or undefined for a tool
+ * that does not exist. Other errors are thrown.
+ */
+export async function callTool(
+  kernel: Kernel,
+  principal: Principal,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<unknown> {
+  const tool = AGENT_TOOLS.find((t) => t.name === name);
+  if (!tool) return undefined;
+  try {
+    const out = await tool.run(kernel, principal, args);
+    return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
+  } catch (err) {
+    if (!(err instanceof HoistError)) throw err;
+    const error = { code: err.code, message: err.message, details: err.details ?? {} };
+    return {
+      content: [{ type: 'text', text: `${err.code}: ${err.message}` }],
+      structuredContent: { error },
+      isError: true,
+    };
+  }
+}

@@ -1,0 +1,189 @@
+// legs: db
+// The agent-tool interface as an MCP server (/agent/v1/mcp, JSON-RPC over POST): a coding agent with an agent token
+// initializes, lists the tools, deploys files and waits for the outcome, reads the operation and its projects; a REST
+// token, a bad request, an unknown method or tool, and bad files are refused with their errors, nothing deployed.
+import { RequestContext } from '@mikro-orm/core';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ACCOUNT_SERVICE, type AccountService } from '../../core/accounts/account-service.js';
+import { AGENT_AUTH_SERVICE } from '../../core/auth/agent-auth-service.js';
+import { Operation } from '../../core/entities/operation.js';
+import { hostOf, liveHoist, type LiveHoist } from '../helpers/live.js';
+
+let h: LiveHoist;
+let agent: string;
+let rest: string;
+let accountId: string;
+test.before(async () => {
+  h = await liveHoist();
+  const kernel = h.running.kernel;
+  const email = `agent-${process.pid}@example.com`;
+  await RequestContext.create(kernel.orm.em.fork(), async () => {
+    accountId = (
+      await kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password: 'an agent password', plan: 'pro' })
+    ).account.id;
+    agent = (await kernel.get(AGENT_AUTH_SERVICE).mint(email, 3600)).token;
+  });
+  ({ token: rest } = await h.login());
+});
+test.after(async () => h?.close());
+
+let id = 0;
+/** POSTs one JSON-RPC request (or `raw`) to the MCP endpoint with `token`. */
+async function rpc(method: string, params?: object, token = agent, raw?: string) {
+  const res = await fetch(`${h.api}/agent/v1/mcp`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
+    body: raw ?? JSON.stringify({ jsonrpc: '2.0', id: ++id, method, ...(params && { params }) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+const call = (name: string, args: object) => rpc('tools/call', { name, arguments: args });
+const operations = () => h.running.kernel.orm.em.fork().count(Operation, { accountId });
+
+test('an agent initializes, lists the tools, deploys files, waits for the URL and reads it back', async () => {
+  const init = await rpc('initialize', {
+    protocolVersion: '2025-06-18',
+    capabilities: {},
+    clientInfo: { name: 'test-agent', version: '1' },
+  });
+  assert.is(init.status, 200, JSON.stringify(init.body));
+  assert.equal(
+    [init.body.result.protocolVersion, init.body.result.serverInfo.name, init.body.result.capabilities.tools],
+    ['2025-06-18', 'hoist', { listChanged: false }],
+  );
+  const notified = await rpc(
+    '',
+    undefined,
+    agent,
+    JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  );
+  assert.is(notified.status, 202);
+  const tools = (await rpc('tools/list')).body.result.tools;
+  assert.equal(
+    tools.map((t: { name: string }) => t.name),
+    ['deploy_files', 'get_operation', 'list_projects', 'whoami'],
+  );
+  assert.ok(tools.every((t: any) => t.description && t.inputSchema.type === 'object'));
+
+  const deployed = await call('deploy_files', {
+    project: 'agent-site',
+    files: [
+      { path: 'index.html', content: '<h1>made by an agent</h1>' },
+      { path: 'img/dot.gif', content: 'R0lGODlhAQABAAAAACw=', encoding: 'base64' },
+    ],
+  });
+  assert.is(deployed.status, 200, JSON.stringify(deployed.body));
+  const out = deployed.body.result.structuredContent;
+  assert.is(deployed.body.result.isError, undefined, JSON.stringify(out));
+  assert.is(out.operation.status, 'succeeded', JSON.stringify(out.operation));
+  assert.equal(JSON.parse(deployed.body.result.content[0].text), out);
+  const host = hostOf(out.project.url);
+  assert.is((await h.site(host)).body, '<h1>made by an agent</h1>');
+  assert.equal(
+    Buffer.from((await h.site(host, '/img/dot.gif')).body, 'latin1')
+      .subarray(0, 6)
+      .toString(),
+    'GIF89a',
+  );
+
+  const op = await call('get_operation', { operation_id: out.operation.id });
+  assert.is(op.body.result.structuredContent.status, 'succeeded');
+  const listed = (await call('list_projects', {})).body.result.structuredContent.projects;
+  assert.equal(
+    listed.map((p: any) => [p.name, p.url]),
+    [['agent-site', out.project.url]],
+  );
+  const who = (await call('whoami', {})).body.result.structuredContent;
+  assert.is(who.account.id, accountId);
+
+  // A preview, and a deploy that does not wait.
+  const preview = await call('deploy_files', {
+    project: 'agent-site',
+    files: [{ path: 'index.html', content: 'next' }],
+    preview: true,
+    wait_seconds: 0,
+  });
+  const started = preview.body.result.structuredContent;
+  assert.ok(['queued', 'running', 'succeeded'].includes(started.operation.status), started.operation.status);
+  const end = Date.now() + 60_000;
+  let view = started.operation;
+  while (view.status !== 'succeeded' && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 200));
+    view = (await call('get_operation', { operation_id: view.id })).body.result.structuredContent;
+  }
+  assert.is(view.status, 'succeeded', JSON.stringify(view));
+  assert.is(view.result.live, false);
+  assert.is((await h.site(host)).body, '<h1>made by an agent</h1>', 'the live site stays');
+});
+
+test('REST tokens, bad requests, unknown methods and tools, bad files: refused, nothing deployed', async () => {
+  const before = await operations();
+  const restRefused = await rpc('tools/list', undefined, rest);
+  assert.is(restRefused.status, 401);
+  assert.is((await rpc('tools/list', undefined, 'not-a-token')).status, 401);
+
+  for (const raw of ['[{"jsonrpc":"2.0","id":1,"method":"ping"}]', '{"id":1,"method":"ping"}', '"ping"']) {
+    const res = await rpc('', undefined, agent, raw);
+    assert.is(res.status, 400, raw);
+    assert.is(res.body.error.code, raw.startsWith('"') ? -32700 : -32600, raw);
+  }
+  assert.is((await rpc('resources/list')).body.error.code, -32601);
+  assert.is((await rpc('tools/call', { name: 'rm_rf', arguments: {} })).body.error.code, -32602);
+  assert.is((await rpc('tools/call', { arguments: {} })).body.error.code, -32602);
+  assert.equal((await rpc('ping')).body.result, {});
+  const get = await fetch(`${h.api}/agent/v1/mcp`, { headers: { authorization: `Bearer ${agent}` } });
+  assert.is(get.status, 405);
+  const huge = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: {
+      name: 'deploy_files',
+      arguments: { project: 'x', files: [{ path: 'a', content: 'x'.repeat(17 << 20) }] },
+    },
+  });
+  assert.is((await rpc('', undefined, agent, huge)).status, 413);
+
+  const bad: [object, string][] = [
+    [{ project: 'x', files: [] }, 'files'],
+    [{ project: '', files: [{ path: 'a', content: 'b' }] }, 'project'],
+    [{ project: 'x', files: [{ path: '../escape.html', content: 'b' }] }, 'files[0].path'],
+    [{ project: 'x', files: [{ path: '/etc/passwd', content: 'b' }] }, 'files[0].path'],
+    [
+      {
+        project: 'x',
+        files: [
+          { path: 'a.html', content: 'b' },
+          { path: 'a.html', content: 'c' },
+        ],
+      },
+      'files[1].path',
+    ],
+    [{ project: 'x', files: [{ path: 'a.html', content: 7 }] }, 'files[0].content'],
+    [{ project: 'x', files: [{ path: 'a.html', content: 'b', encoding: 'hex' }] }, 'files[0].encoding'],
+    [{ project: 'x', files: [{ path: 'a.html', content: 'b' }], wait_seconds: 9999 }, 'wait_seconds'],
+  ];
+  for (const [args, field] of bad) {
+    const res = await call('deploy_files', args);
+    assert.is(res.status, 200, JSON.stringify(args));
+    assert.is(res.body.result.isError, true, JSON.stringify(res.body));
+    assert.equal(
+      [res.body.result.structuredContent.error.code, res.body.result.structuredContent.error.details.field],
+      ['invalid_request', field],
+      JSON.stringify(args),
+    );
+  }
+  // Another account's operation, or none, is not found.
+  const denied = await call('get_operation', { operation_id: '00000000-0000-0000-0000-000000000000' });
+  assert.is(denied.body.result.isError, true);
+  assert.is(denied.body.result.structuredContent.error.code, 'not_found');
+  assert.is(await operations(), before, 'nothing was deployed');
+});
+
+test.run();
