@@ -39,7 +39,7 @@ const params = {
 const members: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
   const service = kernel.get<MemberService>(MEMBER_SERVICE);
   app.addHook('onRequest', app.authenticate);
-  const tags = ['Account and billing'];
+  const tags = ['Members'];
 
   app.get(
     '/account/members',

@@ -44,7 +44,7 @@ const usage: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
     '/projects/:projectID/usage',
     {
       schema: {
-        tags: ['Projects'],
+        tags: ['Usage'],
         summary: 'Project usage',
         description:
           'What the edge served for the project (its hosts, previews and custom domains): answers by status class ' +
