@@ -27,8 +27,8 @@ function count(c: UsageCount, status: number, bytes: number): void {
  * counts when it ends (sent, or cut off), for the project its Host names then; a Host that names none counts for
  * nothing. Bytes are what the connection wrote since its previous answer ended, taken as the answer finishes and
  * before node:http hands the connection to the next answer: the answer of a request pipelined behind it (which may
- * name another project) is never counted with it. A flush that fails keeps its counts
- * for the next one; a process that dies loses at most one interval's.
+ * name another project) is never counted with it. A flush that fails keeps its counts for the next one; a process
+ * that dies loses at most one interval's.
  */
 export function createUsageMeter(kernel: Kernel, routes: Pick<HostRoutes, 'lookup'>) {
   const usage = kernel.get(USAGE_SERVICE);

@@ -1,6 +1,7 @@
 import type { Principal } from '../../core/auth/principal.js';
 import { OPERATION_VIEWS } from '../../core/deployments/operation-views.js';
-import { HoistError, invalid } from '../../core/errors.js';
+import { HoistError, invalid, notFound } from '../../core/errors.js';
+import { isUuid } from '../../core/projects/keyset-cursor.js';
 import { PROJECT_SERVICE } from '../../core/projects/project-service.js';
 import { projectUrl } from '../../core/projects/project-url.js';
 import type { Kernel } from '../kernel.js';
@@ -98,8 +99,12 @@ export const AGENT_TOOLS: AgentTool[] = [
       additionalProperties: false,
       properties: { operation_id: { type: 'string', description: 'The operation id deploy_files answered.' } },
     },
-    run: (kernel, principal, args) =>
-      kernel.get(OPERATION_VIEWS).get(principal.accountId, text(args.operation_id, 'operation_id', 100)),
+    // Not a UUID: not found, as GET /api/v1/operations/{id} answers (PostgreSQL refuses such a query: internal error).
+    run: async (kernel, principal, args) => {
+      const id = text(args.operation_id, 'operation_id', 100);
+      if (!isUuid(id)) throw notFound('Operation');
+      return kernel.get(OPERATION_VIEWS).get(principal.accountId, id);
+    },
   },
   {
     name: 'list_projects',

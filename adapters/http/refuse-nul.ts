@@ -5,29 +5,33 @@ const NUL = '\u0000';
 
 /**
  * The dotted path of the first string in `value` (an object key included) that holds U+0000, or
- * null when none does. Buffers and streams are not looked into: they are bytes, not text.
+ * null when none does. Buffers and streams are not looked into: they are bytes, not text. It walks
+ * with a stack of its own, not by recursion: a body of a few MB can nest millions of levels deep,
+ * which recursion answered with a stack overflow (a 500).
  */
 export function nulPath(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return value.includes(NUL) ? path : null;
-  if (
-    value === null ||
-    typeof value !== 'object' ||
-    Buffer.isBuffer(value) ||
-    typeof (value as { pipe?: unknown }).pipe === 'function'
-  )
-    return null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = nulPath(value[i], path ? `${path}.${i}` : String(i));
-      if (found !== null) return found;
+  // What is left to look at, last first: a value, its path, and whether its own key holds NUL.
+  const left: [unknown, string, boolean][] = [[value, path, false]];
+  while (left.length) {
+    const [v, at, badKey] = left.pop()!;
+    if (badKey) return at.replace(/\u0000/g, '\\u0000');
+    if (typeof v === 'string') {
+      if (v.includes(NUL)) return at;
+      continue;
     }
-    return null;
-  }
-  for (const [key, item] of Object.entries(value)) {
-    const at = path ? `${path}.${key}` : key;
-    if (key.includes(NUL)) return at.replace(/\u0000/g, '\\u0000');
-    const found = nulPath(item, at);
-    if (found !== null) return found;
+    if (
+      v === null ||
+      typeof v !== 'object' ||
+      Buffer.isBuffer(v) ||
+      typeof (v as { pipe?: unknown }).pipe === 'function'
+    )
+      continue;
+    const entries: [string, unknown][] = Array.isArray(v) ? v.map((item, i) => [String(i), item]) : Object.entries(v);
+    // Pushed last to first, so that they are looked at in order.
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, item] = entries[i];
+      left.push([item, at ? `${at}.${key}` : key, !Array.isArray(v) && key.includes(NUL)]);
+    }
   }
   return null;
 }

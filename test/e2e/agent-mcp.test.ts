@@ -186,4 +186,33 @@ test('REST tokens, bad requests, unknown methods and tools, bad files: refused, 
   assert.is(await operations(), before, 'nothing was deployed');
 });
 
+test('5,000 tiny files are packed one at a time, memory bounded; a malformed operation id is not found', async () => {
+  // Each file used to start its own deflate at once (about 200 KiB of zlib state each): +1 GiB for a 250 KB request.
+  const files = Array.from({ length: 5000 }, (_, i) => ({ path: `f/${i}.txt`, content: String(i % 10) }));
+  files[0] = { path: 'index.html', content: 'many files' };
+  const before = process.memoryUsage.rss();
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 5);
+  const deployed = await call('deploy_files', { project: 'agent-many', files, wait_seconds: 0 }).finally(() =>
+    clearInterval(sampler),
+  );
+  const out = deployed.body.result.structuredContent;
+  assert.is(deployed.body.result.isError, undefined, JSON.stringify(out));
+  assert.ok(peak - before < 400 * 2 ** 20, `the API grew by ${Math.round((peak - before) / 2 ** 20)} MiB`);
+  let op = out.operation;
+  const end = Date.now() + 120_000;
+  while (!['succeeded', 'failed', 'canceled'].includes(op.status) && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 250));
+    op = (await call('get_operation', { operation_id: op.id })).body.result.structuredContent;
+  }
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  assert.is((await h.site(hostOf(out.project.url), '/f/4999.txt')).body, '9');
+
+  for (const operation_id of ['not-a-uuid', "x' or '1'='1"]) {
+    const res = await call('get_operation', { operation_id });
+    assert.is(res.body.error, undefined, JSON.stringify(res.body));
+    assert.is(res.body.result.structuredContent.error.code, 'not_found');
+  }
+});
+
 test.run();

@@ -9,6 +9,7 @@ import { OutboxMail } from '../../../plugins/mailer-outbox/outbox-mail.js';
 import { Project } from '../../../core/entities/project.js';
 import { RateHit } from '../../../core/entities/rate-hit.js';
 import { Session } from '../../../core/entities/session.js';
+import { nulPath } from '../../../adapters/http/refuse-nul.js';
 import { testApi, type TestApi } from '../../helpers/api.js';
 import { zipOf } from '../../helpers/live.js';
 import { footprint, Form, rawRequest } from '../../helpers/raw-http.js';
@@ -35,6 +36,27 @@ function refused(res: { statusCode: number; body: string; json(): any }, field: 
   assert.match(error.message, `${field} must not contain the NUL character (U+0000)`);
   assert.ok(error.request_id);
 }
+
+test('a body nested hundreds of thousands of levels deep is a 400, not a stack overflow (500)', async () => {
+  for (const [open, close, depth] of [
+    ['[', ']', 400_000],
+    ['{"a":', '}', 150_000],
+  ] as const) {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      headers: { 'content-type': 'application/json' },
+      payload: open.repeat(depth) + '"x"' + close.repeat(depth),
+    });
+    assert.is(res.statusCode, 400, res.body.slice(0, 300));
+    assert.is(res.json().error.code, 'invalid_request');
+  }
+  // A NUL at the bottom is still found, and named; the first one in order, a key's included.
+  assert.is(nulPath(JSON.parse('['.repeat(100_000) + '"x\\u0000"' + ']'.repeat(100_000))), `${'0.'.repeat(99_999)}0`);
+  assert.is(nulPath({ a: ['ok', { b: `x${NUL}` }], c: NUL }), 'a.1.b');
+  assert.is(nulPath({ a: 'ok', [`k${NUL}`]: 'v', z: NUL }), 'k\\u0000');
+  assert.is(nulPath({ a: [1, null, { b: 'fine' }] }), null);
+});
 
 test(
   'login: a NUL in the e-mail or the password is 400 naming it, and nothing is ' +
