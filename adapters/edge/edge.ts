@@ -12,7 +12,7 @@ import { createAccessGate } from './access-gate.js';
 import { createFastPath, releaseHeaders, staticRelease } from './fast-path.js';
 import { createReleaseProxy } from './proxy.js';
 import { serveStatic } from './static-files.js';
-import { createUsageMeter } from './usage-meter.js';
+import { createUsageMeter, servedFor } from './usage-meter.js';
 import { instrument } from '../observability/health-routes.js';
 import { clientErrorHandler, guardSlowClients, serverTimeouts } from '../http/slow-clients.js';
 
@@ -37,7 +37,7 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
     appsDomain: config.appsDomain,
   });
   const fast = createFastPath(kernel, routes, cookies, proxy);
-  const meter = createUsageMeter(kernel, routes);
+  const meter = createUsageMeter(kernel);
   const app = Fastify({
     loggerInstance: kernel.log.child({ role: 'edge' }) as FastifyBaseLogger,
     trustProxy: config.trustProxy,
@@ -91,6 +91,7 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
         .type('text/html; charset=utf-8')
         .header('cache-control', 'no-store')
         .send(notFoundPage());
+    servedFor(reply.raw, release.projectId);
     if (await gate.stops(req, reply, release)) return reply;
     const headers = releaseHeaders(release);
     if (release.target.kind === 'http') {

@@ -10,6 +10,7 @@ import { GATE_PREFIX } from './access-pages.js';
 import { hostHeaders } from './host-headers.js';
 import type { createReleaseProxy } from './proxy.js';
 import { serveStatic, type StaticRelease } from './static-files.js';
+import { servedFor } from './usage-meter.js';
 
 /** The route label of every edge request in the metrics (fastify's, for its catch-all route). */
 export const EDGE_ROUTE = '/*';
@@ -101,6 +102,7 @@ export function createFastPath(
     if (hostHeaders(req.rawHeaders) !== 1) return false;
     const release = routes.lookup(headers.host);
     if (!release) return false;
+    servedFor(res, release.projectId);
     const { target } = release;
     if (target.kind === 'http' && (headers['content-length'] !== undefined || headers.upgrade !== undefined))
       return false;

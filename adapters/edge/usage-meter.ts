@@ -1,15 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { HostRoutes } from '../../core/deployments/host-routes.js';
-import { hourOf, USAGE_SERVICE, type UsageCount } from '../../core/usage/usage-service.js';
+import { hourOf, USAGE_COLUMNS, USAGE_SERVICE, type UsageCount } from '../../core/usage/usage-service.js';
 import type { Kernel } from '../kernel.js';
 
 const SENT = Symbol('hoist.sent');
 /** A socket with what it had written when its last answer ended. */
 type Marked = Socket & { [SENT]?: number };
 const COUNTED = Symbol('hoist.counted');
-/** An answer, marked once it has been counted. */
-type Watched = ServerResponse & { [COUNTED]?: true };
+const PROJECT = Symbol('hoist.project');
+/** An answer: the project it serves (servedFor), and a mark once it has been counted. */
+type Watched = ServerResponse & { [COUNTED]?: true; [PROJECT]?: string };
+
+/**
+ * Says that `res` answers for project `projectId`, as the edge found it from the Host (the hot path, or fastify's
+ * route): the meter counts it for that project, with no lookup of its own. An answer never said so counts for nothing.
+ */
+export function servedFor(res: ServerResponse, projectId: string): void {
+  (res as Watched)[PROJECT] = projectId;
+}
 
 /** Adds one answer of `status` and `bytes` to `c`. */
 function count(c: UsageCount, status: number, bytes: number): void {
@@ -24,21 +32,22 @@ function count(c: UsageCount, status: number, bytes: number): void {
 /**
  * Counts what this edge process answers for each project (requests by status class, bytes written, headers
  * included), in memory, and adds it to the stored usage every `edgeUsageFlushSeconds` and when it stops. An answer
- * counts when it ends (sent, or cut off), for the project its Host names then; a Host that names none counts for
+ * counts when it ends (sent, or cut off), for the project `servedFor` gave it; a Host that names none counts for
  * nothing. Bytes are what the connection wrote since its previous answer ended, taken as the answer finishes and
  * before node:http hands the connection to the next answer: the answer of a request pipelined behind it (which may
  * name another project) is never counted with it. A flush that fails keeps its counts for the next one; a process
  * that dies loses at most one interval's.
  */
-export function createUsageMeter(kernel: Kernel, routes: Pick<HostRoutes, 'lookup'>) {
+export function createUsageMeter(kernel: Kernel) {
   const usage = kernel.get(USAGE_SERVICE);
   let counts = new Map<string, UsageCount>();
-  const counted = (req: IncomingMessage, res: ServerResponse) => {
+  const counted = (req: IncomingMessage, res: Watched) => {
+    // Every answer moves the connection's mark, so the next one counts only its own bytes.
     const socket = req.socket as Marked;
     const written = socket.bytesWritten;
     const bytes = written - (socket[SENT] ?? 0);
     socket[SENT] = written;
-    const projectId = routes.lookup(req.headers.host)?.projectId;
+    const projectId = res[PROJECT];
     if (!projectId) return;
     const hour = hourOf(Date.now());
     const key = `${projectId}:${hour}`;
@@ -69,9 +78,7 @@ export function createUsageMeter(kernel: Kernel, routes: Pick<HostRoutes, 'looku
         for (const [key, c] of taken) {
           const now = counts.get(key);
           if (!now) counts.set(key, c);
-          else
-            for (const k of ['requests', 'bytes', 'status2xx', 'status3xx', 'status4xx', 'status5xx'] as const)
-              now[k] += c[k];
+          else for (const k of USAGE_COLUMNS) now[k] += c[k];
         }
       });
     }));

@@ -40,10 +40,11 @@ export interface UsageView {
   buckets: (UsageFigures & { start: string })[];
 }
 
-const COLUMNS = ['requests', 'bytes', 'status2xx', 'status3xx', 'status4xx', 'status5xx'] as const;
+/** The figures of a usage row, which flushes add up. */
+export const USAGE_COLUMNS = ['requests', 'bytes', 'status2xx', 'status3xx', 'status4xx', 'status5xx'] as const;
 // One statement adds a flush's counts to every row at once; a row that is not there yet starts from them.
-const UPSERT_HEAD = `insert into project_usage (project_id, hour, ${COLUMNS.join(', ')}) values `;
-const UPSERT_TAIL = ` on conflict (project_id, hour) do update set ${COLUMNS.map(
+const UPSERT_HEAD = `insert into project_usage (project_id, hour, ${USAGE_COLUMNS.join(', ')}) values `;
+const UPSERT_TAIL = ` on conflict (project_id, hour) do update set ${USAGE_COLUMNS.map(
   (c) => `${c} = project_usage.${c} + excluded.${c}`,
 ).join(', ')}`;
 const CHUNK = 200;
@@ -89,8 +90,8 @@ export class UsageService {
     await this.em.fork().transactional(async (tx) => {
       for (let i = 0; i < counts.length; i += CHUNK) {
         const chunk = counts.slice(i, i + CHUNK);
-        const values = chunk.map(() => `(?, ?, ${COLUMNS.map(() => '?').join(', ')})`).join(', ');
-        const params = chunk.flatMap((c) => [c.projectId, c.hour, ...COLUMNS.map((k) => c[k])]);
+        const values = chunk.map(() => `(?, ?, ${USAGE_COLUMNS.map(() => '?').join(', ')})`).join(', ');
+        const params = chunk.flatMap((c) => [c.projectId, c.hour, ...USAGE_COLUMNS.map((k) => c[k])]);
         await writeRows(tx, UPSERT_HEAD + values + UPSERT_TAIL, params);
       }
     });
@@ -123,7 +124,7 @@ export class UsageService {
     const first = granularity === 'day' ? (Math.floor(now / 24) - days + 1) * 24 : now - days * 24 + 1;
     const rows = await queryRows<Row>(
       this.em.fork(),
-      `select hour, ${COLUMNS.join(', ')} from project_usage where project_id = ? and hour >= ?`,
+      `select hour, ${USAGE_COLUMNS.join(', ')} from project_usage where project_id = ? and hour >= ?`,
       [project.id, first],
     );
     const buckets = Array.from({ length: Math.floor((now - first) / step) + 1 }, (_, i) => ({

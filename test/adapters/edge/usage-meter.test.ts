@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createUsageMeter } from '../../../adapters/edge/usage-meter.js';
+import { createUsageMeter, servedFor } from '../../../adapters/edge/usage-meter.js';
 import type { Kernel } from '../../../adapters/kernel.js';
 import { USAGE_SERVICE, type UsageCount } from '../../../core/usage/usage-service.js';
 
@@ -19,11 +19,11 @@ async function metered() {
     get: (t: unknown) => (t === USAGE_SERVICE ? { record: async (c: UsageCount[]) => void recorded.push(...c) } : null),
   } as unknown as Kernel;
   const projects: Record<string, string> = { 'small.test': 'small', 'big.test': 'big' };
-  const meter = createUsageMeter(kernel, {
-    lookup: (host) => (host && projects[host] ? ({ projectId: projects[host] } as never) : null),
-  });
+  const meter = createUsageMeter(kernel);
   const server: Server = createServer((req, res) => {
     meter.watch(res);
+    // As the edge does once the Host names a project.
+    if (req.headers.host && projects[req.headers.host]) servedFor(res, projects[req.headers.host]);
     res.end(req.headers.host === 'big.test' ? Buffer.alloc(BIG, 'x') : 'v');
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
