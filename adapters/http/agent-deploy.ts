@@ -6,6 +6,7 @@ import type { Principal } from '../../core/auth/principal.js';
 import { OPERATION_VIEWS, type OperationView } from '../../core/deployments/operation-views.js';
 import { UPLOAD_DEPLOYMENTS } from '../../core/deployments/upload-deployments.js';
 import { invalid } from '../../core/errors.js';
+import { isTerminal } from '../../core/operations/state-machine.js';
 import { STORAGE } from '../../core/ports/storage.js';
 import { projectUrl } from '../../core/projects/project-url.js';
 import type { Kernel } from '../kernel.js';
@@ -25,7 +26,6 @@ export interface AgentDeploy {
   wait_seconds?: number;
 }
 
-const FINISHED = new Set(['succeeded', 'failed', 'canceled']);
 /** How often a deploy that waits reads its operation. */
 const POLL_MS = 250;
 
@@ -96,7 +96,7 @@ export async function deployFiles(
   const views = kernel.get(OPERATION_VIEWS);
   const end = Date.now() + (input.wait_seconds ?? 120) * 1000;
   let operation = await views.get(principal.accountId, started.operation.id);
-  while (!FINISHED.has(operation.status) && Date.now() < end) {
+  while (!isTerminal(operation) && Date.now() < end) {
     await sleep(POLL_MS);
     operation = await views.get(principal.accountId, started.operation.id);
   }

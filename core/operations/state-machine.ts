@@ -249,7 +249,7 @@ export function createOperation(now: Date, options: { skipBuild?: boolean; reuse
 }
 
 /** True once the operation is succeeded, failed or canceled. */
-export const isTerminal = (state: OperationState) => TERMINAL.includes(state.status);
+export const isTerminal = (state: { status: string }) => (TERMINAL as string[]).includes(state.status);
 /** Whether `cancel_requested` would be accepted. */
 export const canCancel = (state: OperationState) => PARENT_TABLE[state.status].cancel_requested === 'cancel';
 /** Whether `retry_requested` would be accepted. */
