@@ -90,8 +90,9 @@ export function createUsageMeter(kernel: Kernel) {
      * the next pipelined request on the connection; or at its `close` when it is cut off before it finishes.
      */
     watch(res: ServerResponse): void {
-      res.prependOnceListener('finish', ended);
-      res.once('close', ended);
+      // Plain listeners (no once wrapper made per answer): `ended` counts an answer once.
+      res.prependListener('finish', ended);
+      res.on('close', ended);
     },
     /** Adds what was counted to the stored usage now. */
     flush,
