@@ -3,6 +3,7 @@ import { ENVIRONMENT_SERVICE } from '../core/environment/environment-service.js'
 import { DEPLOY_HOOKS, DeployHooks } from '../core/deployments/deploy-hooks.js';
 import { DEPLOYMENT_SERVICE, DeploymentService } from '../core/deployments/deployment-service.js';
 import { OperationStore } from '../core/deployments/operation-store.js';
+import { AccountShare } from '../core/deployments/account-share.js';
 import { LOG_CHUNKS, LogChunks } from '../core/deployments/log-chunks.js';
 import { FILE_RETENTION, FileRetention } from '../core/deployments/file-retention.js';
 import { LOG_RETENTION, LogRetention } from '../core/deployments/log-retention.js';
@@ -47,14 +48,27 @@ import { WEBHOOK_SERVICE, WebhookService } from '../core/webhooks/webhook-servic
 import { WEBHOOK_SENDER } from '../core/ports/webhook-sender.js';
 
 export const OPERATION_STORE = token<OperationStore>('hoist.OperationStore');
+export const ACCOUNT_SHARE = token<AccountShare>('hoist.AccountShare');
 export const STAGE_RUNNER = token<StageRunner>('hoist.StageRunner');
 
 /** The core services of the deployment chain. */
 export const deploymentServices: ServiceDefinition[] = [
   defineService({
+    provides: ACCOUNT_SHARE,
+    deps: { em: ENTITY_MANAGER, queue: QUEUE, config: CONFIG },
+    create: (d) => new AccountShare(d.em, d.queue, d.config.reservedWorkerSlots),
+  }),
+  defineService({
     provides: OPERATION_STORE,
-    deps: { em: ENTITY_MANAGER, queue: QUEUE, clock: CLOCK, changes: CHANGE_FEED, webhooks: WEBHOOK_DELIVERIES },
-    create: (d) => new OperationStore(d.em, d.queue, d.clock, d.changes, d.webhooks),
+    deps: {
+      em: ENTITY_MANAGER,
+      queue: QUEUE,
+      clock: CLOCK,
+      changes: CHANGE_FEED,
+      webhooks: WEBHOOK_DELIVERIES,
+      share: ACCOUNT_SHARE,
+    },
+    create: (d) => new OperationStore(d.em, d.queue, d.clock, d.changes, d.webhooks, d.share),
   }),
   defineService({
     provides: DEPLOY_HOOKS,
@@ -103,8 +117,15 @@ export const deploymentServices: ServiceDefinition[] = [
   }),
   defineService({
     provides: DEPLOYMENT_SERVICE,
-    deps: { em: ENTITY_MANAGER, store: OPERATION_STORE, entitlements: ENTITLEMENT_SERVICE, clock: CLOCK, log: LOGGER },
-    create: (d) => new DeploymentService(d.em, d.store, d.entitlements, d.clock, d.log),
+    deps: {
+      em: ENTITY_MANAGER,
+      store: OPERATION_STORE,
+      entitlements: ENTITLEMENT_SERVICE,
+      clock: CLOCK,
+      log: LOGGER,
+      share: ACCOUNT_SHARE,
+    },
+    create: (d) => new DeploymentService(d.em, d.store, d.entitlements, d.clock, d.log, d.share),
   }),
   defineService({
     provides: REDACTION,

@@ -1621,12 +1621,19 @@ export interface paths {
                                 progress?: number;
                                 project_id?: string | null;
                                 queue?: {
+                                    /**
+                                     * Format: date-time
+                                     * @description Held: since when.
+                                     */
+                                    held_since?: string;
                                     jobs_ahead?: number;
                                     position?: number;
+                                    /** @description Held: why, and until when. */
+                                    reason?: string;
                                     stage?: string;
                                     /** @enum {string} */
-                                    state?: "waiting" | "running" | "gone";
-                                    workers?: number;
+                                    state?: "waiting" | "running" | "gone" | "held";
+                                    workers?: number | null;
                                 } | null;
                                 result?: {
                                     build_id?: string | null;
@@ -1834,12 +1841,19 @@ export interface paths {
                             progress?: number;
                             project_id?: string | null;
                             queue?: {
+                                /**
+                                 * Format: date-time
+                                 * @description Held: since when.
+                                 */
+                                held_since?: string;
                                 jobs_ahead?: number;
                                 position?: number;
+                                /** @description Held: why, and until when. */
+                                reason?: string;
                                 stage?: string;
                                 /** @enum {string} */
-                                state?: "waiting" | "running" | "gone";
-                                workers?: number;
+                                state?: "waiting" | "running" | "gone" | "held";
+                                workers?: number | null;
                             } | null;
                             result?: {
                                 build_id?: string | null;
@@ -2064,12 +2078,19 @@ export interface paths {
                             progress?: number;
                             project_id?: string | null;
                             queue?: {
+                                /**
+                                 * Format: date-time
+                                 * @description Held: since when.
+                                 */
+                                held_since?: string;
                                 jobs_ahead?: number;
                                 position?: number;
+                                /** @description Held: why, and until when. */
+                                reason?: string;
                                 stage?: string;
                                 /** @enum {string} */
-                                state?: "waiting" | "running" | "gone";
-                                workers?: number;
+                                state?: "waiting" | "running" | "gone" | "held";
+                                workers?: number | null;
                             } | null;
                             result?: {
                                 build_id?: string | null;
@@ -2274,12 +2295,19 @@ export interface paths {
                             progress?: number;
                             project_id?: string | null;
                             queue?: {
+                                /**
+                                 * Format: date-time
+                                 * @description Held: since when.
+                                 */
+                                held_since?: string;
                                 jobs_ahead?: number;
                                 position?: number;
+                                /** @description Held: why, and until when. */
+                                reason?: string;
                                 stage?: string;
                                 /** @enum {string} */
-                                state?: "waiting" | "running" | "gone";
-                                workers?: number;
+                                state?: "waiting" | "running" | "gone" | "held";
+                                workers?: number | null;
                             } | null;
                             result?: {
                                 build_id?: string | null;

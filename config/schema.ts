@@ -686,6 +686,16 @@ export const settings = {
     min: 1,
     doc: 'Stages one worker process runs at once.',
   },
+  reservedWorkerSlots: {
+    type: 'integer',
+    env: 'HOIST_RESERVED_WORKER_SLOTS',
+    default: 1,
+    min: 0,
+    doc:
+      'Slots of all live workers that no single account may take, kept for the deployments of others: an account ' +
+      'runs at most (live slots − this, at least 1) deployments at once, and its further ones (within its plan) ' +
+      'wait, held, until one of its own ends. 0 lets one account fill every slot (a one-account installation).',
+  },
   dnsServers: {
     type: 'string',
     env: 'HOIST_DNS_SERVERS',

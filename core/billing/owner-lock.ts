@@ -13,7 +13,12 @@ export function underOwnerLock<T>(
   write: (tx: EntityManager) => Promise<T>,
 ): Promise<T> {
   return em.fork().transactional(async (tx) => {
-    await tx.findOne(owner, { id } as never, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    await lockOwner(tx, owner, id);
     return write(tx);
   });
+}
+
+/** Locks the row `id` of `owner` in the transaction `tx` until it ends (see underOwnerLock). */
+export async function lockOwner(tx: EntityManager, owner: EntityName<object>, id: string): Promise<void> {
+  await tx.findOne(owner, { id } as never, { lockMode: LockMode.PESSIMISTIC_WRITE });
 }

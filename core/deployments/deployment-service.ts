@@ -13,6 +13,7 @@ import type { Clock } from '../ports/clock.js';
 import type { StoredObject } from '../ports/storage.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { OperationStore } from './operation-store.js';
+import type { AccountShare } from './account-share.js';
 import { token, type Logger } from '../tokens.js';
 import { insertRow, loadOne, queryRows, updateRows } from '../entities/plain-sql.js';
 import { withTimeout } from '../with-timeout.js';
@@ -46,6 +47,8 @@ export class DeploymentService {
     private readonly entitlements: EntitlementService,
     private readonly clock: Clock,
     private readonly log?: Pick<Logger, 'warn'>,
+    /** Holds a chain its account's share of the workers has no room for; without it none is held. */
+    private readonly share?: Pick<AccountShare, 'admit'>,
   ) {}
 
   /**
@@ -64,7 +67,7 @@ export class DeploymentService {
     await this.assertNoChainRunning(project.id);
     const plan = await this.entitlements.planOf(accountId);
     assertPlanAllows(plan, 'archive_bytes', upload.size, 0);
-    await this.assertPlanRoom(accountId, plan);
+    const planLimit = await this.assertPlanRoom(accountId, plan);
 
     const now = this.clock.now();
     const created = createOperation(now, { skipBuild: options.skip_build === true });
@@ -81,7 +84,7 @@ export class DeploymentService {
       createdAt: now,
     });
     operation.versionId = version.id;
-    await this.launch(operation, created, [version]);
+    await this.launch(operation, created, planLimit, [version]);
     return { operation, version };
   }
 
@@ -102,7 +105,7 @@ export class DeploymentService {
     if (!version) throw notFound('Version');
     if (version.archiveRemovedAt) throw archiveRemoved(version.id);
     await this.assertNoChainRunning(version.projectId);
-    await this.assertPlanRoom(accountId);
+    const planLimit = await this.assertPlanRoom(accountId);
     const created = createOperation(this.clock.now(), { skipBuild: version.options.skip_build === true });
     if (how.production) created.state.production = true;
     const operation = Object.assign(this.newOperation(accountId, version.projectId, created), {
@@ -110,7 +113,7 @@ export class DeploymentService {
       source: how.source ?? 'retry',
       startedBy: startedBy ?? null,
     });
-    await this.launch(operation, created);
+    await this.launch(operation, created, planLimit);
     return operation;
   }
 
@@ -133,7 +136,7 @@ export class DeploymentService {
       );
     if (build.artifactRemovedAt) throw artifactRemoved(build.id);
     await this.assertNoChainRunning(build.projectId);
-    await this.assertPlanRoom(accountId);
+    const planLimit = await this.assertPlanRoom(accountId);
     const created = createOperation(this.clock.now(), { reuse: ['analyze', 'build'] });
     created.state.buildId = build.id;
     if (await this.builtForProduction(build)) created.state.production = true;
@@ -142,7 +145,7 @@ export class DeploymentService {
       source: 'retry',
       startedBy: startedBy ?? null,
     });
-    await this.launch(operation, created);
+    await this.launch(operation, created, planLimit);
     return operation;
   }
 
@@ -167,7 +170,7 @@ export class DeploymentService {
     const why = unpromotable(release, canResume, this.clock.now(), await tookTargeted(this.em, [release]));
     if (why) throw new HoistError('not_promotable', why.message, { release_id: release.id, reason: why.reason });
     await this.assertNoChainRunning(release.projectId);
-    await this.assertConcurrentRoom(accountId);
+    const planLimit = await this.assertConcurrentRoom(accountId);
     const created = createOperation(this.clock.now(), { reuse: ['analyze', 'build'] });
     created.state.promote = release.id;
     const operation = Object.assign(this.newOperation(accountId, release.projectId, created, 'promote'), {
@@ -175,7 +178,7 @@ export class DeploymentService {
       source: 'promote',
       startedBy: startedBy ?? null,
     });
-    await this.launch(operation, created);
+    await this.launch(operation, created, planLimit);
     return operation;
   }
 
@@ -200,10 +203,12 @@ export class DeploymentService {
     const op = await this.owned(accountId, operationId);
     await this.assertFilesKept(op);
     if (op.projectId) await this.assertNoChainRunning(op.projectId, op.id);
-    await this.assertConcurrentRoom(accountId);
-    return (
-      await this.store.apply(operationId, { type: 'retry_requested' }, (tx) => this.takeChain(tx, op.projectId!, op.id))
-    ).op;
+    const planLimit = await this.assertConcurrentRoom(accountId);
+    const started = await this.store.apply(operationId, { type: 'retry_requested' }, async (tx, _t, written) => {
+      await this.share?.admit(tx, written, planLimit, true);
+      await this.takeChain(tx, op.projectId!, op.id);
+    });
+    return started.op;
   }
 
   /**
@@ -254,9 +259,9 @@ export class DeploymentService {
 
   /**
    * Throws plan_restricted when the account has started its plan's deployments_per_day in the last
-   * 24 h, or already runs its plan's concurrent_builds deployment chains.
+   * 24 h, or already runs its plan's concurrent_builds deployment chains; returns that limit.
    */
-  private async assertPlanRoom(accountId: string, plan?: Plan): Promise<void> {
+  private async assertPlanRoom(accountId: string, plan?: Plan): Promise<number> {
     const limits = plan ?? (await this.entitlements.planOf(accountId));
     const since = new Date(this.clock.now().getTime() - 24 * 3600 * 1000);
     const today = await this.count(
@@ -264,11 +269,14 @@ export class DeploymentService {
       [accountId, 'deploy', this.em.getPlatform().processDateProperty(since)],
     );
     assertPlanAllows(limits, 'deployments_per_day', today);
-    await this.assertConcurrentRoom(accountId, limits);
+    return this.assertConcurrentRoom(accountId, limits);
   }
 
-  /** Throws plan_restricted when the account already runs its plan's concurrent_builds deployment chains. */
-  private async assertConcurrentRoom(accountId: string, plan?: Plan): Promise<void> {
+  /**
+   * Throws plan_restricted when the account already runs its plan's concurrent_builds deployment chains; returns that
+   * limit.
+   */
+  private async assertConcurrentRoom(accountId: string, plan?: Plan): Promise<number> {
     const limits = plan ?? (await this.entitlements.planOf(accountId));
     const running = await this.count(
       `select count(*) as n from operations where account_id = ? and kind in (${CHAIN_KINDS.map(() => '?')}) ` +
@@ -276,6 +284,7 @@ export class DeploymentService {
       [accountId, ...CHAIN_KINDS, 'running'],
     );
     assertPlanAllows(limits, 'concurrent_builds', running);
+    return limits.limits.concurrent_builds;
   }
 
   /** What a plain count query answers (every upload counts twice; the ORM's count cost several times the query). */
@@ -303,10 +312,19 @@ export class DeploymentService {
    * Takes the project's chain and writes the operation (and `also`) in one transaction, then enqueues its first stage.
    * The operation is recorded by then: a queue that does not take the stage (away for a moment) delays the chain and
    * never loses it, as the workers enqueue such a stage again (Recovery.requeue, every requeueSeconds). The answer
-   * waits ENQUEUE_WAIT_MS for the queue at most.
+   * waits ENQUEUE_WAIT_MS for the queue at most. A chain its account's share of the workers has no room for is
+   * written held, and enqueued when one of the account's chains ends (AccountShare); `planLimit` is the plan's
+   * concurrent_builds.
    */
-  private async launch(operation: Operation, created: Transition, also: object[] = []): Promise<void> {
+  private async launch(
+    operation: Operation,
+    created: Transition,
+    planLimit: number,
+    also: object[] = [],
+  ): Promise<void> {
     await this.em.fork().transactional(async (tx) => {
+      // First: the account's lock, if the share takes it, comes before the project's row (as a retry takes them).
+      await this.share?.admit(tx, operation, planLimit, false);
       await this.takeChain(tx, operation.projectId!, operation.id);
       for (const row of [operation, ...also]) await insertRow(tx, row.constructor as EntityName<object>, row);
     });

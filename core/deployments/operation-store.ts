@@ -15,6 +15,7 @@ import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import type { Queue } from '../ports/queue.js';
 import type { WebhookDeliveries } from '../webhooks/webhook-deliveries.js';
+import type { AccountShare } from './account-share.js';
 import { OPERATIONS_CHANNEL, projectOperations } from './log-chunks.js';
 
 /** The queue topic of deployment stages. */
@@ -54,6 +55,8 @@ export class OperationStore {
     private readonly changes?: Pick<ChangeFeed, 'publish'>,
     /** Records the webhook deliveries of a deployment that ends, in the transaction that ends it. */
     private readonly webhooks?: Pick<WebhookDeliveries, 'record' | 'dispatch'>,
+    /** Lets an account's held chains go when one of its chains ends. */
+    private readonly share?: Pick<AccountShare, 'release'>,
   ) {}
 
   /** The state of a deployment operation (throws not_found for another kind). */
@@ -124,6 +127,8 @@ export class OperationStore {
         await this.changes?.publish(OPERATIONS_CHANNEL, op.id).catch(() => undefined);
         if (deliveries.length) await this.webhooks!.dispatch(deliveries);
         await this.carryOut(op, t.effects);
+        // A release that fails is made by the workers' next sweep (Recovery.requeue).
+        if (finished) await this.release(op.accountId).catch(() => 0);
         return { t, op };
       }
       if (tries >= 20) throw new HoistError('conflict', 'The operation is changing too fast; try again');
@@ -147,12 +152,28 @@ export class OperationStore {
    */
   async carryOut(op: Operation, effects: Effect[]): Promise<void> {
     this.remember(op);
+    // A held chain's stage is enqueued when its account's share lets it go (release).
+    if (op.heldSince) return;
     for (const e of effects) {
       if (e.type === 'enqueue_stage') {
         const job: StageJob = { operationId: op.id, stage: e.stage, attempt: e.attempt };
         await this.queue.enqueue(STAGE_TOPIC, job, { key: stageJobKey(job) });
       }
     }
+  }
+
+  /**
+   * Lets go of the account's held chains its share of the workers has room for now (AccountShare.release) and
+   * enqueues their current stage; returns how many.
+   */
+  async release(accountId: string): Promise<number> {
+    const freed = (await this.share?.release(accountId)) ?? [];
+    for (const op of freed) {
+      const state = OperationStore.stateOf(op);
+      await this.changes?.publish(OPERATIONS_CHANNEL, op.id).catch(() => undefined);
+      await this.carryOut(op, [{ type: 'enqueue_stage', stage: state.current!, attempt: state.attempt }]);
+    }
+    return freed.length;
   }
 
   private fields(op: Operation, t: Transition) {

@@ -172,7 +172,20 @@ export class OperationViews {
       };
     }
     let queue: Record<string, unknown> | null = null;
-    if (state.status === 'running' && state.current) {
+    if (state.status === 'running' && state.current && op.heldSince) {
+      const workers = await this.queue.workers(STAGE_TOPIC).catch(() => null);
+      const share = workers === null ? null : Math.max(1, workers - this.config.reservedWorkerSlots);
+      const runs = share === null ? 'its share of the workers' : `${share} at once, its share of the workers`;
+      queue = {
+        stage: state.current,
+        state: 'held',
+        jobs_ahead: 0,
+        position: 0,
+        workers,
+        held_since: iso(op.heldSince),
+        reason: `Held: the account already runs ${runs}; this deployment is queued as soon as one of its others ends.`,
+      };
+    } else if (state.status === 'running' && state.current) {
       // The queue being unreachable (a NATS restart) leaves queue null rather than failing the view.
       const p = await this.queue
         .position(STAGE_TOPIC, stageJobKey({ operationId: op.id, stage: state.current, attempt: state.attempt }))
@@ -225,8 +238,8 @@ export class OperationViews {
 }
 
 const OPERATION_QUERY =
-  'select id, account_id, project_id, kind, status, progress, error, state, revision, version_id, created_at, ' +
-  'updated_at, finished_at from operations where id = ? and account_id = ?';
+  'select id, account_id, project_id, kind, status, progress, error, state, revision, version_id, held_since, ' +
+  'created_at, updated_at, finished_at from operations where id = ? and account_id = ?';
 /**
  * What a deployment's view shows besides the operation, in one row (parameters: version id, build id or operation
  * id, operation id, project id): the version's analysis, the build (the one shipped, or the operation's newest),
@@ -265,6 +278,7 @@ interface OperationRow {
   state: unknown;
   revision: number;
   version_id: string | null;
+  held_since: Timestamp | null;
   created_at: Timestamp;
   updated_at: Timestamp;
   finished_at: Timestamp | null;
@@ -283,6 +297,7 @@ const operationOf = (row: OperationRow): Operation =>
     state: json<Operation['state']>(row.state),
     revision: Number(row.revision),
     versionId: row.version_id,
+    heldSince: row.held_since === null ? null : new Date(row.held_since),
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
     finishedAt: row.finished_at === null ? null : new Date(row.finished_at),

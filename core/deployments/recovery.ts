@@ -62,15 +62,23 @@ export class Recovery {
   async requeue(quietMs?: number): Promise<number> {
     const quiet = quietMs === undefined ? {} : { updatedAt: { $lt: new Date(Date.now() - quietMs) } };
     let enqueued = 0;
+    // Held chains wait for their account's share: each such account's are let go as far as it has room now (a
+    // release lost with the process that ended a chain, or workers that joined since).
+    const holding = new Set<string>();
     for (const op of await this.em
       .fork()
       .find(Operation, { kind: { $in: CHAIN_KINDS }, status: 'running', ...quiet })) {
       const state = op.state as unknown as OperationState;
       const status = state?.current ? state.stages[state.current].status : null;
       if (!status || status === 'skipped' || (quietMs !== undefined && status !== 'queued')) continue;
+      if (op.heldSince) {
+        holding.add(op.accountId);
+        continue;
+      }
       await this.store.carryOut(op, [{ type: 'enqueue_stage', stage: state.current!, attempt: state.attempt }]);
       enqueued++;
     }
+    for (const accountId of holding) enqueued += await this.store.release(accountId);
     return enqueued;
   }
 }

@@ -22,6 +22,11 @@ export class Operation {
   source: string | null = null;
   /** Who started it (null: not recorded, e.g. an operation older than the field). */
   startedBy: StartedBy | null = null;
+  /**
+   * Set while the chain is held for its account's share of the workers (AccountShare): its first stage is not
+   * enqueued until one of the account's other chains ends.
+   */
+  heldSince: Date | null = null;
   createdAt!: Date;
   updatedAt!: Date;
   finishedAt: Date | null = null;
@@ -59,6 +64,7 @@ export const OperationSchema = new EntitySchema<Operation>({
     source: { type: 'string', length: 16, nullable: true },
     startedBy: { type: 'json', nullable: true },
     versionId: { type: 'uuid', nullable: true },
+    heldSince: { type: 'Date', nullable: true },
     createdAt: { type: 'Date' },
     updatedAt: { type: 'Date' },
     finishedAt: { type: 'Date', nullable: true },

@@ -67,6 +67,11 @@ export interface Queue {
   consume<P>(topic: string, handler: JobHandler<P>, opts: ConsumeOptions): Promise<() => Promise<void>>;
   /** Where the job with `key` stands in `topic`. */
   position(topic: string, key: string): Promise<QueuePosition>;
+  /**
+   * The slots of live consumers of `topic` (their concurrency added up), as `position` counts them: every process's
+   * where the backend can tell (queue-nats), else this process's own (queue-local).
+   */
+  workers(topic: string): Promise<number>;
   /** How many jobs of `topic` wait and run now, for metrics; absent when the backend cannot tell. */
   depth?(topic: string): Promise<{ waiting: number; running: number }>;
 }

@@ -45,7 +45,7 @@ export class LocalQueue implements Queue, Lifecycle {
   private readonly idleSlots = new Map<string, Set<IdleSlot>>();
   /** Jobs enqueued by this process so far, per topic: a slot that saw one arrive while it looked does not go idle. */
   private readonly enqueued = new Map<string, number>();
-  private readonly workers = new Map<string, number>();
+  private readonly slots = new Map<string, number>();
   private readonly stops = new Set<() => Promise<void>>();
 
   constructor(
@@ -91,22 +91,26 @@ export class LocalQueue implements Queue, Lifecycle {
     const abort = new AbortController();
     // Every idle slot listens for the stop, and a running job's handler may too.
     setMaxListeners(2 * opts.concurrency + 10, abort.signal);
-    this.workers.set(topic, (this.workers.get(topic) ?? 0) + opts.concurrency);
+    this.slots.set(topic, (this.slots.get(topic) ?? 0) + opts.concurrency);
     const slots = Array.from({ length: opts.concurrency }, () => this.slot(topic, handler, opts, abort.signal));
     const stop = async () => {
       if (abort.signal.aborted) return;
       abort.abort();
       await Promise.allSettled(slots);
-      this.workers.set(topic, (this.workers.get(topic) ?? 0) - opts.concurrency);
+      this.slots.set(topic, (this.slots.get(topic) ?? 0) - opts.concurrency);
       this.stops.delete(stop);
     };
     this.stops.add(stop);
     return stop;
   }
 
+  async workers(topic: string): Promise<number> {
+    return this.slots.get(topic) ?? 0;
+  }
+
   async position(topic: string, key: string): Promise<QueuePosition> {
     const em = this.em.fork();
-    const workers = this.workers.get(topic) ?? 0;
+    const workers = await this.workers(topic);
     // A plain query, not an entity: every poll of a running operation asks (the entity load cost several times it).
     const [job] = await queryRows<{ id: string; state: string; created_at: Date | number }>(
       em,

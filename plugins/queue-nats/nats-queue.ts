@@ -187,6 +187,11 @@ export class NatsQueue implements Queue, Lifecycle {
     return { jobsAhead, state: 'waiting', workers };
   }
 
+  async workers(topic: string): Promise<number> {
+    this.ensureConnected();
+    return this.presence!.count(topic);
+  }
+
   async depth(topic: string): Promise<{ waiting: number; running: number }> {
     this.ensureConnected();
     const info = await this.consumerInfo(topic);

@@ -151,9 +151,12 @@ export function queueContract(name: string, make: () => Promise<QueueFixture>) {
       await f.queue.consume(t, async () => {}, { concurrency: 3 }),
     ];
     const running = await f.queue.position(t, `${t}-never`);
+    const slots = await f.queue.workers(t);
     for (const s of stops) await s();
     assert.is(running.workers, 5);
+    assert.is(slots, 5);
     assert.is((await f.queue.position(t, `${t}-never`)).workers, 0);
+    assert.is(await f.queue.workers(t), 0);
   });
 
   test(`${name}: jobs are shared between consumers with no job run twice`, async () => {

@@ -143,7 +143,12 @@ export class DeployView {
       return `  ${this.icon(status)} ${name.padEnd(8)} ${status.padEnd(9)}${progress}`;
     });
     if (!this.streamed) for (const l of op.build_log?.last_lines?.slice(-LOG_LINES) ?? []) lines.push(dim(`  │ ${l}`));
-    const queue = op.queue?.state === 'waiting' ? ` · waiting in the queue (${op.queue.jobs_ahead ?? 0} ahead)` : '';
+    const queue =
+      op.queue?.state === 'waiting'
+        ? ` · waiting in the queue (${op.queue.jobs_ahead ?? 0} ahead)`
+        : op.queue?.state === 'held'
+          ? ' · held: your other deployments use your share of the workers; it starts when one ends'
+          : '';
     const stuck = op.maybe_stuck ? yellow(' · no sign of life for a while; it may be stuck') : '';
     const hint = op.status === 'running' ? dim('   Ctrl-C to cancel or detach') : '';
     lines.push(`  ${bold(`${op.progress ?? 0}%`)} ${op.status}${queue}${stuck}${hint}`);

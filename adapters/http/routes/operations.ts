@@ -74,13 +74,18 @@ export const OperationSchema = {
     }),
     queue: nullable({
       type: 'object',
-      description: 'Queue information for the current stage.',
+      description:
+        'Queue information for the current stage. `held`: the account already runs its share of the workers ' +
+        '(HOIST_RESERVED_WORKER_SLOTS), and the stage is queued when one of its other deployments ends; `reason` ' +
+        'says so.',
       properties: {
         stage: { type: 'string' },
-        state: { type: 'string', enum: ['waiting', 'running', 'gone'] },
+        state: { type: 'string', enum: ['waiting', 'running', 'gone', 'held'] },
         jobs_ahead: { type: 'integer' },
         position: { type: 'integer' },
-        workers: { type: 'integer' },
+        workers: nullable({ type: 'integer', description: 'Live worker slots; null when the queue did not answer.' }),
+        held_since: { type: 'string', format: 'date-time', description: 'Held: since when.' },
+        reason: { type: 'string', description: 'Held: why, and until when.' },
       },
     }),
     maybe_stuck: {

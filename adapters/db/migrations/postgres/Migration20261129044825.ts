@@ -1,0 +1,13 @@
+import { Migration } from '@mikro-orm/migrations';
+
+export class Migration20261129044825 extends Migration {
+
+  override async up(): Promise<void> {
+    this.addSql(`alter table "operations" add column "held_since" timestamptz null;`);
+  }
+
+  override async down(): Promise<void> {
+    this.addSql(`alter table "operations" drop column "held_since";`);
+  }
+
+}
