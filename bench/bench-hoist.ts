@@ -52,7 +52,11 @@ export async function startBenchHoist(
   roles: Role[] = ['api', 'worker', 'edge'],
 ): Promise<BenchHoist> {
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-bench-'));
-  const kernel = await boot(loadConfig(env, { dataDir, port: 0, edgePort: 0, logLevel: 'silent', ...config }));
+  // The request limit is counted, as in production, but never reached: the benches send far more than any client.
+  const limits = { apiRequestsPerMinute: 1e9 };
+  const kernel = await boot(
+    loadConfig(env, { dataDir, port: 0, edgePort: 0, logLevel: 'silent', ...limits, ...config }),
+  );
   const running = await startRoles(roles, kernel);
   const api = running.urls.api!;
   const email = 'bench@example.com';

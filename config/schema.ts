@@ -463,6 +463,16 @@ export const settings = {
       "Default: 5000, or 72000 with trustProxy (longer than a load balancer's usual 60 " +
       's idle timeout, so the balancer closes first; set it above yours).',
   },
+  apiRequestsPerMinute: {
+    type: 'integer',
+    env: 'HOIST_API_REQUESTS_PER_MINUTE',
+    default: 1200,
+    min: 0,
+    doc:
+      'Requests each account may send to one API process in a minute (any of its tokens, every member), and each ' +
+      'client address without a token; past it 429 rate_limited with Retry-After, and every answer carries ' +
+      'x-ratelimit-limit, -remaining and -reset. Health routes are not counted. 0: no limit.',
+  },
   maxConnectionsPerAddress: {
     type: 'integer',
     env: 'HOIST_MAX_CONNECTIONS_PER_ADDRESS',

@@ -9,8 +9,8 @@ import { testKernel } from './kernel.js';
 export interface TestApi {
   kernel: Kernel;
   app: FastifyInstance;
-  /** Creates an account (plan `free` unless given) and logs in; returns its token and ids. */
-  account(opts?: { email?: string; password?: string; plan?: string }): Promise<TestAccount>;
+  /** Creates an account (plan `free` unless given) and logs in (from `address`, else 127.0.0.1); its token and ids. */
+  account(opts?: { email?: string; password?: string; plan?: string; address?: string }): Promise<TestAccount>;
   /** Runs `fn` inside a database request context (for direct service or entity access). */
   inContext<T>(fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -44,7 +44,12 @@ export async function testApi(overrides: Partial<HoistConfig> = {}): Promise<Tes
       const { account, user } = await inContext(() =>
         kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password, plan: opts.plan }),
       );
-      const res = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/login',
+        payload: { email, password },
+        ...(opts.address && { remoteAddress: opts.address }),
+      });
       if (res.statusCode !== 200) throw new Error(`login failed: ${res.body}`);
       const token = res.json().token as string;
       return {

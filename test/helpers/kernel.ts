@@ -50,6 +50,8 @@ export async function testKernel(overrides: Partial<HoistConfig> = {}): Promise<
       logLevel: process.env.HOIST_TEST_LOG ?? 'silent',
       port: 0,
       edgePort: 0,
+      // Counted as everywhere, but tests poll faster than any client should (rate-limit.test.ts tries the limit).
+      apiRequestsPerMinute: 100_000,
       ...backends.overrides,
       ...overrides,
     },
