@@ -25,6 +25,8 @@ export const RESUMABLE_MAX_BYTES = 100_000_000;
  * pieces in storage until it is finished or expires, so their number bounds what one account keeps there.
  */
 export const MAX_OPEN_SESSIONS = 10;
+/** Days a session's row stays after it expired (its URL answers gone meanwhile, then not found). */
+export const SESSION_ROW_DAYS = 7;
 
 /** Size of every part but the last of a resumable upload sent straight to storage (presigned parts). */
 export const DIRECT_PART_BYTES = 8 * 1024 * 1024;
@@ -405,18 +407,14 @@ export class UploadSessionService {
    * Deletes the pieces the session holds (and discards its unfinished storage multipart upload); an unfinished upload
    * starts over.
    */
-  private async dropParts(session: UploadSession): Promise<void> {
+  private async dropParts(session: UploadSession, em = this.em): Promise<void> {
     if (session.multipartUploadId && !session.usedAt) {
       await this.storage.direct?.abortMultipart(session.storageKey, session.multipartUploadId);
-      await this.em.nativeUpdate(UploadSession, { id: session.id }, { multipartUploadId: null });
+      await em.nativeUpdate(UploadSession, { id: session.id }, { multipartUploadId: null });
     }
     if (!session.parts.length) return;
     for (const part of session.parts) if (part.key) await this.storage.delete(part.key);
-    await this.em.nativeUpdate(
-      UploadSession,
-      { id: session.id },
-      { parts: [], ...(session.usedAt ? {} : { offset: 0 }) },
-    );
+    await em.nativeUpdate(UploadSession, { id: session.id }, { parts: [], ...(session.usedAt ? {} : { offset: 0 }) });
   }
 
   /** Throws rate_limited when the account holds MAX_OPEN_SESSIONS sessions neither used nor expired. */
@@ -436,19 +434,37 @@ export class UploadSessionService {
     );
   }
 
-  /** Deletes the pieces of the account's expired, unfinished resumable uploads. */
-  private async sweep(accountId: string): Promise<void> {
-    const stale = await this.em.find(
+  /**
+   * For every account (one that never comes back too): deletes the pieces of expired, unfinished resumable uploads,
+   * `limit` uploads at most, and the rows of sessions expired more than SESSION_ROW_DAYS ago whose pieces are gone.
+   * The workers run it periodically (any number of them: what one removed, another skips). Returns how many of each.
+   */
+  async removeExpired(limit = 500): Promise<{ uploads: number; sessions: number }> {
+    // Outside any request: an entity manager of its own.
+    const em = this.em.fork();
+    const uploads = await this.sweep(undefined, limit, em);
+    const before = new Date(this.clock.now().getTime() - SESSION_ROW_DAYS * 86_400_000);
+    const sessions = await em.nativeDelete(UploadSession, {
+      expiresAt: { $lt: before },
+      $or: [{ usedAt: { $ne: null } }, { offset: 0, multipartUploadId: null }],
+    });
+    return { uploads, sessions };
+  }
+
+  /** Deletes the pieces of expired, unfinished resumable uploads (the account's, or every one's); how many. */
+  private async sweep(accountId?: string, limit?: number, em = this.em): Promise<number> {
+    const stale = await em.find(
       UploadSession,
       {
-        accountId,
+        ...(accountId && { accountId }),
         usedAt: null,
         expiresAt: { $lte: this.clock.now() },
         $or: [{ offset: { $gt: 0 } }, { multipartUploadId: { $ne: null } }],
       },
-      { disableIdentityMap: true },
+      { disableIdentityMap: true, ...(limit && { limit }) },
     );
-    for (const session of stale) await this.dropParts(session);
+    for (const session of stale) await this.dropParts(session, em);
+    return stale.length;
   }
 
   /** Aborts the multipart upload of a failed step; one left behind holds its parts in storage until removed. */

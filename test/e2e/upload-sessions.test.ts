@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { UploadSession } from '../../core/entities/upload-session.js';
-import { MAX_OPEN_SESSIONS } from '../../core/uploads/upload-session-service.js';
+import {
+  MAX_OPEN_SESSIONS,
+  SESSION_ROW_DAYS,
+  UPLOAD_SESSION_SERVICE,
+} from '../../core/uploads/upload-session-service.js';
+import { STORAGE } from '../../core/ports/storage.js';
 import { Version } from '../../core/entities/version.js';
 import { from, storedZip } from '../helpers/big-zip.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
@@ -753,6 +758,37 @@ test(
     assert.equal(filesUnder(kernel(), `uploads/${first}`), []);
   },
 );
+
+test('the workers remove what expired sessions leave, also for an account that never comes back', async () => {
+  const service = kernel().get(UPLOAD_SESSION_SERVICE);
+  const { token: gone } = await h.login();
+  const piece = randomBytes(4096);
+  const res = await create({ name: 'never-back', transport: 'direct_storage_resumable', size: 1_000_000 }, gone);
+  assert.is(res.status, 201, JSON.stringify(res.body));
+  const unfinished = res.body.upload_url as string;
+  assert.is((await patch(unfinished, 0, piece)).status, 204);
+  const used = await urlOf({ project_id: existing.id, filename: 'site.zip' });
+  const deployed = await post(used, zip);
+  assert.is(deployed.status, 202, JSON.stringify(deployed.body));
+  assert.is((await h.waitFor(token, deployed.body.operation.id)).status, 'succeeded');
+  const [unfinishedId, usedId] = [await sessionIdOf(unfinished), await sessionIdOf(used)];
+  const archive = (await em().findOneOrFail(Version, { operationId: deployed.body.operation.id })).archiveKey;
+
+  // Expired: the piece goes at the next round, the row stays (its URL says gone) for SESSION_ROW_DAYS.
+  await em().nativeUpdate(UploadSession, { id: unfinishedId }, { expiresAt: new Date(Date.now() - 1000) });
+  assert.is((await service.removeExpired()).uploads, 1);
+  assert.equal(filesUnder(kernel(), `uploads/${unfinishedId}`), []);
+  refused(await patch(unfinished, 0, piece), 410, 'gone');
+  assert.equal(await service.removeExpired(), { uploads: 0, sessions: 0 });
+
+  // Expired for longer: both rows go; the used one's archive is the version's, and stays.
+  const old = new Date(Date.now() - (SESSION_ROW_DAYS + 1) * 86_400_000);
+  await em().nativeUpdate(UploadSession, { id: { $in: [unfinishedId, usedId] } }, { expiresAt: old });
+  assert.equal(await service.removeExpired(), { uploads: 0, sessions: 2 });
+  assert.is(await em().count(UploadSession, { id: { $in: [unfinishedId, usedId] } }), 0);
+  refused(await patch(unfinished, 0, piece), 404, 'not_found');
+  assert.ok(await kernel().get(STORAGE).stat(archive), 'the version keeps its archive');
+});
 
 // tus is the resumable transport of local storage; with HOIST_STORAGE=minio sessions take presigned
 // part PUTs instead, proven by upload-sessions-s3.test.ts.
