@@ -417,7 +417,9 @@ export const settings = {
     type: 'boolean',
     env: 'HOIST_TRUST_PROXY',
     default: false,
-    doc: 'Trust X-Forwarded-* headers (set behind a reverse proxy).',
+    doc:
+      'Trust the X-Forwarded-* headers of the one reverse proxy in front (set behind one): the address it saw is the ' +
+      "client's (what a client wrote in X-Forwarded-For before it is not believed).",
   },
   requestTimeoutMs: {
     type: 'integer',

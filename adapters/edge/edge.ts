@@ -14,7 +14,7 @@ import { createReleaseProxy } from './proxy.js';
 import { serveStatic } from './static-files.js';
 import { createUsageMeter, servedFor } from './usage-meter.js';
 import { instrument } from '../observability/health-routes.js';
-import { clientErrorHandler, guardSlowClients, serverTimeouts } from '../http/slow-clients.js';
+import { clientErrorHandler, guardSlowClients, serverTimeouts, trustedHops } from '../http/slow-clients.js';
 
 /**
  * Builds the edge (not listening): serves each project's live release on `<slug>.<appsDomain>` and
@@ -40,7 +40,7 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   const meter = createUsageMeter(kernel);
   const app = Fastify({
     loggerInstance: kernel.log.child({ role: 'edge' }) as FastifyBaseLogger,
-    trustProxy: config.trustProxy,
+    trustProxy: trustedHops(config),
     // Slow clients: headers, keep-alive and whole-request timeouts, a minimum body rate and a cap per address.
     ...serverTimeouts(config),
     clientErrorHandler: clientErrorHandler(config, 'text'),

@@ -13,7 +13,7 @@ import { ErrorBody } from './schemas.js';
 import { refuseNul } from './refuse-nul.js';
 import { limitRequests } from './rate-limit.js';
 import { redactUrl, requestLog } from './request-log.js';
-import { clientErrorHandler, guardSlowClients, serverTimeouts } from './slow-clients.js';
+import { clientErrorHandler, guardSlowClients, serverTimeouts, trustedHops } from './slow-clients.js';
 import { lazySchemas } from './lazy-schemas.js';
 import { requestId } from './request-id.js';
 
@@ -24,7 +24,7 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
     // Upload URLs carry their secret in the path: the request log shows it redacted.
     loggerInstance: kernel.log.child({}, { serializers: { req: requestLog } }) as FastifyBaseLogger,
     genReqId: requestId,
-    trustProxy: config.trustProxy,
+    trustProxy: trustedHops(config),
     // Slow clients: headers, keep-alive and whole-request timeouts; what Node refuses is answered with the error body.
     ...serverTimeouts(config),
     clientErrorHandler: clientErrorHandler(config, 'json'),

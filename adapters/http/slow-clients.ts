@@ -13,6 +13,14 @@ import { requestId } from './request-id.js';
  */
 export type AnswerForm = 'json' | 'text';
 
+/**
+ * Fastify's trustProxy for config.trustProxy: the one proxy in front, not every hop. The address that proxy saw (the
+ * last X-Forwarded-For entry) is the client's; what a client wrote before it is not believed, so a client cannot
+ * choose the address its requests are counted and limited under.
+ */
+export const trustedHops = (config: HoistConfig) =>
+  config.trustProxy ? (_address: string, hop: number) => hop === 0 : false;
+
 /** The server options (fastify's) that carry the timeouts of `config`. */
 export function serverTimeouts(config: HoistConfig) {
   // Node swaps a headersTimeout longer than requestTimeout in for it, and checks both only every

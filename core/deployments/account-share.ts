@@ -27,29 +27,32 @@ export class AccountShare {
     private readonly reserved: number,
   ) {}
 
-  /** The chains one account runs at once: live worker slots less the reserved ones, at least 1. */
+  /**
+   * The chains one account runs at once: live worker slots less the reserved ones, at least 1. A queue that does not
+   * answer (NATS away) counts none: a start is still accepted, held beyond one chain, and let go by the workers' sweep.
+   */
   async cap(): Promise<number> {
-    return Math.max(1, (await this.queue.workers(STAGE_TOPIC)) - this.reserved);
+    return Math.max(1, (await this.queue.workers(STAGE_TOPIC).catch(() => 0)) - this.reserved);
   }
 
   /**
    * In the transaction `tx` that starts `op`'s chain, before anything else is locked there: marks `op` held
    * (`heldSince`, written when the row exists already, `written`) when its account runs `cap` chains, else clears the
    * mark. `planLimit` is the account plan's concurrent_builds: a plan that never lets it run more than the cap skips
-   * the count and the lock. A promote (a rollback, Deploy alone) is never held behind the account's builds.
+   * the count and the lock. A promote (a rollback) is held too (its Deploy may hold a slot the health timeout long),
+   * but goes first when the account's chains are let go.
    */
   async admit(tx: EntityManager, op: Operation, planLimit: number, written: boolean): Promise<void> {
-    const mayHold = op.kind !== 'promote' && planLimit > 1;
-    const held = mayHold && (await this.full(tx, op, planLimit));
+    const held = planLimit > 1 && (await this.full(tx, op, planLimit));
     const heldSince = held ? new Date() : null;
     if (written && (op.heldSince !== null || held)) await updateRows(tx, Operation, { id: op.id }, { heldSince });
     op.heldSince = heldSince;
   }
 
   /**
-   * Lets go of `accountId`'s oldest held chains as far as its share has room now: clears their mark (a compare-and-set
-   * on the revision, which it bumps, so a writer holding an older copy reads it again) and returns them as written,
-   * for their first stage to be enqueued.
+   * Lets go of `accountId`'s held chains as far as its share has room now, promotes (rollbacks) first, then the oldest:
+   * clears their mark (a compare-and-set on the revision, which it bumps, so a writer holding an older copy reads it
+   * again) and returns them as written, for their first stage to be enqueued.
    */
   async release(accountId: string): Promise<Operation[]> {
     const any = await queryRows(
@@ -62,13 +65,15 @@ export class AccountShare {
     return underOwnerLock(this.em, Account, accountId, async (tx) => {
       const room = cap - (await count(tx, accountId));
       if (room <= 0) return [];
+      // As many as the plan lets the account start (its concurrent_builds): a few.
       const held = await tx.find(
         Operation,
         { accountId, status: 'running', heldSince: { $ne: null } },
-        { orderBy: { heldSince: 'asc', id: 'asc' }, limit: room },
+        { orderBy: { heldSince: 'asc', id: 'asc' } },
       );
+      const rollbacksFirst = (op: Operation) => (op.kind === 'promote' ? 0 : 1);
       const freed: Operation[] = [];
-      for (const op of held) {
+      for (const op of held.sort((a, b) => rollbacksFirst(a) - rollbacksFirst(b)).slice(0, room)) {
         const set = { heldSince: null, revision: op.revision + 1 };
         if ((await updateRows(tx, Operation, { id: op.id, revision: op.revision }, set)) === 1)
           freed.push(Object.assign(new Operation(), op, set));

@@ -413,8 +413,14 @@ export class UploadSessionService {
       await em.nativeUpdate(UploadSession, { id: session.id }, { multipartUploadId: null });
     }
     if (!session.parts.length) return;
-    for (const part of session.parts) if (part.key) await this.storage.delete(part.key);
-    await em.nativeUpdate(UploadSession, { id: session.id }, { parts: [], ...(session.usedAt ? {} : { offset: 0 }) });
+    // Off the row first, by compare-and-set on what was read: a piece that completed the upload meanwhile (a request
+    // begun before it expired) keeps the pieces its join reads. A stop before the deletes leaves them to removeExpired.
+    const taken = await em.nativeUpdate(
+      UploadSession,
+      { id: session.id, offset: session.offset, usedAt: session.usedAt ? { $ne: null } : null },
+      { parts: [], ...(session.usedAt ? {} : { offset: 0 }) },
+    );
+    if (taken) for (const part of session.parts) if (part.key) await this.storage.delete(part.key);
   }
 
   /** Throws rate_limited when the account holds MAX_OPEN_SESSIONS sessions neither used nor expired. */
@@ -436,18 +442,25 @@ export class UploadSessionService {
 
   /**
    * For every account (one that never comes back too): deletes the pieces of expired, unfinished resumable uploads,
-   * `limit` uploads at most, and the rows of sessions expired more than SESSION_ROW_DAYS ago whose pieces are gone.
-   * The workers run it periodically (any number of them: what one removed, another skips). Returns how many of each.
+   * and sessions expired more than SESSION_ROW_DAYS ago with whatever is left under their pieces' prefix (a process
+   * that stopped before joining or dropping them), `limit` of each at most. The workers run it periodically (any number
+   * of them: what one removed, another skips). Returns how many of each.
    */
   async removeExpired(limit = 500): Promise<{ uploads: number; sessions: number }> {
     // Outside any request: an entity manager of its own.
     const em = this.em.fork();
     const uploads = await this.sweep(undefined, limit, em);
     const before = new Date(this.clock.now().getTime() - SESSION_ROW_DAYS * 86_400_000);
-    const sessions = await em.nativeDelete(UploadSession, {
-      expiresAt: { $lt: before },
-      $or: [{ usedAt: { $ne: null } }, { offset: 0, multipartUploadId: null }],
-    });
+    const old = await em.find(
+      UploadSession,
+      { expiresAt: { $lt: before } },
+      { fields: ['id'], limit, disableIdentityMap: true },
+    );
+    let sessions = 0;
+    for (const { id } of old) {
+      for await (const piece of this.storage.list(`uploads/${id}/`)) await this.storage.delete(piece.key);
+      sessions += await em.nativeDelete(UploadSession, { id });
+    }
     return { uploads, sessions };
   }
 

@@ -146,25 +146,31 @@ test('a held deployment whose release was lost (with the process that ended the 
   assert.is((await h.site(hostOf(p2.url))).body, 'let go');
 });
 
-test("a rollback (promote) is never held behind its own account's builds", async () => {
-  const site = await project(a, 'roll-back');
+test("a rollback (promote) is held like any deployment, and goes first when its account's share has room", async () => {
+  const { token: c } = await h.login('team');
+  const site = await project(c, 'roll-back');
   for (const marker of ['first', 'second'])
-    assert.is((await h.waitFor(a, await deploy(a, site.id, { 'index.html': marker }))).status, 'succeeded');
-  const earlier = (await h.get(a, `/api/v1/projects/${site.id}/releases`)).body.releases[1];
+    assert.is((await h.waitFor(c, await deploy(c, site.id, { 'index.html': marker }))).status, 'succeeded');
+  const earlier = (await h.get(c, `/api/v1/projects/${site.id}/releases`)).body.releases[1];
   const gate = workspaceGate(h.dataDir, 'build.js');
-  const busy = await deploy(a, (await project(a, 'roll-busy', built)).id, gatedBuild(gate, 'busy'));
-  await h.waitFor(a, busy, buildRuns);
+  const busy = await deploy(c, (await project(c, 'roll-busy', built)).id, gatedBuild(gate, 'busy'));
+  await h.waitFor(c, busy, buildRuns);
+  const later = await deploy(c, (await project(c, 'roll-later')).id, { 'index.html': 'later' });
+  const res = await h.post(c, `/api/v1/projects/${site.id}/releases/${earlier.id}/promote`);
+  assert.is(res.status, 202, JSON.stringify(res.body));
+  const rollback = res.body.operation.id;
+  assert.equal([(await view(c, later)).queue.state, (await view(c, rollback)).queue.state], ['held', 'held']);
+
+  gate.open();
   try {
-    const res = await h.post(a, `/api/v1/projects/${site.id}/releases/${earlier.id}/promote`);
-    assert.is(res.status, 202, JSON.stringify(res.body));
-    const op = await h.waitFor(a, res.body.operation.id);
-    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    const [done, after] = [await h.waitFor(c, rollback), await h.waitFor(c, later)];
+    assert.equal([done.status, after.status], ['succeeded', 'succeeded']);
     assert.is((await h.site(hostOf(site.url))).body, 'first');
-    assert.ok(buildRuns(await view(a, busy)), 'the build still holds the share');
+    // Held before the rollback, the other deployment still ran after it.
+    assert.ok(Date.parse(after.stages.analyze.started_at) >= Date.parse(done.stages.deploy.finished_at));
   } finally {
-    gate.open();
-    await h.waitFor(a, busy);
     gate.close();
+    await h.waitFor(c, busy);
   }
 });
 

@@ -2,6 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { UploadSession } from '../../core/entities/upload-session.js';
@@ -781,11 +782,16 @@ test('the workers remove what expired sessions leave, also for an account that n
   refused(await patch(unfinished, 0, piece), 410, 'gone');
   assert.equal(await service.removeExpired(), { uploads: 0, sessions: 0 });
 
-  // Expired for longer: both rows go; the used one's archive is the version's, and stays.
+  // Expired for longer: both rows go, with a piece a process that stopped before joining left of the used one; its
+  // archive is the version's, and stays.
+  await kernel()
+    .get(STORAGE)
+    .put(`uploads/${usedId}/part-1-leftover`, Readable.from([piece]));
   const old = new Date(Date.now() - (SESSION_ROW_DAYS + 1) * 86_400_000);
   await em().nativeUpdate(UploadSession, { id: { $in: [unfinishedId, usedId] } }, { expiresAt: old });
   assert.equal(await service.removeExpired(), { uploads: 0, sessions: 2 });
   assert.is(await em().count(UploadSession, { id: { $in: [unfinishedId, usedId] } }), 0);
+  assert.equal(filesUnder(kernel(), `uploads/${usedId}`), []);
   refused(await patch(unfinished, 0, piece), 404, 'not_found');
   assert.ok(await kernel().get(STORAGE).stat(archive), 'the version keeps its archive');
 });

@@ -73,6 +73,27 @@ test('requests without a token are counted per address (an IPv6 /64), before the
   assert.is((await login('2001:db8:1:2::1')).statusCode, 400, 'another /64 has its own count');
 });
 
+test('behind the proxy (trustProxy) the address it saw counts, not what a client puts in X-Forwarded-For', async () => {
+  const proxied = await testApi({ apiRequestsPerMinute: LIMIT, trustProxy: true });
+  try {
+    const login = (forwarded: string) =>
+      proxied.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/login',
+        payload: { nope: true },
+        remoteAddress: '10.0.0.1',
+        headers: { 'x-forwarded-for': forwarded },
+      });
+    // A client that names another address each time, and one it does not have, is counted where the proxy saw it.
+    for (let i = 0; i < LIMIT; i++) assert.is((await login(`198.51.100.${i}, 203.0.113.7`)).statusCode, 400);
+    assert.is((await login('not-an-address, 203.0.113.7')).statusCode, 429);
+    // The victim it named is not held back by it.
+    assert.is((await login('198.51.100.1')).statusCode, 400);
+  } finally {
+    await proxied.close();
+  }
+});
+
 test('the health routes and the OpenAPI document are not counted', async () => {
   for (let i = 0; i < LIMIT * 2; i++) {
     const res = await get(null, '/healthz');
