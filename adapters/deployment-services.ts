@@ -124,8 +124,9 @@ export const deploymentServices: ServiceDefinition[] = [
       clock: CLOCK,
       log: LOGGER,
       share: ACCOUNT_SHARE,
+      webhooks: WEBHOOK_DELIVERIES,
     },
-    create: (d) => new DeploymentService(d.em, d.store, d.entitlements, d.clock, d.log, d.share),
+    create: (d) => new DeploymentService(d.em, d.store, d.entitlements, d.clock, d.log, d.share, d.webhooks),
   }),
   defineService({
     provides: REDACTION,

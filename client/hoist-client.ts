@@ -38,11 +38,12 @@ export type WebhookDelivery = Answer<
 export type WebhookEvent = Webhook['events'][number];
 // Keyed by the schema's events, so a missing or an extra one fails to compile.
 const EVENTS: Record<WebhookEvent, true> = {
+  'deployment.started': true,
   'deployment.succeeded': true,
   'deployment.failed': true,
   'deployment.canceled': true,
 };
-/** The events a webhook may receive (all of them when it is added with none named). */
+/** The events a webhook may receive (when it is added with none named: those of a deployment that ends). */
 export const WEBHOOK_EVENTS = Object.keys(EVENTS) as WebhookEvent[];
 export type DeployHook = Answer<'/api/v1/projects/{projectID}/deploy-hooks', 'get', 200>['deploy_hooks'][number];
 /** A deploy hook as made: with its URL (the credential), which no other answer shows. */

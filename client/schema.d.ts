@@ -5910,7 +5910,7 @@ export interface paths {
                             webhooks: {
                                 /** Format: date-time */
                                 created_at: string;
-                                events: ("deployment.succeeded" | "deployment.failed" | "deployment.canceled")[];
+                                events: ("deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.canceled")[];
                                 /** Format: uuid */
                                 id: string;
                                 last_delivery: {
@@ -5920,7 +5920,7 @@ export interface paths {
                                     created_at: string;
                                     /** @description Why the last try failed: `answered <status>`, or no answer (`address_refused`, `dns`, `connect`, `timeout`, `tls`, `other`, with the host). null once delivered. */
                                     error: string | null;
-                                    /** @description deployment.succeeded, deployment.failed, deployment.canceled or ping. */
+                                    /** @description deployment.started, deployment.succeeded, deployment.failed, deployment.canceled or ping. */
                                     event: string;
                                     /**
                                      * Format: uuid
@@ -5974,7 +5974,7 @@ export interface paths {
         put?: never;
         /**
          * Add a webhook
-         * @description Adds a webhook for url and events (all three when left out) and answers 201 with its signing secret, shown this once: keep it to verify deliveries. A url that is not http(s), carries a user name or password, or names a loopback, private or link-local address or a single-label host (localhost) → 400 invalid_request (details.field: url); an unknown event → 400 (details.field: events). More than the plan's webhooks_per_project → 403 plan_restricted. When a deployment of the project ends (a deploy, a preview, a promote or rollback), Hoist POSTs a JSON body `{type, timestamp, data: {project: {id, name}, operation}}` to every webhook of the project that receives that event: type is deployment.succeeded, deployment.failed or deployment.canceled, and operation is what GET /api/v1/operations/{id} answers (result.url is the live URL). Each delivery is signed as Standard Webhooks does, so its libraries verify it: headers webhook-id (the delivery id, the same on every try), webhook-timestamp (Unix seconds) and webhook-signature `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` under the secret (the bytes of its base64 after `whsec_`); also x-hoist-event. A 2xx answer within webhookTimeoutSeconds delivers it; any other answer, or none, is tried again after 10 s, 1 min, 5 min, 30 min, 2 h (six tries), then the delivery failed. No redirect is followed. Hoist posts only to public addresses: a URL whose host is, or resolves to, a loopback, private or link-local address is refused (400 when it is written as such an address, else its deliveries fail with address_refused), unless the operator allowed them (webhookPrivateAddresses). Deliveries are kept 30 days. A project of another account answers 404 like a missing one.
+         * @description Adds a webhook for url and events (when left out: deployment.succeeded, deployment.failed and deployment.canceled; deployment.started is sent when a deployment or a retry starts) and answers 201 with its signing secret, shown this once: keep it to verify deliveries. A url that is not http(s), carries a user name or password, or names a loopback, private or link-local address or a single-label host (localhost) → 400 invalid_request (details.field: url); an unknown event → 400 (details.field: events). More than the plan's webhooks_per_project → 403 plan_restricted. When a deployment of the project ends (a deploy, a preview, a promote or rollback), Hoist POSTs a JSON body `{type, timestamp, data: {project: {id, name}, operation}}` to every webhook of the project that receives that event: type is deployment.succeeded, deployment.failed or deployment.canceled, and operation is what GET /api/v1/operations/{id} answers (result.url is the live URL). Each delivery is signed as Standard Webhooks does, so its libraries verify it: headers webhook-id (the delivery id, the same on every try), webhook-timestamp (Unix seconds) and webhook-signature `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` under the secret (the bytes of its base64 after `whsec_`); also x-hoist-event. A 2xx answer within webhookTimeoutSeconds delivers it; any other answer, or none, is tried again after 10 s, 1 min, 5 min, 30 min, 2 h (six tries), then the delivery failed. No redirect is followed. Hoist posts only to public addresses: a URL whose host is, or resolves to, a loopback, private or link-local address is refused (400 when it is written as such an address, else its deliveries fail with address_refused), unless the operator allowed them (webhookPrivateAddresses). Deliveries are kept 30 days. A project of another account answers 404 like a missing one.
          */
         post: {
             parameters: {
@@ -5989,7 +5989,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Any of deployment.succeeded, deployment.failed, deployment.canceled (all by default). */
+                        /** @description Any of deployment.started, deployment.succeeded, deployment.failed, deployment.canceled (by default: deployment.succeeded, deployment.failed, deployment.canceled). */
                         events?: string[];
                         /** @description An http or https URL. */
                         url: string;
@@ -6006,7 +6006,7 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
-                            events: ("deployment.succeeded" | "deployment.failed" | "deployment.canceled")[];
+                            events: ("deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.canceled")[];
                             /** Format: uuid */
                             id: string;
                             last_delivery: {
@@ -6016,7 +6016,7 @@ export interface paths {
                                 created_at: string;
                                 /** @description Why the last try failed: `answered <status>`, or no answer (`address_refused`, `dns`, `connect`, `timeout`, `tls`, `other`, with the host). null once delivered. */
                                 error: string | null;
-                                /** @description deployment.succeeded, deployment.failed, deployment.canceled or ping. */
+                                /** @description deployment.started, deployment.succeeded, deployment.failed, deployment.canceled or ping. */
                                 event: string;
                                 /**
                                  * Format: uuid
@@ -6193,7 +6193,7 @@ export interface paths {
                                 created_at: string;
                                 /** @description Why the last try failed: `answered <status>`, or no answer (`address_refused`, `dns`, `connect`, `timeout`, `tls`, `other`, with the host). null once delivered. */
                                 error: string | null;
-                                /** @description deployment.succeeded, deployment.failed, deployment.canceled or ping. */
+                                /** @description deployment.started, deployment.succeeded, deployment.failed, deployment.canceled or ping. */
                                 event: string;
                                 /**
                                  * Format: uuid
@@ -6299,7 +6299,7 @@ export interface paths {
                             created_at: string;
                             /** @description Why the last try failed: `answered <status>`, or no answer (`address_refused`, `dns`, `connect`, `timeout`, `tls`, `other`, with the host). null once delivered. */
                             error: string | null;
-                            /** @description deployment.succeeded, deployment.failed, deployment.canceled or ping. */
+                            /** @description deployment.started, deployment.succeeded, deployment.failed, deployment.canceled or ping. */
                             event: string;
                             /**
                              * Format: uuid

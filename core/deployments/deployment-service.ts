@@ -14,6 +14,7 @@ import type { StoredObject } from '../ports/storage.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { OperationStore } from './operation-store.js';
 import type { AccountShare } from './account-share.js';
+import type { WebhookDeliveries } from '../webhooks/webhook-deliveries.js';
 import { token, type Logger } from '../tokens.js';
 import { insertRow, loadOne, queryRows, updateRows } from '../entities/plain-sql.js';
 import { withTimeout } from '../with-timeout.js';
@@ -49,6 +50,8 @@ export class DeploymentService {
     private readonly log?: Pick<Logger, 'warn'>,
     /** Holds a chain its account's share of the workers has no room for; without it none is held. */
     private readonly share?: Pick<AccountShare, 'admit'>,
+    /** Records and sends the `deployment.started` webhook deliveries of a chain that starts. */
+    private readonly webhooks?: Pick<WebhookDeliveries, 'record' | 'dispatch'>,
   ) {}
 
   /**
@@ -204,10 +207,13 @@ export class DeploymentService {
     await this.assertFilesKept(op);
     if (op.projectId) await this.assertNoChainRunning(op.projectId, op.id);
     const planLimit = await this.assertConcurrentRoom(accountId);
+    let deliveries: string[] = [];
     const started = await this.store.apply(operationId, { type: 'retry_requested' }, async (tx, _t, written) => {
       await this.share?.admit(tx, written, planLimit, true);
       await this.takeChain(tx, op.projectId!, op.id);
+      deliveries = (await this.webhooks?.record(tx, op.projectId!, op.id, 'started')) ?? [];
     });
+    await this.webhooks?.dispatch(deliveries);
     return started.op;
   }
 
@@ -322,12 +328,14 @@ export class DeploymentService {
     planLimit: number,
     also: object[] = [],
   ): Promise<void> {
-    await this.em.fork().transactional(async (tx) => {
+    const deliveries = await this.em.fork().transactional(async (tx) => {
       // First: the account's lock, if the share takes it, comes before the project's row (as a retry takes them).
       await this.share?.admit(tx, operation, planLimit, false);
       await this.takeChain(tx, operation.projectId!, operation.id);
       for (const row of [operation, ...also]) await insertRow(tx, row.constructor as EntityName<object>, row);
+      return (await this.webhooks?.record(tx, operation.projectId!, operation.id, 'started')) ?? [];
     });
+    await this.webhooks?.dispatch(deliveries);
     await withTimeout(this.store.carryOut(operation, created.effects), ENQUEUE_WAIT_MS).catch((err: unknown) => {
       this.log?.warn(
         { err, operationId: operation.id },

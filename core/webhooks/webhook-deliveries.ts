@@ -61,8 +61,9 @@ export class WebhookDeliveries {
   ) {}
 
   /**
-   * In the transaction `tx` that ends operation `operationId` of project `projectId` with `status`: records a delivery
-   * for every webhook of the project that receives that event. Returns their ids, for `dispatch` after the commit.
+   * In the transaction `tx` that ends operation `operationId` of project `projectId` with `status` (or starts it:
+   * `started`): records a delivery for every webhook of the project that receives that event. Returns their ids, for
+   * `dispatch` after the commit.
    */
   async record(tx: EntityManager, projectId: string, operationId: string, status: string): Promise<string[]> {
     const event = eventOfStatus(status);

@@ -3,11 +3,25 @@ import { isIP } from 'node:net';
 import { invalid } from '../errors.js';
 import { isPublicAddress } from '../ports/webhook-sender.js';
 
-/** The events a webhook may receive: a deployment (a deploy, a preview, a promote or rollback) that ended. */
-export const WEBHOOK_EVENTS = ['deployment.succeeded', 'deployment.failed', 'deployment.canceled'] as const;
+/**
+ * The events a webhook may receive: a deployment (a deploy, a preview, a promote or rollback) that started (or started
+ * again: a retry) or ended.
+ */
+export const WEBHOOK_EVENTS = [
+  'deployment.started',
+  'deployment.succeeded',
+  'deployment.failed',
+  'deployment.canceled',
+] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+/** What a webhook receives when it names no events: every deployment that ends. */
+export const DEFAULT_EVENTS: readonly WebhookEvent[] = [
+  'deployment.succeeded',
+  'deployment.failed',
+  'deployment.canceled',
+];
 
-/** The event of an operation that ended with `status`. */
+/** The event of an operation that ended with `status`, or that `started`. */
 export const eventOfStatus = (status: string): WebhookEvent | null =>
   (WEBHOOK_EVENTS as readonly string[]).includes(`deployment.${status}`)
     ? (`deployment.${status}` as WebhookEvent)
@@ -42,9 +56,9 @@ export function checkUrl(input: unknown, privateAddresses: boolean): string {
   return url.toString();
 }
 
-/** The events asked for, once each in WEBHOOK_EVENTS' order; all of them when none is given. Throws invalid_request. */
+/** The events asked for, once each in WEBHOOK_EVENTS' order (DEFAULT_EVENTS when none is given); else invalid. */
 export function checkEvents(input: unknown): WebhookEvent[] {
-  if (input === undefined) return [...WEBHOOK_EVENTS];
+  if (input === undefined) return [...DEFAULT_EVENTS];
   if (!Array.isArray(input) || input.length === 0)
     throw invalid(`events must be a non-empty list of: ${WEBHOOK_EVENTS.join(', ')}`, { field: 'events' });
   for (const e of input)

@@ -151,6 +151,46 @@ test('a deployment that ends is posted, signed, to the webhooks of its event; th
   assert.is(last[1].last_delivery.event, 'deployment.failed');
 });
 
+test('deployment.started is posted as a deployment starts and as its retry does, to the webhooks asking', async () => {
+  const { projectId } = await deploy({ 'index.html': '<h1>one</h1>' }, { name: 'started' });
+  const started = await call('POST', `/api/v1/projects/${projectId}/webhooks`, {
+    url: `${base}/started`,
+    events: ['deployment.started', 'deployment.failed'],
+  });
+  assert.is(started.status, 201, JSON.stringify(started.body));
+  assert.equal(started.body.events, ['deployment.started', 'deployment.failed']);
+  const ends = await call('POST', `/api/v1/projects/${projectId}/webhooks`, { url: `${base}/ends` });
+  assert.equal(ends.body.events, ['deployment.succeeded', 'deployment.failed', 'deployment.canceled']);
+
+  const bad = await deploy({ 'readme.txt': 'nothing to serve' }, { projectId });
+  assert.is(bad.status, 'failed');
+  assert.is((await call('POST', `/api/v1/operations/${bad.operationId}/retry`)).status, 202);
+  await h.waitFor(token, bad.operationId);
+  const got = await until(
+    async () => seen.filter((s) => s.path === '/started').map((s) => JSON.parse(s.body)),
+    (s) => s.length === 4,
+  );
+  // Two starts (the deployment, its retry) and two ends, each of that operation (their tries may cross).
+  assert.equal(got.map((b) => b.type).sort(), [
+    'deployment.failed',
+    'deployment.failed',
+    'deployment.started',
+    'deployment.started',
+  ]);
+  assert.ok(got.every((b) => b.data.operation.id === bad.operationId));
+  for (const s of seen.filter((x) => x.path === '/started')) verify(s, started.body.secret);
+  await until(
+    async () => seen.filter((s) => s.path === '/ends').map((s) => JSON.parse(s.body).type),
+    (types) => types.length === 2 && types.every((t) => t === 'deployment.failed'),
+  );
+  const bogus = await call('POST', `/api/v1/projects/${projectId}/webhooks`, {
+    url: `${base}/bogus`,
+    events: ['deployment.created'],
+  });
+  assert.is(bogus.status, 400);
+  assert.is(bogus.body.error.details.field, 'events');
+});
+
 test('a failing endpoint is tried again with the same id and body, then delivered; a ping goes to any', async () => {
   const { projectId } = await deploy({ 'index.html': '<h1>retry</h1>' }, { name: 'retried' });
   failing.set('/flaky', [503]);

@@ -23,7 +23,10 @@ export default function webhooks(program: Command): void {
       .command('add')
       .description('add a webhook; its signing secret is printed this once (on stdout, the secret alone)')
       .argument('<url>', 'an http or https URL')
-      .option('--events <events>', `comma-separated, of ${WEBHOOK_EVENTS.join(', ')} (default: all)`),
+      .option(
+        '--events <events>',
+        `comma-separated, of ${WEBHOOK_EVENTS.join(', ')} (default: every one but deployment.started)`,
+      ),
     async (client, project, o, url) => {
       const hook = await client.addWebhook(project.id, url, o.events === undefined ? undefined : eventsOf(o.events));
       if (o.json) return console.log(JSON.stringify(hook));

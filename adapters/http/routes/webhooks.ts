@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { RETRY_DELAYS_MS } from '../../../core/webhooks/webhook-deliveries.js';
-import { URL_MAX, WEBHOOK_EVENTS } from '../../../core/webhooks/webhook-rules.js';
+import { DEFAULT_EVENTS, URL_MAX, WEBHOOK_EVENTS } from '../../../core/webhooks/webhook-rules.js';
 import { DELIVERIES_MAX, WEBHOOK_SERVICE, type WebhookService } from '../../../core/webhooks/webhook-service.js';
 import { bearer, principalOf } from '../auth.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
@@ -127,11 +127,12 @@ const webhooks: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
         tags: ['Webhooks'],
         summary: 'Add a webhook',
         description:
-          'Adds a webhook for url and events (all three when left out) and answers 201 with its signing secret, ' +
-          'shown this once: keep it to verify deliveries. A url that is not http(s), carries a user name or ' +
-          'password, or names a loopback, private or link-local address or a single-label host (localhost) → 400 ' +
-          'invalid_request (details.field: url); an unknown event → 400 (details.field: events). More than the ' +
-          "plan's webhooks_per_project → 403 plan_restricted. " +
+          'Adds a webhook for url and events (when left out: deployment.succeeded, deployment.failed and ' +
+          'deployment.canceled; deployment.started is sent when a deployment or a retry starts) and answers 201 ' +
+          'with its signing secret, shown this once: keep it to verify deliveries. A url that is not http(s), ' +
+          'carries a user name or password, or names a loopback, private or link-local address or a single-label ' +
+          'host (localhost) → 400 invalid_request (details.field: url); an unknown event → 400 (details.field: ' +
+          "events). More than the plan's webhooks_per_project → 403 plan_restricted. " +
           HOW,
         security: bearer,
         params: params(false),
@@ -146,7 +147,7 @@ const webhooks: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
               minItems: 1,
               maxItems: WEBHOOK_EVENTS.length,
               items: { type: 'string' },
-              description: `Any of ${WEBHOOK_EVENTS.join(', ')} (all by default).`,
+              description: `Any of ${WEBHOOK_EVENTS.join(', ')} (by default: ${DEFAULT_EVENTS.join(', ')}).`,
             },
           },
         },
