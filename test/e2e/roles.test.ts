@@ -28,6 +28,8 @@ test.before(async () => {
     HOIST_QUEUE_VISIBILITY_SECONDS: '10',
     HOIST_STUCK_AFTER_SECONDS: '2',
     HOIST_WORKER_CONCURRENCY: '2',
+    // One account fills every slot here (account-share.test.ts keeps one for others).
+    HOIST_RESERVED_WORKER_SLOTS: '0',
   });
   [api, edge, ...workers] = await Promise.all([c.start('api'), c.start('edge'), c.start('worker'), c.start('worker')]);
   token = await c.login(api.url);
