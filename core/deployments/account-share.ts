@@ -15,9 +15,9 @@ const RUNNING_CHAINS =
  * The workers' fair share per account: an account runs at most `cap` deployment chains at once, where cap is the live
  * worker slots less `reserved` (at least 1), so that no account's deployments take every slot while another account's
  * wait (a build holds its slot up to the build timeout). A chain started beyond it is held: its operation is written
- * with `heldSince` and its first stage is not enqueued; when one of the account's chains ends, its oldest held ones
- * are let go (`release`) as far as it has room. Counting and marking take the account's lock, so racing starts of
- * one account never run more than its share.
+ * with `heldSince` and its first stage is not enqueued; when one of the account's chains ends, its held ones are let
+ * go (`release`, rollbacks first, then the oldest) as far as it has room. Counting and marking take the account's
+ * lock, so racing starts of one account never run more than its share.
  */
 export class AccountShare {
   constructor(

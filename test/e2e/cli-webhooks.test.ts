@@ -63,12 +63,12 @@ test('bad usage exits 2 before any request: an unknown event, a limit out of ran
   // An API that cannot be reached: a request would fail with exit 1, not 2.
   const away = { HOIST_TOKEN: 'x', HOIST_API_URL: 'http://127.0.0.1:9' };
   const unknown = await cli.run(
-    ['webhooks', 'add', 'https://example.com/h', '--events', 'deployment.succeeded,deployment.started', ...project],
+    ['webhooks', 'add', 'https://example.com/h', '--events', 'deployment.succeeded,deployment.created', ...project],
     undefined,
     away,
   );
   assert.is(unknown.code, 2, unknown.stderr);
-  assert.match(unknown.stderr, '"deployment.started" is not a webhook event');
+  assert.match(unknown.stderr, '"deployment.created" is not a webhook event');
   assert.match(unknown.stderr, 'deployment.succeeded, deployment.failed, deployment.canceled');
   for (const args of [
     ['add', 'https://example.com/h', '--events', ','],

@@ -46,7 +46,7 @@ test('a bad url or events answers 400 naming the field, and stores nothing', asy
     [{ url: 'http://postgres:5432/' }, 'url', /not a public host name/],
     [{ url: `https://example.com/${'a'.repeat(2048)}` }, 'url', /2048/],
     [{ url: 'https://example.com/hook', events: [] }, 'events', /events/],
-    [{ url: 'https://example.com/hook', events: ['deployment.started'] }, 'events', /deployment\.started/],
+    [{ url: 'https://example.com/hook', events: ['deployment.created'] }, 'events', /deployment\.created/],
     [{ url: 'https://example.com/hook', events: { 'deployment.failed': true } }, '', /events/],
     [{ url: 'http://localhost.:3000/hook' }, 'url', /not a public host name/],
     [{ url: 'http://LOCALHOST/hook' }, 'url', /not a public host name/],
