@@ -144,7 +144,9 @@ const deployment = (fields: Partial<Deployment> = {}) =>
   });
 
 test('insertRow stores what em.insert stores; a row that breaks a unique key fails as em.insert fails', async () => {
-  const [a, b] = [deployment(), deployment()];
+  const a = deployment();
+  // The same times: two calls a millisecond apart made rows that differ.
+  const b = deployment({ expiresAt: a.expiresAt, createdAt: a.createdAt });
   await insertRow(kernel.orm.em.fork(), Deployment, a);
   await kernel.orm.em.fork().insert(Deployment, b);
   const [x, y] = [
