@@ -32,7 +32,7 @@ export class AccountShare {
    * answer (NATS away) counts none: a start is still accepted, held beyond one chain, and let go by the workers' sweep.
    */
   async cap(): Promise<number> {
-    return Math.max(1, (await this.queue.workers(STAGE_TOPIC).catch(() => 0)) - this.reserved);
+    return shareOf(await this.queue.workers(STAGE_TOPIC).catch(() => 0), this.reserved);
   }
 
   /**
@@ -90,6 +90,9 @@ export class AccountShare {
     return (await count(tx, op.accountId, op.id)) >= cap;
   }
 }
+
+/** The chains one account runs at once when `workers` slots are live and `reserved` of them kept for others. */
+export const shareOf = (workers: number, reserved: number) => Math.max(1, workers - reserved);
 
 /** The account's running chains that are not held, but `except`. */
 async function count(em: EntityManager, accountId: string, except?: string): Promise<number> {

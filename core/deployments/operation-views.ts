@@ -14,6 +14,7 @@ import type { Queue } from '../ports/queue.js';
 import { analysisView } from './analysis-view.js';
 import { ROUTES_CHANNEL } from './host-routes.js';
 import { OPERATIONS_CHANNEL, projectOperations } from './log-chunks.js';
+import { shareOf } from './account-share.js';
 import { STAGE_TOPIC, stageJobKey } from './operation-store.js';
 import { token } from '../tokens.js';
 
@@ -174,7 +175,7 @@ export class OperationViews {
     let queue: Record<string, unknown> | null = null;
     if (state.status === 'running' && state.current && op.heldSince) {
       const workers = await this.queue.workers(STAGE_TOPIC).catch(() => null);
-      const share = workers === null ? null : Math.max(1, workers - this.config.reservedWorkerSlots);
+      const share = workers === null ? null : shareOf(workers, this.config.reservedWorkerSlots);
       const runs = share === null ? 'its share of the workers' : `${share} at once, its share of the workers`;
       queue = {
         stage: state.current,
