@@ -61,8 +61,8 @@ export const services: ServiceDefinition[] = [
   }),
   defineService({
     provides: AGENT_AUTH_SERVICE,
-    deps: { em: ENTITY_MANAGER, tokens: TOKEN_SERVICE },
-    create: (d) => new AgentAuthService(d.em, d.tokens),
+    deps: { em: ENTITY_MANAGER, tokens: TOKEN_SERVICE, clock: CLOCK, revocations: SESSION_REVOCATIONS },
+    create: (d) => new AgentAuthService(d.em, d.tokens, d.clock, d.revocations),
   }),
   defineService({
     provides: EMAIL_VERIFICATION_SERVICE,

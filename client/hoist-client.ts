@@ -51,6 +51,8 @@ export type NewDeployHook = Answer<'/api/v1/projects/{projectID}/deploy-hooks', 
 export type Member = Answer<'/api/v1/account/members', 'get', 200>['members'][number];
 /** What a member may do: owner or member. */
 export type MemberRole = Member['role'];
+export type AgentToken = Answer<'/api/v1/auth/agent-tokens', 'get', 200>['agent_tokens'][number];
+export type CreatedAgentToken = Answer<'/api/v1/auth/agent-tokens', 'post', 201>;
 export type Usage = Answer<'/api/v1/projects/{projectID}/usage', 'get', 200>;
 export type UsageQuery = NonNullable<paths['/api/v1/projects/{projectID}/usage']['get']['parameters']['query']>;
 export type PromoteAnswer = Answer<'/api/v1/projects/{projectID}/releases/{releaseID}/promote', 'post', 202>;
@@ -312,6 +314,22 @@ export class HoistClient {
     return this.ok(
       await this.api.GET('/api/v1/projects/{projectID}/usage', { params: { path: { projectID: projectId }, query } }),
     );
+  }
+
+  /** The user's agent tokens (of the agent-tool interface) neither revoked nor expired, newest first. */
+  async agentTokens(): Promise<AgentToken[]> {
+    return this.ok(await this.api.GET('/api/v1/auth/agent-tokens')).agent_tokens;
+  }
+
+  /** Makes an agent token named `name`, valid `ttlSeconds` (else the server's default); its token shows once. */
+  async createAgentToken(name: string, ttlSeconds?: number): Promise<CreatedAgentToken> {
+    const body = ttlSeconds === undefined ? { name } : { name, ttl_seconds: ttlSeconds };
+    return this.ok(await this.api.POST('/api/v1/auth/agent-tokens', { body }));
+  }
+
+  /** Revokes an agent token: every token of it is refused at once. */
+  async revokeAgentToken(id: string): Promise<void> {
+    this.ok(await this.api.DELETE('/api/v1/auth/agent-tokens/{grantID}', { params: { path: { grantID: id } } }));
   }
 
   /** The people of the account, oldest first. */

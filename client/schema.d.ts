@@ -430,6 +430,216 @@ export interface paths {
         };
         trace?: never;
     };
+    "/api/v1/auth/agent-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the user's agent tokens
+         * @description Those neither revoked nor expired, newest first. Agent tokens are the bearer tokens of the agent-tool interface (the MCP server at /agent/v1/mcp): never valid as REST tokens, as REST tokens are never valid there. They act as the user who made them, on the account of that user. A token comes from this API (source api), from an agent connected through OAuth (source oauth: it renews itself with a refresh token until its grant expires) or from the admin CLI (source admin). Revoking one, a password reset or the user's removal refuses its tokens at once, on every API process.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            agent_tokens: {
+                                /** Format: date-time */
+                                created_at: string;
+                                /**
+                                 * Format: date-time
+                                 * @description When its tokens stop being accepted.
+                                 */
+                                expires_at: string;
+                                /**
+                                 * Format: uuid
+                                 * @description The grant's id; every token of it carries it as `jti`.
+                                 */
+                                id: string;
+                                name: string;
+                                /**
+                                 * @description How it was made.
+                                 * @enum {string}
+                                 */
+                                source: "admin" | "api" | "oauth";
+                            }[];
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Create an agent token
+         * @description Answers 201 with the token, shown this once. A user holds at most 50 (409 conflict past it: revoke one). A bad name or ttl_seconds → 400 invalid_request. Agent tokens are the bearer tokens of the agent-tool interface (the MCP server at /agent/v1/mcp): never valid as REST tokens, as REST tokens are never valid there. They act as the user who made them, on the account of that user. A token comes from this API (source api), from an agent connected through OAuth (source oauth: it renews itself with a refresh token until its grant expires) or from the admin CLI (source admin). Revoking one, a password reset or the user's removal refuses its tokens at once, on every API process.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description What it is for, as the list shows. */
+                        name: string;
+                        /**
+                         * @description Lifetime in seconds.
+                         * @default 3600
+                         */
+                        ttl_seconds?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description When its tokens stop being accepted.
+                             */
+                            expires_at: string;
+                            /**
+                             * Format: uuid
+                             * @description The grant's id; every token of it carries it as `jti`.
+                             */
+                            id: string;
+                            name: string;
+                            /**
+                             * @description How it was made.
+                             * @enum {string}
+                             */
+                            source: "admin" | "api" | "oauth";
+                            /** @description The agent token (JWT). */
+                            token: string;
+                        };
+                    };
+                };
+                /** @description Invalid input (invalid_request); details.field names the field. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Conflicts with the current state. */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/agent-tokens/{grantID}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an agent token
+         * @description Its tokens (and an OAuth grant's refresh token) are refused at once. Another user's or an already revoked one → 404 not_found. Agent tokens are the bearer tokens of the agent-tool interface (the MCP server at /agent/v1/mcp): never valid as REST tokens, as REST tokens are never valid there. They act as the user who made them, on the account of that user. A token comes from this API (source api), from an agent connected through OAuth (source oauth: it renews itself with a refresh token until its grant expires) or from the admin CLI (source admin). Revoking one, a password reset or the user's removal refuses its tokens at once, on every API process.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Agent token (grant) id (UUID). */
+                    grantID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Revoked. */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid or expired bearer token (unauthorized). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Missing, or belongs to another account (not_found). */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/email-verification": {
         parameters: {
             query?: never;

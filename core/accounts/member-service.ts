@@ -1,3 +1,4 @@
+import { revokeAgentGrants } from '../auth/agent-auth-service.js';
 import type { EntityManager } from '@mikro-orm/core';
 import { normalizeEmail } from '../auth/auth-service.js';
 import { mailAllowed } from '../auth/mail-limits.js';
@@ -152,6 +153,7 @@ export class MemberService {
       const member = await this.member(tx, principal, userId);
       if (member.role === 'owner') await this.assertAnotherOwner(tx, principal, member);
       await tx.nativeUpdate(Session, { userId: member.id, revokedAt: null }, { revokedAt: now });
+      await revokeAgentGrants(tx, member.id, now);
       await tx.nativeDelete(OneTimeToken, { userId: member.id });
       await tx.nativeDelete(User, { id: member.id });
     });

@@ -1,3 +1,4 @@
+import { revokeAgentGrants } from './agent-auth-service.js';
 import type { EntityManager } from '@mikro-orm/core';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { HoistConfig } from '../../config/schema.js';
@@ -112,7 +113,7 @@ export class PasswordRecoveryService {
 
   /**
    * Sets a new password (at least 8 characters) with a reset token, which is then used up with
-   * every other pending one of the user, and revokes every session of the user. Receiving the
+   * every other pending one of the user, and revokes every session and agent token of the user. Receiving the
    * token proves the e-mail address, so the user counts as verified. Throws invalid_request
    * (field `token` or `password`).
    */
@@ -125,6 +126,7 @@ export class PasswordRecoveryService {
       await em.nativeUpdate(User, { id: row.userId }, { passwordHash });
       await em.nativeUpdate(User, { id: row.userId, emailVerifiedAt: null }, { emailVerifiedAt: now });
       await em.nativeUpdate(Session, { userId: row.userId, revokedAt: null }, { revokedAt: now });
+      await revokeAgentGrants(em, row.userId, now);
       await this.oneTime.retire(row.userId, 'reset_password');
     });
     await this.revocations.revoked(userKey(row.userId));

@@ -1,4 +1,5 @@
 import { AccessCodeSchema } from './access-code.js';
+import { AgentGrantSchema } from './agent-grant.js';
 import { AccessGrantSchema } from './access-grant.js';
 import { AccessRequestSchema } from './access-request.js';
 import { AccountSchema } from './account.js';
@@ -32,6 +33,7 @@ export const entities = [
   AccountSchema,
   UserSchema,
   SessionSchema,
+  AgentGrantSchema,
   OneTimeTokenSchema,
   AccessRequestSchema,
   ProjectSchema,

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Kernel } from '../../kernel.js';
 import auth from './auth.js';
+import agentTokens from './agent-tokens.js';
 import accessRequests from './access-requests.js';
 import billing from './billing.js';
 import me from './me.js';
@@ -31,6 +32,7 @@ export interface RouteOptions {
 /** Every route plugin, registered under /api/v1. */
 export const routes: FastifyPluginAsync<RouteOptions>[] = [
   auth,
+  agentTokens,
   accessRequests,
   me,
   members,

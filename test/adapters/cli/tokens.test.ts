@@ -48,11 +48,12 @@ test('tokens mint-agent prints an agent token the agent-tool interface accepts a
   assert.is(rest.statusCode, 401);
 });
 
-test('--ttl sets the lifetime and --json prints token, expires_at and user', async () => {
+test('--ttl sets the lifetime and --json prints id, token, expires_at and user', async () => {
   const res = await cli.run(['tokens', 'mint-agent', '--email', 'agent-owner@example.com', '--ttl', '120', '--json']);
   assert.is(res.code, 0, res.stderr);
   const out = JSON.parse(res.stdout);
-  assert.equal(Object.keys(out).sort(), ['expires_at', 'token', 'user']);
+  assert.equal(Object.keys(out).sort(), ['expires_at', 'id', 'token', 'user']);
+  assert.is(out.id, decodeJwt(out.token).jti);
   const claims = decodeJwt(out.token);
   assert.is(claims.exp! - claims.iat!, 120);
   assert.is(new Date(out.expires_at).getTime(), claims.exp! * 1000);

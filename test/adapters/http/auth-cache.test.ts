@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { SESSIONS_CHANNEL, sessionKey, userKey } from '../../../core/auth/session-cache.js';
 import { Session } from '../../../core/entities/session.js';
 import { CHANGE_FEED, type ChangeFeed } from '../../../core/ports/change-feed.js';
-import { mailTo, tokenIn } from '../../helpers/mail.js';
+import { resetPassword } from '../../helpers/mail.js';
 import { testApi, type TestApi } from '../../helpers/api.js';
 
 let t: TestApi;
@@ -62,18 +62,7 @@ test('a password reset refuses every cached session of the user at once', async 
   await warm(a.auth);
   await warm(other);
   await warm(stranger.auth);
-  assert.is(
-    (await t.app.inject({ method: 'POST', url: '/api/v1/auth/password-recovery', payload: { email: a.email } }))
-      .statusCode,
-    202,
-  );
-  const mail = await mailTo(t, a.email);
-  const reset = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/auth/password-recovery/reset',
-    payload: { token: tokenIn(mail[mail.length - 1]), password: 'a brand new password' },
-  });
-  assert.is(reset.statusCode, 204);
+  await resetPassword(t, a.email, 'a brand new password');
   await refused(a.auth, 'the first session');
   await refused(other, 'the second session');
   assert.is((await me(stranger.auth)).statusCode, 200, "another user's session stays");

@@ -1,0 +1,50 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+
+/** How an agent grant was made: by the admin CLI, by its user over REST, or by an agent through OAuth. */
+export type AgentGrantSource = 'admin' | 'api' | 'oauth';
+
+/**
+ * One grant of the agent-tool interface: every agent token carries its id as `jti`, and is refused once the grant is
+ * revoked (by its user, a password reset or the user's removal) or expired. An OAuth grant is made pending at the
+ * user's consent (`codeHash` set, expiring in minutes) and is active once its code is exchanged; its refresh token
+ * (only the SHA-256 hash is stored) renews its access tokens and is replaced at each use.
+ */
+export class AgentGrant {
+  id: string = randomUUID();
+  userId!: string;
+  name!: string;
+  source!: AgentGrantSource;
+  /** The OAuth client the grant was made for (its client_id), else null. */
+  clientId: string | null = null;
+  createdAt!: Date;
+  /** When the grant ends: an active one's tokens are refused after it. */
+  expiresAt!: Date;
+  revokedAt: Date | null = null;
+  /** SHA-256 of the OAuth authorization code while the grant is pending. */
+  codeHash: string | null = null;
+  /** What the code was issued for (OAuth, while pending): the redirect URI and the PKCE S256 challenge. */
+  redirectUri: string | null = null;
+  codeChallenge: string | null = null;
+  /** SHA-256 of the current OAuth refresh token. */
+  refreshHash: string | null = null;
+}
+
+export const AgentGrantSchema = new EntitySchema<AgentGrant>({
+  class: AgentGrant,
+  tableName: 'agent_grants',
+  properties: {
+    id: { type: 'uuid', primary: true },
+    userId: { type: 'uuid', index: true },
+    name: { type: 'string', length: 100 },
+    source: { type: 'string', length: 16 },
+    clientId: { type: 'text', nullable: true },
+    createdAt: { type: 'Date' },
+    expiresAt: { type: 'Date' },
+    revokedAt: { type: 'Date', nullable: true },
+    codeHash: { type: 'string', length: 64, nullable: true },
+    redirectUri: { type: 'text', nullable: true },
+    codeChallenge: { type: 'string', length: 64, nullable: true },
+    refreshHash: { type: 'string', length: 64, nullable: true },
+  },
+});
