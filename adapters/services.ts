@@ -5,6 +5,7 @@ import { MEMBER_SERVICE, MemberService } from '../core/accounts/member-service.j
 import { ACCESS_GRANT_SERVICE, AccessGrantService } from '../core/access/access-grant-service.js';
 import { SITE_ACCESS_SERVICE, SiteAccessService } from '../core/access/site-access-service.js';
 import { AGENT_AUTH_SERVICE, AgentAuthService } from '../core/auth/agent-auth-service.js';
+import { OAUTH_SERVICE, OAuthService } from '../core/auth/oauth-service.js';
 import { EMAIL_VERIFICATION_SERVICE, EmailVerificationService } from '../core/auth/email-verification-service.js';
 import { OneTimeTokens } from '../core/auth/one-time-tokens.js';
 import { PASSWORD_RECOVERY_SERVICE, PasswordRecoveryService } from '../core/auth/password-recovery-service.js';
@@ -63,6 +64,18 @@ export const services: ServiceDefinition[] = [
     provides: AGENT_AUTH_SERVICE,
     deps: { em: ENTITY_MANAGER, tokens: TOKEN_SERVICE, clock: CLOCK, revocations: SESSION_REVOCATIONS },
     create: (d) => new AgentAuthService(d.em, d.tokens, d.clock, d.revocations),
+  }),
+  defineService({
+    provides: OAUTH_SERVICE,
+    deps: {
+      em: ENTITY_MANAGER,
+      auth: AUTH_SERVICE,
+      agents: AGENT_AUTH_SERVICE,
+      tokens: TOKEN_SERVICE,
+      clock: CLOCK,
+      revocations: SESSION_REVOCATIONS,
+    },
+    create: (d) => new OAuthService(d.em, d.auth, d.agents, d.tokens, d.clock, d.revocations),
   }),
   defineService({
     provides: EMAIL_VERIFICATION_SERVICE,

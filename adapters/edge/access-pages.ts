@@ -1,8 +1,10 @@
 /** Where the gate's own pages live on every private project host; a deployed app cannot answer there. */
 export const GATE_PREFIX = '/.hoist/access/';
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-const hidden = (name: string, value: string) => `<input type="hidden" name="${name}" value="${escape(value)}">`;
+/** Text made safe for HTML text and quoted attributes. */
+export const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** A hidden form field. */
+export const hidden = (name: string, value: string) => `<input type="hidden" name="${name}" value="${escape(value)}">`;
 
 /** What every sign-in page shows. */
 export interface GatePageInput {
@@ -14,7 +16,8 @@ export interface GatePageInput {
   error?: string;
 }
 
-function layout(title: string, body: string): string {
+/** A whole page of Hoist's own (the access gate's, the agent consent page): `body` inside its `main`. */
+export function layout(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="robots" content="noindex"><title>${escape(title)}</title>
@@ -31,7 +34,9 @@ ${body}
 `;
 }
 
-const alert = (error?: string) => (error ? `<p class="error" role="alert" id="gate-error">${escape(error)}</p>` : '');
+/** An alert with the last attempt's error, or nothing. */
+export const alert = (error?: string) =>
+  error ? `<p class="error" role="alert" id="gate-error">${escape(error)}</p>` : '';
 const described = (error?: string) => (error ? ' aria-describedby="gate-error" aria-invalid="true"' : '');
 
 /** The sign-in page: an e-mail form, and a password form when the project has an access password. */

@@ -5,19 +5,28 @@ import type { Kernel } from '../kernel.js';
 import { bearerToken, principalOf } from './auth.js';
 import { errorResponses, Uuid } from './schemas.js';
 import { mcpRoutes } from './agent-mcp.js';
+import { RESOURCE_METADATA_PATH } from './oauth.js';
+import { publicBase } from './public-base.js';
 
 /**
- * The agent-tool interface, under /agent/v1 beside the REST API: it takes only agent (OAuth)
- * tokens (`hoist tokens mint-agent`), never REST ones, as REST never takes agent tokens. Its tools are served to
+ * The agent-tool interface, under /agent/v1 beside the REST API: it takes only agent tokens (OAuth's, oauth.ts, or
+ * made with `hoist tokens create`), never REST ones, as REST never takes agent tokens. Its tools are served to
  * coding agents as a Model Context Protocol server at /agent/v1/mcp (agent-mcp.ts).
  * Kept out of the REST OpenAPI document.
  */
 export const agentTools: FastifyPluginAsync<{ kernel: Kernel }> = async (app, { kernel }) => {
   const agents = kernel.get<AgentAuthService>(AGENT_AUTH_SERVICE);
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', async (req, reply) => {
     const token = bearerToken(req);
-    if (!token) throw unauthorized('Missing or malformed Authorization header; expected "Bearer <agent token>"');
-    req.principal = await agents.authenticate(token);
+    try {
+      if (!token) throw unauthorized('Missing or malformed Authorization header; expected "Bearer <agent token>"');
+      req.principal = await agents.authenticate(token);
+    } catch (err) {
+      // Where an MCP client finds how to get a token (RFC 9728): OAuth with its user's consent.
+      const metadata = `${publicBase(kernel.config, req)}${RESOURCE_METADATA_PATH}`;
+      reply.header('www-authenticate', `Bearer resource_metadata="${metadata}"`);
+      throw err;
+    }
   });
 
   app.get(

@@ -6,6 +6,7 @@ import { inRequestScope } from '../db/request-scope.js';
 import type { Kernel } from '../kernel.js';
 import { healthRoutes, instrument } from '../observability/health-routes.js';
 import { agentTools } from './agent-tools.js';
+import { oauthRoutes } from './oauth.js';
 import { authPlugin } from './auth.js';
 import { errorBody, errorHandler } from './error-handler.js';
 import { routes } from './routes/index.js';
@@ -105,5 +106,6 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
   await limitRequests(app, config);
   for (const route of routes) await app.register(route, { prefix: '/api/v1', kernel });
   await app.register(agentTools, { prefix: '/agent/v1', kernel });
+  await app.register(oauthRoutes, { kernel });
   return app;
 }

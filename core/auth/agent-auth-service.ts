@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { AgentGrant, type AgentGrantSource } from '../entities/agent-grant.js';
+import { AgentGrant, isPending, type AgentGrantSource } from '../entities/agent-grant.js';
 import { User } from '../entities/user.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { conflict, invalid, notFound, unauthorized } from '../errors.js';
@@ -97,7 +97,12 @@ export class AgentAuthService {
   async list(principal: Principal): Promise<AgentGrantView[]> {
     const rows = await this.em.find(
       AgentGrant,
-      { userId: principal.userId, revokedAt: null, codeHash: null, expiresAt: { $gt: this.clock.now() } },
+      {
+        userId: principal.userId,
+        revokedAt: null,
+        expiresAt: { $gt: this.clock.now() },
+        $or: [{ codeHash: null }, { refreshHash: { $ne: null } }],
+      },
       { orderBy: { createdAt: 'desc', id: 'asc' } },
     );
     return rows.map(view);
@@ -133,7 +138,7 @@ export class AgentAuthService {
     const claims = await this.tokens.verify('agent', token);
     if (!claims) throw unauthorized();
     const grant = await this.em.findOne(AgentGrant, { id: claims.jti, userId: claims.sub });
-    if (!grant || grant.revokedAt || grant.codeHash || grant.expiresAt <= now) throw unauthorized();
+    if (!grant || grant.revokedAt || isPending(grant) || grant.expiresAt <= now) throw unauthorized();
     const user = await this.em.findOne(User, { id: claims.sub });
     if (!user) throw unauthorized();
     const principal = { userId: user.id, accountId: user.accountId, email: user.email, sessionId: grant.id };

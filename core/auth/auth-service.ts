@@ -78,6 +78,15 @@ export class AuthService {
    * Unknown e-mails are counted the same way, so the limits tell nothing about who has an account.
    */
   async login(email: string, password: string, client: ClientInfo = {}): Promise<LoginResult> {
+    return this.issue(await this.checkCredentials(email, password, client), client);
+  }
+
+  /**
+   * The user whose e-mail and password these are, under the limits `login` describes (every form of login uses it:
+   * REST and an agent's OAuth consent). Throws unauthorized (the same for an unknown e-mail and a wrong password) or
+   * rate_limited.
+   */
+  async checkCredentials(email: string, password: string, client: ClientInfo = {}): Promise<User> {
     const { loginWindowSeconds: window, loginMaxPerAddress, loginMaxPerAccount } = this.config;
     const address = client.address ?? 'unknown';
     if (client.address) {
@@ -118,7 +127,7 @@ export class AuthService {
       throw new HoistError('unauthorized', 'Invalid e-mail or password');
     }
     await this.limiter.clear(pairKey);
-    return this.issue(user, client);
+    return user;
   }
 
   /** Starts a session for `user` and signs its token. */

@@ -1,0 +1,141 @@
+import formbody from '@fastify/formbody';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { registerClient } from '../../core/auth/oauth-clients.js';
+import { OAuthError } from '../../core/auth/oauth-error.js';
+import {
+  OAUTH_SERVICE,
+  UntrustedRedirect,
+  type AuthorizationTarget,
+  type OAuthService,
+} from '../../core/auth/oauth-service.js';
+import { HoistError } from '../../core/errors.js';
+import { CLOCK, type Clock } from '../../core/ports/clock.js';
+import type { Kernel } from '../kernel.js';
+import { errorHandler, statusOf } from './error-handler.js';
+import { consentPage, PAGE_HEADERS, refusedPage } from './oauth-page.js';
+import { publicBase } from './public-base.js';
+
+/** Where the MCP server's protected-resource metadata is (RFC 9728), as its 401 answers point to it. */
+export const RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource/agent/v1/mcp';
+
+type Fields = Record<string, unknown>;
+const hide = { schema: { hide: true } };
+const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+
+/** The form's or query's fields that are one string each (a field given twice is dropped, and so refused). */
+const strings = (v: unknown): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries((v ?? {}) as Fields).filter((e): e is [string, string] => typeof e[1] === 'string'),
+  );
+
+/**
+ * OAuth 2.1 for the agent-tool interface, so that an MCP client connects with its user's consent alone: metadata
+ * (RFC 8414, RFC 9728), dynamic client registration (RFC 7591), the consent page, the token endpoint (authorization
+ * code with PKCE S256, refresh tokens rotated) and revocation (RFC 7009). OAuth's own error bodies, not Hoist's; kept
+ * out of the REST OpenAPI document (README: Agent tools).
+ */
+export const oauthRoutes: FastifyPluginAsync<{ kernel: Kernel }> = async (app, { kernel }) => {
+  const oauth = kernel.get<OAuthService>(OAUTH_SERVICE);
+  const clock = kernel.get<Clock>(CLOCK);
+  const base = (req: FastifyRequest) => publicBase(kernel.config, req);
+  await app.register(formbody, { bodyLimit: 16 * 1024 });
+  app.setErrorHandler((err, req, reply) => {
+    if (!(err instanceof OAuthError)) return errorHandler(err as Error, req, reply);
+    return reply.status(err.status).headers(NO_STORE).send({ error: err.error, error_description: err.description });
+  });
+
+  const resource = async (req: FastifyRequest) => ({
+    resource: `${base(req)}/agent/v1/mcp`,
+    authorization_servers: [base(req)],
+    bearer_methods_supported: ['header'],
+    resource_name: 'Hoist agent tools',
+  });
+  app.get('/.well-known/oauth-protected-resource', hide, resource);
+  app.get(RESOURCE_METADATA_PATH, hide, resource);
+  app.get('/.well-known/oauth-authorization-server', hide, async (req) => ({
+    issuer: base(req),
+    authorization_endpoint: `${base(req)}/oauth/authorize`,
+    token_endpoint: `${base(req)}/oauth/token`,
+    registration_endpoint: `${base(req)}/oauth/register`,
+    revocation_endpoint: `${base(req)}/oauth/revoke`,
+    response_types_supported: ['code'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    code_challenge_methods_supported: ['S256'],
+    token_endpoint_auth_methods_supported: ['none'],
+    revocation_endpoint_auth_methods_supported: ['none'],
+  }));
+
+  app.post('/oauth/register', hide, async (req, reply) =>
+    reply.status(201).headers(NO_STORE).send(registerClient(req.body, clock.now())),
+  );
+
+  /** Sends the user back to the client with `params` (and the state and issuer, RFC 9207). */
+  const back = (req: FastifyRequest, reply: FastifyReply, to: AuthorizationTarget, params: Record<string, string>) => {
+    const url = new URL(to.redirectUri);
+    for (const [k, v] of Object.entries({ ...params, ...(to.state === null ? {} : { state: to.state }) }))
+      url.searchParams.set(k, v);
+    url.searchParams.set('iss', base(req));
+    return reply.status(303).headers(NO_STORE).redirect(url.href, 303);
+  };
+  const page = (reply: FastifyReply, status: number, html: string) =>
+    reply.status(status).headers(PAGE_HEADERS).send(html);
+
+  /** Runs `then` for a checked request; a bad one is a page (no trusted redirect URI) or sent back as an error. */
+  const checked = (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    fields: Record<string, string>,
+    then: (r: ReturnType<OAuthService['authorization']>) => Promise<FastifyReply> | FastifyReply,
+  ) => {
+    let target: AuthorizationTarget;
+    try {
+      target = oauth.target(fields);
+    } catch (err) {
+      if (err instanceof UntrustedRedirect) return page(reply, 400, refusedPage(err.message));
+      throw err;
+    }
+    try {
+      return then(oauth.authorization(fields));
+    } catch (err) {
+      if (err instanceof OAuthError)
+        return back(req, reply, target, { error: err.error, error_description: err.message });
+      throw err;
+    }
+  };
+
+  app.get('/oauth/authorize', hide, async (req, reply) => {
+    const fields = strings(req.query);
+    return checked(req, reply, fields, (r) => page(reply, 200, consentPage(r, fields)));
+  });
+
+  app.post('/oauth/authorize', hide, async (req, reply) => {
+    const fields = strings(req.body);
+    return checked(req, reply, fields, async (r) => {
+      if (fields.decision !== 'allow') return back(req, reply, r, { error: 'access_denied' });
+      if (!fields.email || !fields.password)
+        return page(reply, 400, consentPage(r, fields, 'Enter your e-mail and password.'));
+      try {
+        const code = await oauth.approve(r, fields.email, fields.password, {
+          address: req.ip,
+          userAgent: req.headers['user-agent'],
+        });
+        return back(req, reply, r, { code });
+      } catch (err) {
+        // A wrong password, the login limits, no room for another grant: said on the page, to try again.
+        if (!(err instanceof HoistError) || !['unauthorized', 'rate_limited', 'conflict'].includes(err.code)) throw err;
+        const retry = err.details.retry_after;
+        if (typeof retry === 'number') reply.header('retry-after', String(retry));
+        return page(reply, statusOf[err.code], consentPage(r, fields, err.message));
+      }
+    });
+  });
+
+  app.post('/oauth/token', hide, async (req, reply) =>
+    reply.headers(NO_STORE).send(await oauth.token((req.body ?? {}) as Fields)),
+  );
+
+  app.post('/oauth/revoke', hide, async (req, reply) => {
+    await oauth.revoke(((req.body ?? {}) as Fields).token);
+    return reply.status(200).headers(NO_STORE).send();
+  });
+};

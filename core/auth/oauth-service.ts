@@ -1,0 +1,223 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { createHash, randomBytes } from 'node:crypto';
+import { AgentGrant } from '../entities/agent-grant.js';
+import { isUuid } from '../projects/keyset-cursor.js';
+import type { Clock } from '../ports/clock.js';
+import type { TokenService } from '../ports/token-service.js';
+import { token as diToken } from '../tokens.js';
+import { AGENT_TTL, type AgentAuthService } from './agent-auth-service.js';
+import type { AuthService, ClientInfo } from './auth-service.js';
+import { clientOf, redirectAllowed, type OAuthClient } from './oauth-clients.js';
+import { OAuthError } from './oauth-error.js';
+import { sessionKey } from './session-cache.js';
+import type { SessionRevocations } from './session-revocations.js';
+
+export const OAUTH_SERVICE = diToken<OAuthService>('hoist.OAuthService');
+
+/** How long a user's consent waits for its code to be exchanged. */
+export const CODE_TTL_SECONDS = 600;
+/** How long an OAuth grant lasts after its last refresh. */
+export const GRANT_TTL_SECONDS = 30 * 24 * 3600;
+
+/** Where an authorization request is answered: a client and a redirect URI it registered. */
+export interface AuthorizationTarget {
+  client: OAuthClient;
+  clientId: string;
+  redirectUri: string;
+  state: string | null;
+}
+
+/** An authorization request that was checked whole. */
+export interface AuthorizationRequest extends AuthorizationTarget {
+  codeChallenge: string;
+}
+
+/** What the token endpoint answers (RFC 6749 5.1). */
+export interface TokenAnswer {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token: string;
+}
+
+/** Thrown for an authorization request that must not be sent back to its redirect URI (it named none we trust). */
+export class UntrustedRedirect extends Error {}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+const secret = () => randomBytes(32).toString('base64url');
+const PKCE = /^[A-Za-z0-9._~-]{43,128}$/;
+
+/**
+ * OAuth 2.1 for the agent-tool interface (the MCP server): an agent registers (oauth-clients), sends its user to the
+ * consent page with a PKCE challenge, the user logs in there and allows it, and the agent exchanges the code for an
+ * access token (an agent token, one hour) and a refresh token (rotated at each use) of a grant the user sees among
+ * their agent tokens and may revoke.
+ */
+export class OAuthService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly auth: AuthService,
+    private readonly agents: AgentAuthService,
+    private readonly tokens: TokenService,
+    private readonly clock: Clock,
+    private readonly revocations: SessionRevocations,
+  ) {}
+
+  /**
+   * Where an authorization request (its query, or the consent form's fields) is answered: its client, redirect URI
+   * and state. Throws UntrustedRedirect when the client or its redirect URI is not one to send anything to.
+   */
+  target(q: Record<string, unknown>): AuthorizationTarget {
+    const client = clientOf(q.client_id);
+    if (!client) throw new UntrustedRedirect('Unknown client: register it first (client_id)');
+    const redirectUri = q.redirect_uri ?? (client.redirectUris.length === 1 ? client.redirectUris[0] : undefined);
+    if (!redirectAllowed(client, redirectUri))
+      throw new UntrustedRedirect('redirect_uri is not one the client registered');
+    // A state too long (or given twice) is not sent back: the request is refused for it.
+    const state = typeof q.state === 'string' && q.state.length <= 1024 ? q.state : null;
+    return { client, clientId: q.client_id as string, redirectUri, state };
+  }
+
+  /**
+   * Checks a whole authorization request. Throws UntrustedRedirect as `target` does, else OAuthError for what goes
+   * back to the client.
+   */
+  authorization(q: Record<string, unknown>): AuthorizationRequest {
+    const target = this.target(q);
+    if (q.state !== undefined && target.state === null)
+      throw new OAuthError('invalid_request', 'state must be one value of at most 1024 characters');
+    if (q.response_type !== 'code') throw new OAuthError('unsupported_response_type', 'response_type must be code');
+    if (q.code_challenge_method !== 'S256' || typeof q.code_challenge !== 'string' || !PKCE.test(q.code_challenge))
+      throw new OAuthError('invalid_request', 'PKCE is required: code_challenge with code_challenge_method S256');
+    return { ...target, codeChallenge: q.code_challenge };
+  }
+
+  /**
+   * The user allowed the request, with their e-mail and password (under the login limits): makes a pending grant
+   * and answers the code to send back. Throws what checkCredentials and AgentAuthService.assertRoom throw.
+   */
+  async approve(req: AuthorizationRequest, email: string, password: string, client: ClientInfo): Promise<string> {
+    const user = await this.auth.checkCredentials(email, password, client);
+    const now = this.clock.now();
+    await this.agents.assertRoom(user.id, now);
+    const code = secret();
+    const grant = Object.assign(new AgentGrant(), {
+      userId: user.id,
+      name: req.client.name,
+      source: 'oauth' as const,
+      clientId: req.clientId,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + CODE_TTL_SECONDS * 1000),
+      codeHash: sha256(code),
+      redirectUri: req.redirectUri,
+      codeChallenge: req.codeChallenge,
+    });
+    await this.em.fork().persist(grant).flush();
+    return `${grant.id}.${code}`;
+  }
+
+  /** Answers the token endpoint: grant_type authorization_code or refresh_token. Throws OAuthError. */
+  async token(body: Record<string, unknown>): Promise<TokenAnswer> {
+    if (body.grant_type === 'authorization_code') return this.exchange(body);
+    if (body.grant_type === 'refresh_token') return this.refresh(body);
+    throw new OAuthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
+  }
+
+  /**
+   * Revokes the grant of a refresh or access token (RFC 7009): its tokens are refused at once on every process. A
+   * token that names no grant is ignored, as the RFC asks.
+   */
+  async revoke(token: unknown): Promise<void> {
+    if (typeof token !== 'string') throw new OAuthError('invalid_request', 'token is required');
+    const grantId = (await this.refreshed(token)) ?? (await this.tokens.verify('agent', token))?.jti;
+    if (grantId) await this.end(grantId);
+  }
+
+  /** The id of the grant whose refresh token (current or replaced) `token` is, else null. */
+  private async refreshed(token: string): Promise<string | null> {
+    const [id, value] = token.split('.', 2);
+    if (!isUuid(id) || !value || token !== `${id}.${value}`) return null;
+    const hash = sha256(value);
+    const row = await this.em.findOne(AgentGrant, { id, $or: [{ refreshHash: hash }, { previousRefreshHash: hash }] });
+    return row?.id ?? null;
+  }
+
+  private async exchange(body: Record<string, unknown>): Promise<TokenAnswer> {
+    const { grant, value } = await this.presented(body.code, 'code');
+    const now = this.clock.now();
+    const verifier = body.code_verifier;
+    if (
+      !grant ||
+      grant.codeHash !== sha256(value) ||
+      grant.clientId !== body.client_id ||
+      grant.redirectUri !== body.redirect_uri
+    )
+      throw new OAuthError('invalid_grant', 'Unknown code, or not issued to this client_id and redirect_uri');
+    if (grant.refreshHash !== null || grant.revokedAt) {
+      // A code used twice: whoever holds it may not be the client, so the grant ends (RFC 6749 4.1.2).
+      await this.end(grant.id);
+      throw new OAuthError('invalid_grant', 'The code was used already; the grant it made is revoked');
+    }
+    if (grant.expiresAt <= now) throw new OAuthError('invalid_grant', 'The code expired');
+    if (typeof verifier !== 'string' || !PKCE.test(verifier) || pkce(verifier) !== grant.codeChallenge)
+      throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
+    return this.renew(grant, { refreshHash: null }, now);
+  }
+
+  private async refresh(body: Record<string, unknown>): Promise<TokenAnswer> {
+    const { grant, value } = await this.presented(body.refresh_token, 'refresh_token');
+    const hash = value ? sha256(value) : '';
+    const now = this.clock.now();
+    if (grant && grant.previousRefreshHash === hash && grant.refreshHash !== hash) {
+      // A replaced refresh token again: it was copied, so the grant ends for both holders (OAuth 2.1 4.3.1).
+      await this.end(grant.id);
+      throw new OAuthError('invalid_grant', 'The refresh token was replaced already; the grant is revoked');
+    }
+    if (!grant || grant.refreshHash !== hash || grant.revokedAt || grant.expiresAt <= now)
+      throw new OAuthError('invalid_grant', 'Unknown, revoked or expired refresh token');
+    if (body.client_id !== undefined && body.client_id !== grant.clientId)
+      throw new OAuthError('invalid_grant', 'The refresh token was not issued to this client_id');
+    return this.renew(grant, { refreshHash: hash }, now);
+  }
+
+  /** The grant a `<grant id>.<secret>` value names (unread when malformed), and the secret. */
+  private async presented(v: unknown, field: string): Promise<{ grant: AgentGrant | null; value: string }> {
+    if (typeof v !== 'string' || !v) throw new OAuthError('invalid_request', `${field} is required`);
+    const [id, value] = v.split('.', 2);
+    if (!isUuid(id) || !value || v !== `${id}.${value}`) return { grant: null, value: '' };
+    const grant = await this.em.fork().findOne(AgentGrant, { id, source: 'oauth' });
+    return { grant, value };
+  }
+
+  /**
+   * Gives the grant a new refresh token (compared and set, so two racing uses of one token make one) and another
+   * GRANT_TTL_SECONDS, and signs an access token of it.
+   */
+  private async renew(grant: AgentGrant, was: { refreshHash: string | null }, now: Date): Promise<TokenAnswer> {
+    const refresh = secret();
+    const expiresAt = new Date(now.getTime() + GRANT_TTL_SECONDS * 1000);
+    const changed = await this.em
+      .fork()
+      .nativeUpdate(
+        AgentGrant,
+        { id: grant.id, refreshHash: was.refreshHash, revokedAt: null },
+        { refreshHash: sha256(refresh), previousRefreshHash: was.refreshHash, expiresAt },
+      );
+    if (!changed) throw new OAuthError('invalid_grant', 'The grant changed meanwhile (revoked, or the token used)');
+    const { token } = await this.tokens.sign('agent', grant.userId, grant.id, AGENT_TTL.default);
+    return {
+      access_token: token,
+      token_type: 'Bearer',
+      expires_in: AGENT_TTL.default,
+      refresh_token: `${grant.id}.${refresh}`,
+    };
+  }
+
+  private async end(id: string): Promise<void> {
+    await this.em.fork().nativeUpdate(AgentGrant, { id, revokedAt: null }, { revokedAt: this.clock.now() });
+    await this.revocations.revoked(sessionKey(id));
+  }
+}
+
+/** The S256 challenge of a PKCE verifier. */
+export const pkce = (verifier: string): string => createHash('sha256').update(verifier).digest('base64url');
