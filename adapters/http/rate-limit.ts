@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { HoistConfig } from '../../config/schema.js';
 import { HoistError } from '../../core/errors.js';
-import { addressKey } from './slow-clients.js';
+import { addressKey } from '../../core/auth/address-key.js';
 
 /** The window the request limit counts in. */
 const WINDOW_MS = 60_000;

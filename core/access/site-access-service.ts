@@ -1,3 +1,4 @@
+import { addressKey } from '../auth/address-key.js';
 import { raw, type EntityManager } from '@mikro-orm/core';
 import { createHash, randomInt } from 'node:crypto';
 import type { HoistConfig } from '../../config/schema.js';
@@ -118,13 +119,13 @@ export class SiteAccessService {
   ): Promise<{ delivery: () => Promise<void> }> {
     const address = normalizeEmail(String(email ?? ''));
     if (!isEmail(address)) throw invalid('Enter a valid e-mail address', { field: 'email' });
-    await this.limit(`site-mail:${projectId}:${client}`);
+    await this.limit('site-mail', projectId, client);
     return { delivery: () => this.deliver(projectId, address, linkFor) };
   }
 
   /** Checks `code` for `email`; the right one, within its time and tries, opens the site once. */
   async verifyCode(projectId: string, email: string, code: string, client: string): Promise<SiteAccess> {
-    await this.limit(`site-try:${projectId}:${client}`);
+    await this.limit('site-try', projectId, client);
     const address = normalizeEmail(String(email ?? ''));
     const grant = await this.em.findOne(AccessGrant, { projectId, email: address }, { disableIdentityMap: true });
     const row =
@@ -152,7 +153,7 @@ export class SiteAccessService {
 
   /** Checks the access password of the project; the right one opens the site until the password changes. */
   async verifyPassword(projectId: string, password: string, client: string): Promise<SiteAccess> {
-    await this.limit(`site-try:${projectId}:${client}`);
+    await this.limit('site-try', projectId, client);
     const p = await this.em.findOne(
       Project,
       { id: projectId, status: 'active' },
@@ -245,9 +246,10 @@ export class SiteAccessService {
     return this.tokens.sign('site', projectId, proof, this.config.accessCookieTtlSeconds);
   }
 
-  private async limit(key: string): Promise<void> {
+  /** Counts one attempt of `kind` on the project from the client's address (an IPv6 one's /64). */
+  private async limit(kind: 'site-mail' | 'site-try', projectId: string, client: string): Promise<void> {
     const { allowed, retryAfter } = await this.limiter.hit(
-      key,
+      `${kind}:${projectId}:${addressKey(client)}`,
       this.config.accessMaxAttempts,
       this.config.loginWindowSeconds,
     );

@@ -10,6 +10,7 @@ import type { PasswordHasher } from '../ports/password-hasher.js';
 import type { TokenService } from '../ports/token-service.js';
 import type { Principal } from './principal.js';
 import { rateLimited, type RateLimiter } from './rate-limiter.js';
+import { addressKey } from './address-key.js';
 import { principalTags, sessionKey } from './session-cache.js';
 import type { SessionRevocations } from './session-revocations.js';
 import { token } from '../tokens.js';
@@ -88,7 +89,8 @@ export class AuthService {
    */
   async checkCredentials(email: string, password: string, client: ClientInfo = {}): Promise<User> {
     const { loginWindowSeconds: window, loginMaxPerAddress, loginMaxPerAccount } = this.config;
-    const address = client.address ?? 'unknown';
+    // Counted per addressKey: an IPv6 client holds a whole /64, so each of its addresses is not a new guesser.
+    const address = client.address ? addressKey(client.address) : 'unknown';
     if (client.address) {
       const byAddress = await this.limiter.hit(`login:address:${address}`, loginMaxPerAddress, window);
       if (!byAddress.allowed)

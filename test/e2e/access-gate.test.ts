@@ -386,6 +386,36 @@ test('password and code attempts are rate-limited per client address: 429 page w
   );
 });
 
+test('password guesses from the addresses of one IPv6 /64 share one allowance', async () => {
+  for (let i = 1; i <= MAX; i++)
+    assert.is(
+      (
+        await post(
+          site.host,
+          'password',
+          { password: `guess ${i}`, next: '/' },
+          { 'x-forwarded-for': `2001:db8:99:1::${i}` },
+        )
+      ).status,
+      401,
+    );
+  const limited = await post(
+    site.host,
+    'password',
+    { password: PASSWORD, next: '/' },
+    { 'x-forwarded-for': '2001:db8:99:1::abc' },
+  );
+  assert.is(limited.status, 429);
+  assert.is(cookieOf(limited), null);
+  const other = await post(
+    site.host,
+    'password',
+    { password: PASSWORD, next: '/' },
+    { 'x-forwarded-for': '2001:db8:99:2::1' },
+  );
+  assert.is(other.status, 303, 'another /64 is another client');
+});
+
 test(
   'form posts: cross-site or missing Origin is 403, other content types 415, a bad ' + 'e-mail 400; nothing is mailed',
   async () => {

@@ -137,4 +137,14 @@ test('API processes sharing the database share the counters', async () => {
   }
 });
 
+test('the addresses of one IPv6 /64 count as one client: rotating them does not reset the limits', async () => {
+  for (let i = 1; i <= 6; i++)
+    assert.is((await login(await user(), 'wrong password', `2001:db8:77:1::${i}`)).statusCode, 401, `address ${i}`);
+  limited(await login(await user(), password, '2001:db8:77:1:ffff::99'));
+  const email = await user();
+  for (let i = 1; i <= 3; i++) assert.is((await login(email, 'wrong', `2001:db8:77:2::${i}`)).statusCode, 401);
+  limited(await login(email, password, '2001:db8:77:2::aa'));
+  assert.is((await login(email, password, '2001:db8:77:3::1')).statusCode, 200, 'another /64 is another client');
+});
+
 test.run();

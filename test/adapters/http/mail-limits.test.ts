@@ -42,6 +42,13 @@ test(
   },
 );
 
+test('recovery requests from the addresses of one IPv6 /64 share its allowance', async () => {
+  const answers = [];
+  for (let i = 1; i <= 11; i++) answers.push((await recover(`v6-${i}@example.com`, `2001:db8:88:1::${i}`)).statusCode);
+  assert.equal(answers, [...Array(10).fill(202), 429]);
+  assert.is((await recover('v6-x@example.com', '2001:db8:88:2::1')).statusCode, 202, 'another /64');
+});
+
 test('15 recovery requests for one e-mail from 15 addresses: every answer 202, still 3 mails', async () => {
   const a = await t.account();
   const answers = await statuses(15, (i) => recover(a.email.toUpperCase(), `10.1.1.${i}`));

@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import type { FastifyInstance } from 'fastify';
 import { buildApi } from '../../../adapters/http/app.js';
 import { buildEdge } from '../../../adapters/edge/edge.js';
-import { addressKey } from '../../../adapters/http/slow-clients.js';
+import { addressKey } from '../../../core/auth/address-key.js';
 import type { Kernel } from '../../../adapters/kernel.js';
 import type { HoistConfig } from '../../../config/schema.js';
 import { ACCOUNT_SERVICE, type AccountService } from '../../../core/accounts/account-service.js';
