@@ -565,7 +565,10 @@ export const settings = {
     env: 'HOIST_RELEASE_CPU_MILLIS',
     default: 1000,
     min: 10,
-    doc: 'CPU limit of a release container, in thousandths of a CPU (deployer=docker or pulumi).',
+    doc:
+      "CPU of a running release and all its processes, in thousandths of a CPU: its sandbox's limit with " +
+      "deployer=local (bwrap: where its cgroup has the cpu controller, else none), its container's with " +
+      'deployer=docker or pulumi. A build command gets one CPU.',
   },
   releaseProcesses: {
     type: 'integer',

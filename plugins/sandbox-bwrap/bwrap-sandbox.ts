@@ -41,7 +41,12 @@ export interface BwrapSandboxOptions {
   denyCidrs: string[];
   /** The npm registry builds install from: reachable even on a private address. */
   npmRegistry?: string;
+  /** CPU of a served release, thousandths of a CPU (releaseCpuMillis); a run gets RUN_CPU_MILLIS. */
+  serveCpuMillis: number;
 }
+
+/** CPU of a run (an install or build command), thousandths of a CPU: one CPU, as sandbox-docker gives it. */
+const RUN_CPU_MILLIS = 1000;
 
 const SIGNALS: Record<number, string> = { 9: 'SIGKILL', 25: 'SIGXFSZ' };
 /** Where a served release's shell says it has begun (a pipe to Hoist): bubblewrap's setup is over. */
@@ -107,11 +112,13 @@ function relayCommand(appPort: number, ingress: boolean): string {
  * no capabilities, `--die-with-parent` and `--new-session`. When Hoist runs as root every run gets
  * its own host uid/gid (never 0, never Hoist's) from `uidBase` up, with rlimits on its processes,
  * file size and core dumps, and a cgroup (v2, or v1 as root) for memory and processes where one can
- * be made. `egress` attaches slirp4netns with the host's loopback disabled, and an nftables ruleset
- * in the sandbox's own namespace refuses the host's addresses, link-local ranges and the configured
- * ones; a served release's port is published on the host's loopback through slirp4netns' API, and reached by the
- * edge through a unix socket the sandbox inherits (ingress.ts). No other descriptor of Hoist's reaches a run: the
- * ones Hoist itself inherited open across exec are closed as the sandbox is prepared (inherited-fds.ts).
+ * be made, and for CPU where it has the cpu controller too (without a cgroup, or without that controller, CPU is not
+ * limited: no rlimit caps a long-running process's share of the CPU). `egress` attaches slirp4netns with the host's
+ * loopback disabled, and an nftables ruleset in the sandbox's own namespace refuses the host's addresses, link-local
+ * ranges and the configured ones; a served release's port is published on the host's loopback through slirp4netns'
+ * API, and reached by the edge through a unix socket the sandbox inherits (ingress.ts). No other descriptor of
+ * Hoist's reaches a run: the ones Hoist itself inherited open across exec are closed as the sandbox is prepared
+ * (inherited-fds.ts).
  */
 export class BwrapSandbox implements Sandbox {
   readonly id = 'sandbox-bwrap';
@@ -342,7 +349,11 @@ export class BwrapSandbox implements Sandbox {
       try {
         const sandboxPid = await readChildPid(child);
         if (this.cgroups) {
-          cgroup = await runCgroup(this.cgroups, name, spec.limits.memoryMb, spec.limits.processes);
+          cgroup = await runCgroup(this.cgroups, name, {
+            memoryMb: spec.limits.memoryMb,
+            processes: spec.limits.processes,
+            cpuMillis: appPort === undefined ? RUN_CPU_MILLIS : this.opts.serveCpuMillis,
+          });
           await cgroup.add(child.pid!);
           await cgroup.add(sandboxPid);
         }

@@ -4,8 +4,12 @@ import { join } from 'node:path';
 
 const ROOT = '/sys/fs/cgroup';
 const GROUP = 'hoist-sandbox';
+/** The period of the kernel's CPU bandwidth control (its default), µs: a run's CPU quota is a share of it. */
+const CPU_PERIOD_US = 100_000;
+/** The smallest quota the kernel takes, µs. */
+const MIN_CPU_QUOTA_US = 1000;
 
-/** Memory and process limits of one run, enforced by the kernel for all its processes together. */
+/** Memory, process and CPU limits of one run, enforced by the kernel for all its processes together. */
 export interface RunCgroup {
   /** Moves a process (and its future children) into the group. */
   add(pid: number): Promise<void>;
@@ -15,24 +19,49 @@ export interface RunCgroup {
   remove(): Promise<void>;
 }
 
-/** Where cgroups can be made: v2 (unified, delegated or as root) or v1 memory + pids hierarchies (as root). */
-export type CgroupMode = { kind: 'v2'; base: string } | { kind: 'v1'; memory: string; pids: string } | null;
+/** What one run's processes may use together. */
+export interface CgroupLimits {
+  /** Memory, MiB. */
+  memoryMb: number;
+  /** Processes and threads at once. */
+  processes: number;
+  /** CPU time, thousandths of a CPU: 1000 is one CPU's worth each period, however many CPUs it is spread over. */
+  cpuMillis: number;
+}
+
+/**
+ * Where cgroups can be made: v2 (unified, delegated or as root) or v1 memory + pids hierarchies (as root). `cpu` says
+ * whether runs get a CPU limit: v2's cpu controller enabled for Hoist's groups, or v1's cpu hierarchy (null without).
+ */
+export type CgroupMode =
+  { kind: 'v2'; base: string; cpu: boolean } | { kind: 'v1'; memory: string; pids: string; cpu: string | null } | null;
+
+/** Whether `p` fulfils. */
+const succeeds = (p: Promise<unknown>): Promise<boolean> =>
+  p.then(
+    () => true,
+    () => false,
+  );
 
 /**
  * Finds a writable cgroup hierarchy with the memory and pids controllers, and prepares Hoist's
- * parent group in it. Null when there is none (limits then come from rlimits only).
+ * parent group in it. Null when there is none (limits then come from rlimits only, and CPU is not limited). The cpu
+ * controller is used where it is there too; without it runs get memory and process limits alone.
  */
 export async function detectCgroups(): Promise<CgroupMode> {
   const v2 = await prepareV2().catch(() => null);
   if (v2) return v2;
   const memory = join(ROOT, 'memory', GROUP);
   const pids = join(ROOT, 'pids', GROUP);
+  const cpu = join(ROOT, 'cpu', GROUP);
   try {
     if (!existsSync(join(ROOT, 'memory', 'cgroup.procs')) || !existsSync(join(ROOT, 'pids', 'cgroup.procs')))
       return null;
     await mkdir(memory, { recursive: true });
     await mkdir(pids, { recursive: true });
-    return { kind: 'v1', memory, pids };
+    const hasCpu =
+      existsSync(join(ROOT, 'cpu', 'cpu.cfs_quota_us')) && (await succeeds(mkdir(cpu, { recursive: true })));
+    return { kind: 'v1', memory, pids, cpu: hasCpu ? cpu : null };
   } catch {
     return null;
   }
@@ -53,7 +82,15 @@ async function prepareV2(): Promise<CgroupMode> {
       const base = join(at, GROUP);
       await mkdir(base, { recursive: true });
       await writeFile(join(base, 'cgroup.subtree_control'), '+memory +pids');
-      return { kind: 'v2', base };
+      // On its own: a kernel that refuses it (real-time threads in the tree) still gives memory and pids.
+      const cpu =
+        controllers.includes('cpu') &&
+        (await succeeds(
+          writeFile(join(at, 'cgroup.subtree_control'), '+cpu').then(() =>
+            writeFile(join(base, 'cgroup.subtree_control'), '+cpu'),
+          ),
+        ));
+      return { kind: 'v2', base, cpu };
     } catch {
       // not delegated here: try the next place
     }
@@ -61,14 +98,17 @@ async function prepareV2(): Promise<CgroupMode> {
   return null;
 }
 
-/** Makes the group of one run with its memory (MiB) and process limits. */
+/** The quota of `cpuMillis` thousandths of a CPU in each CPU_PERIOD_US, µs. */
+const cpuQuotaUs = (cpuMillis: number) => Math.max(MIN_CPU_QUOTA_US, Math.round((cpuMillis * CPU_PERIOD_US) / 1000));
+
+/** Makes the group of one run with its memory, process and (where the mode has the controller) CPU limits. */
 export async function runCgroup(
   mode: Exclude<CgroupMode, null>,
   name: string,
-  memoryMb: number,
-  processes: number,
+  limits: CgroupLimits,
 ): Promise<RunCgroup> {
-  const bytes = String(memoryMb * 1024 * 1024);
+  const bytes = String(limits.memoryMb * 1024 * 1024);
+  const quota = String(cpuQuotaUs(limits.cpuMillis));
   if (mode.kind === 'v2') {
     const dir = join(mode.base, name);
     await mkdir(dir);
@@ -76,7 +116,8 @@ export async function runCgroup(
     await writeFile(join(dir, 'memory.swap.max'), '0').catch(() => {
       // no swap accounting: memory.max alone
     });
-    await writeFile(join(dir, 'pids.max'), String(processes));
+    await writeFile(join(dir, 'pids.max'), String(limits.processes));
+    if (mode.cpu) await writeFile(join(dir, 'cpu.max'), `${quota} ${CPU_PERIOD_US}`);
     return {
       add: (pid) => writeFile(join(dir, 'cgroup.procs'), String(pid)),
       oomKilled: async () => /oom_kill [1-9]/.test(await readFile(join(dir, 'memory.events'), 'utf8').catch(() => '')),
@@ -85,24 +126,28 @@ export async function runCgroup(
   }
   const mem = join(mode.memory, name);
   const pids = join(mode.pids, name);
-  await mkdir(mem);
-  await mkdir(pids);
+  const cpu = mode.cpu && join(mode.cpu, name);
+  const dirs = cpu ? [mem, pids, cpu] : [mem, pids];
+  for (const dir of dirs) await mkdir(dir);
   await writeFile(join(mem, 'memory.limit_in_bytes'), bytes);
   await writeFile(join(mem, 'memory.memsw.limit_in_bytes'), bytes).catch(() => {
     // no swap accounting: the memory limit alone
   });
-  await writeFile(join(pids, 'pids.max'), String(processes));
+  await writeFile(join(pids, 'pids.max'), String(limits.processes));
+  if (cpu) {
+    await writeFile(join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
+    await writeFile(join(cpu, 'cpu.cfs_quota_us'), quota);
+  }
   return {
     add: async (pid) => {
-      await writeFile(join(mem, 'cgroup.procs'), String(pid));
-      await writeFile(join(pids, 'cgroup.procs'), String(pid));
+      for (const dir of dirs) await writeFile(join(dir, 'cgroup.procs'), String(pid));
     },
     oomKilled: async () => {
       const control = await readFile(join(mem, 'memory.oom_control'), 'utf8').catch(() => '');
       if (/oom_kill [1-9]/.test(control)) return true;
       return Number(await readFile(join(mem, 'memory.failcnt'), 'utf8').catch(() => '0')) > 0;
     },
-    remove: () => removeDir([mem, pids]),
+    remove: () => removeDir(dirs),
   };
 }
 

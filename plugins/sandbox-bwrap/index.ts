@@ -12,6 +12,7 @@ export default definePlugin({
       dataDir: config.dataDir,
       uidBase: config.sandboxUidBase,
       npmRegistry: config.npmRegistry,
+      serveCpuMillis: config.releaseCpuMillis,
       denyCidrs: (config.sandboxDenyCidrs ?? '')
         .split(',')
         .map((s) => s.trim())

@@ -14,11 +14,12 @@ export const testLimits: SandboxLimits = {
 
 /**
  * A started bubblewrap sandbox keeping its files in `dataDir` (made traversable, as Hoist's data
- * directory is), for tests of the code that runs tenant commands.
+ * directory is), for tests of the code that runs tenant commands; a served release gets `serveCpuMillis` (one CPU,
+ * releaseCpuMillis' default, unless told).
  */
-export async function testSandbox(dataDir: string): Promise<Sandbox> {
+export async function testSandbox(dataDir: string, serveCpuMillis = 1000): Promise<Sandbox> {
   chmodSync(dataDir, 0o711);
-  const sandbox = new BwrapSandbox({ dataDir, uidBase: 1_900_000_000, denyCidrs: [] });
+  const sandbox = new BwrapSandbox({ dataDir, uidBase: 1_900_000_000, denyCidrs: [], serveCpuMillis });
   await sandbox.prepare();
   return sandbox;
 }

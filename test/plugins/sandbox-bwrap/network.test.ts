@@ -51,6 +51,7 @@ test(
         uidBase: 1_900_000_000,
         denyCidrs: [],
         npmRegistry: `http://${hostIp}:${registry.port}/`,
+        serveCpuMillis: 1000,
       });
       const probe = (port: number) =>
         `node -e "const s=require('net').connect(${port},'${hostIp}');s.setTimeout(3000);` +
