@@ -69,7 +69,8 @@ function zipOf(files: AgentFile[]): Promise<Buffer> {
 /**
  * Deploys files an agent sends as JSON: packs them as a ZIP and starts what Local-to-Live starts for the project named
  * `project` (made when the account has none of that name), as a preview when asked; then waits up to `wait_seconds`
- * (120 by default, 0 to not wait) for the operation to end. Resolves the operation as GET /api/v1/operations/{id}
+ * (120 by default, 0 to not wait) for the operation to end, or until `signal` aborts (the agent went away: the
+ * deployment goes on, nobody waits for it). Resolves the operation as GET /api/v1/operations/{id}
  * shows it, and the project. Throws what an upload throws (invalid_request, plan_restricted, payload_too_large,
  * deployment_in_progress...).
  */
@@ -77,6 +78,7 @@ export async function deployFiles(
   kernel: Kernel,
   principal: Principal,
   input: AgentDeploy,
+  signal?: AbortSignal,
 ): Promise<{
   project: { id: string; name: string; url: string };
   preview_url: string | null;
@@ -96,7 +98,7 @@ export async function deployFiles(
   const views = kernel.get(OPERATION_VIEWS);
   const end = Date.now() + (input.wait_seconds ?? 120) * 1000;
   let operation = await views.get(principal.accountId, started.operation.id);
-  while (!isTerminal(operation) && Date.now() < end) {
+  while (!isTerminal(operation) && Date.now() < end && !signal?.aborted) {
     await sleep(POLL_MS);
     operation = await views.get(principal.accountId, started.operation.id);
   }

@@ -49,6 +49,7 @@ async function answer(
   kernel: Kernel,
   principal: Principal,
   req: RpcRequest,
+  signal: AbortSignal,
 ): Promise<{ result: unknown } | { error: { code: number; message: string } }> {
   const params = req.params ?? {};
   switch (req.method) {
@@ -79,7 +80,7 @@ async function answer(
       const args = params.arguments ?? {};
       if (typeof args !== 'object' || args === null || Array.isArray(args))
         return { error: { code: INVALID_PARAMS, message: 'params.arguments must be an object' } };
-      const called = await callTool(kernel, principal, params.name, args as Record<string, unknown>);
+      const called = await callTool(kernel, principal, params.name, args as Record<string, unknown>, signal);
       if (called === undefined) return { error: { code: INVALID_PARAMS, message: `Unknown tool ${params.name}` } };
       return { result: called };
     }
@@ -106,8 +107,13 @@ export async function mcpRoutes(app: FastifyInstance, kernel: Kernel): Promise<v
           .status(400)
           .send(failure(null, typeof body === 'object' ? INVALID_REQUEST : PARSE_ERROR, ONE_REQUEST));
       if (body.id === undefined) return reply.status(202).send();
+      // Aborted when the connection closes before the answer is sent: a tool waiting for a deploy stops waiting.
+      const gone = new AbortController();
+      reply.raw.on('close', () => {
+        if (!reply.raw.writableFinished) gone.abort();
+      });
       try {
-        const out = await answer(kernel, principalOf(req), body);
+        const out = await answer(kernel, principalOf(req), body, gone.signal);
         return { jsonrpc: '2.0', id: body.id, ...out };
       } catch (err) {
         req.log.error({ err, method: body.method }, 'an agent tool call failed');

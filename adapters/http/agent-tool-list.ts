@@ -15,7 +15,8 @@ interface AgentTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  run(kernel: Kernel, principal: Principal, args: Record<string, unknown>): Promise<unknown>;
+  /** Runs the tool; `signal` aborts when the caller is gone (a tool that waits stops waiting). */
+  run(kernel: Kernel, principal: Principal, args: Record<string, unknown>, signal?: AbortSignal): Promise<unknown>;
 }
 
 const text = (v: unknown, field: string, max: number): string => {
@@ -86,7 +87,7 @@ export const AGENT_TOOLS: AgentTool[] = [
         },
       },
     },
-    run: (kernel, principal, args) => deployFiles(kernel, principal, deployArgs(args)),
+    run: (kernel, principal, args, signal) => deployFiles(kernel, principal, deployArgs(args), signal),
   },
   {
     name: 'get_operation',
@@ -133,18 +134,19 @@ export const AGENT_TOOLS: AgentTool[] = [
 /**
  * Runs tool `name` with `args` for `principal`; resolves a tools/call result (its JSON as text and as structured
  * content; a HoistError as `isError` with its code and message, which the agent can act on), or undefined for a tool
- * that does not exist. Other errors are thrown.
+ * that does not exist. Other errors are thrown. `signal` aborts when the caller is gone.
  */
 export async function callTool(
   kernel: Kernel,
   principal: Principal,
   name: string,
   args: Record<string, unknown>,
+  signal?: AbortSignal,
 ): Promise<unknown> {
   const tool = AGENT_TOOLS.find((t) => t.name === name);
   if (!tool) return undefined;
   try {
-    const out = await tool.run(kernel, principal, args);
+    const out = await tool.run(kernel, principal, args, signal);
     return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
   } catch (err) {
     if (!(err instanceof HoistError)) throw err;

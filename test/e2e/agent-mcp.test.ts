@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ACCOUNT_SERVICE, type AccountService } from '../../core/accounts/account-service.js';
 import { AGENT_AUTH_SERVICE } from '../../core/auth/agent-auth-service.js';
+import { OPERATION_VIEWS } from '../../core/deployments/operation-views.js';
 import { Operation } from '../../core/entities/operation.js';
 import { hostOf, liveHoist, type LiveHoist } from '../helpers/live.js';
 
@@ -212,6 +213,52 @@ test('5,000 tiny files are packed one at a time, memory bounded; a malformed ope
     const res = await call('get_operation', { operation_id });
     assert.is(res.body.error, undefined, JSON.stringify(res.body));
     assert.is(res.body.result.structuredContent.error.code, 'not_found');
+  }
+});
+
+test('an agent that goes away while deploy_files waits: the server stops waiting, the deploy goes on', async () => {
+  const views = h.running.kernel.get(OPERATION_VIEWS);
+  const read = views.get.bind(views);
+  let reads = 0;
+  views.get = (...args: Parameters<typeof read>) => {
+    reads++;
+    return read(...args);
+  };
+  try {
+    const files = [
+      {
+        path: 'package.json',
+        content: JSON.stringify({ name: 'slow', scripts: { build: 'node -e "setTimeout(() => {}, 20000)"' } }),
+      },
+      { path: 'index.html', content: 'slow' },
+    ];
+    const gone = new AbortController();
+    const call = fetch(`${h.api}/agent/v1/mcp`, {
+      method: 'POST',
+      signal: gone.signal,
+      headers: { authorization: `Bearer ${agent}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: ++id,
+        method: 'tools/call',
+        params: { name: 'deploy_files', arguments: { project: 'agent-gone', files, wait_seconds: 60 } },
+      }),
+    }).catch((err: Error) => err);
+    const deadline = Date.now() + 10_000;
+    while (reads < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(reads >= 3, 'the call waits, reading its operation');
+    gone.abort();
+    assert.instance(await call, Error);
+    await new Promise((r) => setTimeout(r, 600));
+    const after = reads;
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.is(reads, after, 'no more reads once the agent is gone');
+    const ops = await RequestContext.create(h.running.kernel.orm.em.fork(), () =>
+      h.running.kernel.orm.em.find(Operation, { accountId }, { orderBy: { createdAt: 'desc' }, limit: 1 }),
+    );
+    assert.not.ok(['failed', 'canceled'].includes(ops[0].status), 'the deploy itself goes on');
+  } finally {
+    views.get = read;
   }
 });
 
