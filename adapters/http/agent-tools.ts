@@ -23,7 +23,11 @@ export const agentTools: FastifyPluginAsync<{ kernel: Kernel }> = async (app, { 
       req.principal = await agents.authenticate(token);
     } catch (err) {
       // Where an MCP client finds how to get a token (RFC 9728): OAuth with its user's consent.
-      const metadata = `${publicBase(kernel.config, req)}${RESOURCE_METADATA_PATH}`;
+      // Percent-encoded where a quoted-string would end or escape: the Host header is the client's to write.
+      const metadata = `${publicBase(kernel.config, req)}${RESOURCE_METADATA_PATH}`.replace(
+        /["\\]/g,
+        (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+      );
       reply.header('www-authenticate', `Bearer resource_metadata="${metadata}"`);
       throw err;
     }

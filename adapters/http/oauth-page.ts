@@ -12,7 +12,7 @@ export const PAGE_HEADERS = {
 } as const;
 
 /** Where the code goes, as the user should judge it: the origin (or, for an app's own scheme, the scheme). */
-function destination(uri: string): string {
+export function destination(uri: string): string {
   const url = new URL(uri);
   return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : `${url.protocol}//${url.host}`;
 }
@@ -29,9 +29,9 @@ export function consentPage(req: AuthorizationRequest, form: Record<string, stri
     .join('');
   return layout(
     'Allow an agent to deploy to Hoist',
-    `<h1>Allow ${escape(req.client.name)} to deploy as you?</h1>
-<p>An agent calling itself <strong>${escape(req.client.name)}</strong> asks to use Hoist's agent tools as you: deploy
-files to your account's projects, read their operations and list them. Allowing sends it to
+    `<h1>Allow <bdi>${escape(req.client.name)}</bdi> to deploy as you?</h1>
+<p>An agent calling itself <strong><bdi>${escape(req.client.name)}</bdi></strong> asks to use Hoist's agent tools as
+you: deploy files to your account's projects, read their operations and list them. Allowing sends it to
 <strong>${escape(destination(req.redirectUri))}</strong>. Only allow it if you started this from that agent.</p>
 <p>You can revoke it any time: <code>hoist tokens ls</code>, then <code>hoist tokens revoke &lt;id&gt;</code>.</p>
 ${alert(error)}
@@ -47,12 +47,16 @@ ${fields}
   );
 }
 
-/** The page for a request that cannot go back to its client (unknown client or redirect URI). */
-export function refusedPage(message: string): string {
+/**
+ * The page for a bad authorization request: nothing was allowed. `back` (when the request named a valid client and
+ * redirect URI) is a link that takes the error back to the client, for the user to follow or not.
+ */
+export function refusedPage(message: string, back?: { href: string; origin: string }): string {
   return layout(
     'This authorization request is not valid',
     `<h1>This authorization request is not valid</h1>
 ${alert(message)}
-<p>Nothing was allowed. Start again from the agent; if it keeps failing, its OAuth set-up is wrong.</p>`,
+<p>Nothing was allowed. Start again from the agent; if it keeps failing, its OAuth set-up is wrong.</p>
+${back ? `<p><a href="${escape(back.href)}">Return to ${escape(back.origin)}</a></p>` : ''}`,
   );
 }

@@ -5,6 +5,7 @@ import { OAuthError } from '../../core/auth/oauth-error.js';
 import {
   OAUTH_SERVICE,
   UntrustedRedirect,
+  type AuthorizationRequest,
   type AuthorizationTarget,
   type OAuthService,
 } from '../../core/auth/oauth-service.js';
@@ -12,7 +13,7 @@ import { HoistError } from '../../core/errors.js';
 import { CLOCK, type Clock } from '../../core/ports/clock.js';
 import type { Kernel } from '../kernel.js';
 import { errorHandler, statusOf } from './error-handler.js';
-import { consentPage, PAGE_HEADERS, refusedPage } from './oauth-page.js';
+import { consentPage, destination, PAGE_HEADERS, refusedPage } from './oauth-page.js';
 import { publicBase } from './public-base.js';
 
 /** Where the MCP server's protected-resource metadata is (RFC 9728), as its 401 answers point to it. */
@@ -22,7 +23,7 @@ type Fields = Record<string, unknown>;
 const hide = { schema: { hide: true } };
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
 
-/** The form's or query's fields that are one string each (a field given twice is dropped, and so refused). */
+/** The form's or query's fields that are strings (checked: none is given twice). */
 const strings = (v: unknown): Record<string, string> =>
   Object.fromEntries(
     Object.entries((v ?? {}) as Fields).filter((e): e is [string, string] => typeof e[1] === 'string'),
@@ -69,24 +70,37 @@ export const oauthRoutes: FastifyPluginAsync<{ kernel: Kernel }> = async (app, {
     reply.status(201).headers(NO_STORE).send(registerClient(req.body, clock.now())),
   );
 
-  /** Sends the user back to the client with `params` (and the state and issuer, RFC 9207). */
-  const back = (req: FastifyRequest, reply: FastifyReply, to: AuthorizationTarget, params: Record<string, string>) => {
+  /** The client's redirect URI with `params`, the state and the issuer (RFC 9207). */
+  const backTo = (req: FastifyRequest, to: AuthorizationTarget, params: Record<string, string>) => {
     const url = new URL(to.redirectUri);
     for (const [k, v] of Object.entries({ ...params, ...(to.state === null ? {} : { state: to.state }) }))
       url.searchParams.set(k, v);
     url.searchParams.set('iss', base(req));
-    return reply.status(303).headers(NO_STORE).redirect(url.href, 303);
+    return url.href;
   };
+  /** Sends the user back to the client: only after they decided on the consent page. */
+  const back = (req: FastifyRequest, reply: FastifyReply, to: AuthorizationTarget, params: Record<string, string>) =>
+    reply
+      .status(303)
+      .headers(NO_STORE)
+      .redirect(backTo(req, to, params), 303);
   const page = (reply: FastifyReply, status: number, html: string) =>
     reply.status(status).headers(PAGE_HEADERS).send(html);
 
-  /** Runs `then` for a checked request; a bad one is a page (no trusted redirect URI) or sent back as an error. */
+  /**
+   * Runs `then` for a checked authorization request (query or form). A bad one is a page and never a redirect: anyone
+   * may register a client, so sending errors back at once would make Hoist's address an open redirect (RFC 9700
+   * 4.11.2). When the client and its redirect URI are valid, the page links back to it with the error.
+   */
   const checked = (
     req: FastifyRequest,
     reply: FastifyReply,
-    fields: Record<string, string>,
-    then: (r: ReturnType<OAuthService['authorization']>) => Promise<FastifyReply> | FastifyReply,
+    raw: unknown,
+    then: (r: AuthorizationRequest, fields: Record<string, string>) => Promise<FastifyReply> | FastifyReply,
   ) => {
+    const twice = Object.entries((raw ?? {}) as Fields).find(([, v]) => Array.isArray(v));
+    if (twice) return page(reply, 400, refusedPage(`${twice[0]} is given more than once`));
+    const fields = strings(raw);
     let target: AuthorizationTarget;
     try {
       target = oauth.target(fields);
@@ -94,31 +108,29 @@ export const oauthRoutes: FastifyPluginAsync<{ kernel: Kernel }> = async (app, {
       if (err instanceof UntrustedRedirect) return page(reply, 400, refusedPage(err.message));
       throw err;
     }
+    let request: AuthorizationRequest;
     try {
-      return then(oauth.authorization(fields));
+      request = oauth.authorization(fields);
     } catch (err) {
-      if (err instanceof OAuthError)
-        return back(req, reply, target, { error: err.error, error_description: err.message });
-      throw err;
+      if (!(err instanceof OAuthError)) throw err;
+      const link = backTo(req, target, { error: err.error, error_description: err.message });
+      return page(reply, 400, refusedPage(err.message, { href: link, origin: destination(target.redirectUri) }));
     }
+    return then(request, fields);
   };
 
-  app.get('/oauth/authorize', hide, async (req, reply) => {
-    const fields = strings(req.query);
-    return checked(req, reply, fields, (r) => page(reply, 200, consentPage(r, fields)));
-  });
+  app.get('/oauth/authorize', hide, async (req, reply) =>
+    checked(req, reply, req.query, (r, fields) => page(reply, 200, consentPage(r, fields))),
+  );
 
-  app.post('/oauth/authorize', hide, async (req, reply) => {
-    const fields = strings(req.body);
-    return checked(req, reply, fields, async (r) => {
+  app.post('/oauth/authorize', hide, async (req, reply) =>
+    checked(req, reply, req.body, async (r, fields) => {
       if (fields.decision !== 'allow') return back(req, reply, r, { error: 'access_denied' });
-      if (!fields.email || !fields.password)
-        return page(reply, 400, consentPage(r, fields, 'Enter your e-mail and password.'));
+      const { email, password } = fields;
+      if (!email || !password || email.length > 320 || password.length > 1024)
+        return page(reply, 400, consentPage(r, fields, 'Enter your e-mail address and password.'));
       try {
-        const code = await oauth.approve(r, fields.email, fields.password, {
-          address: req.ip,
-          userAgent: req.headers['user-agent'],
-        });
+        const code = await oauth.approve(r, email, password, { address: req.ip, userAgent: req.headers['user-agent'] });
         return back(req, reply, r, { code });
       } catch (err) {
         // A wrong password, the login limits, no room for another grant: said on the page, to try again.
@@ -127,8 +139,8 @@ export const oauthRoutes: FastifyPluginAsync<{ kernel: Kernel }> = async (app, {
         if (typeof retry === 'number') reply.header('retry-after', String(retry));
         return page(reply, statusOf[err.code], consentPage(r, fields, err.message));
       }
-    });
-  });
+    }),
+  );
 
   app.post('/oauth/token', hide, async (req, reply) =>
     reply.headers(NO_STORE).send(await oauth.token((req.body ?? {}) as Fields)),

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { AgentGrant, isPending, type AgentGrantSource } from '../entities/agent-grant.js';
 import { User } from '../entities/user.js';
+import { underOwnerLock } from '../billing/owner-lock.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { conflict, invalid, notFound, unauthorized } from '../errors.js';
 import type { Clock } from '../ports/clock.js';
@@ -75,22 +76,32 @@ export class AgentAuthService {
       throw invalid(`ttl must be an integer from ${AGENT_TTL.min} to ${AGENT_TTL.max} seconds`, { field: 'ttl' });
     }
     const now = this.clock.now();
-    await this.assertRoom(userId, now);
     const grant = Object.assign(new AgentGrant(), { userId, name, source, createdAt: now, expiresAt: now });
     const { token, expiresAt } = await this.tokens.sign('agent', userId, grant.id, ttl);
     grant.expiresAt = expiresAt;
-    await this.em.fork().persist(grant).flush();
+    await this.record(grant);
     return { ...view(grant), token };
   }
 
-  /** Throws conflict when the user holds MAX_AGENT_GRANTS grants that are neither revoked nor expired. */
-  async assertRoom(userId: string, now: Date): Promise<void> {
-    const held = await this.em.count(AgentGrant, { userId, revokedAt: null, expiresAt: { $gt: now } });
-    if (held >= MAX_AGENT_GRANTS) {
-      throw conflict(`A user holds at most ${MAX_AGENT_GRANTS} agent tokens; revoke one first`, {
-        limit: MAX_AGENT_GRANTS,
+  /**
+   * Stores a new grant unless its user holds MAX_AGENT_GRANTS that are neither revoked nor expired (a pending OAuth
+   * consent counts for its minutes): throws conflict then. Counted and stored under the user's row lock, so racing
+   * requests never get past the bound.
+   */
+  async record(grant: AgentGrant): Promise<void> {
+    await underOwnerLock(this.em, User, grant.userId, async (tx) => {
+      const held = await tx.count(AgentGrant, {
+        userId: grant.userId,
+        revokedAt: null,
+        expiresAt: { $gt: grant.createdAt },
       });
-    }
+      if (held >= MAX_AGENT_GRANTS) {
+        throw conflict(`A user holds at most ${MAX_AGENT_GRANTS} agent tokens; revoke one first`, {
+          limit: MAX_AGENT_GRANTS,
+        });
+      }
+      await tx.persist(grant).flush();
+    });
   }
 
   /** The principal's user's active grants (not pending, revoked or expired), newest first. */
@@ -153,11 +164,17 @@ export async function revokeAgentGrants(em: EntityManager, userId: string, now: 
   await em.nativeUpdate(AgentGrant, { userId, revokedAt: null }, { revokedAt: now });
 }
 
-/** A grant's name: 1 to 100 characters, no control characters (trimmed). Throws invalid_request (field name). */
+/**
+ * Whether `name` is one a grant may show: 1 to 100 characters (trimmed), no control or format characters (a
+ * right-to-left override would reorder what the consent page shows around it).
+ */
+export const nameAllowed = (name: string): boolean => !!name && name.length <= 100 && !/[\p{Cc}\p{Cf}]/u.test(name);
+
+/** A grant's name, trimmed (nameAllowed). Throws invalid_request (field name). */
 export function checkName(name: unknown): string {
   const trimmed = typeof name === 'string' ? name.trim() : '';
-  if (!trimmed || trimmed.length > 100 || /[\u0000-\u001f\u007f]/.test(trimmed)) {
-    throw invalid('name must be 1 to 100 characters without control characters', { field: 'name' });
+  if (!nameAllowed(trimmed)) {
+    throw invalid('name must be 1 to 100 characters without control or format characters', { field: 'name' });
   }
   return trimmed;
 }

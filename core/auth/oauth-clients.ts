@@ -1,3 +1,4 @@
+import { nameAllowed } from './agent-auth-service.js';
 import { OAuthError } from './oauth-error.js';
 
 /** An OAuth client of the agent-tool interface, as its registration gave it. */
@@ -20,8 +21,12 @@ export interface RegisteredClient {
 const PREFIX = 'hoist-client.';
 const MAX_URIS = 5;
 const MAX_URI_LENGTH = 500;
-/** Schemes never taken as a redirect: they run, show or fetch something in the browser rather than reach an app. */
-const REFUSED_SCHEMES = new Set(['javascript', 'data', 'file', 'vbscript', 'about', 'blob', 'filesystem', 'ftp']);
+/**
+ * An app's own scheme for its redirect: reverse-domain (`com.example.app`, RFC 8252 7.1), or one of the coding agents'
+ * own. No other: browsers and systems give other schemes meanings of their own (`view-source:`, `intent:`, `ms-*:`...).
+ */
+const APP_SCHEME = /^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+$/;
+const AGENT_SCHEMES = new Set(['cursor', 'vscode', 'vscode-insiders', 'windsurf', 'zed', 'claude']);
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /**
@@ -86,10 +91,10 @@ function loopbackWithoutPort(uri: string): string | null {
 }
 
 function checkClient(name: unknown, uris: unknown): OAuthClient {
-  if (typeof name !== 'string' || !name.trim() || name.length > 100 || /\p{Cc}/u.test(name))
+  if (typeof name !== 'string' || !nameAllowed(name.trim()))
     throw new OAuthError(
       'invalid_client_metadata',
-      'client_name must be 1 to 100 characters without control characters',
+      'client_name must be 1 to 100 characters without control or format characters',
     );
   if (!Array.isArray(uris) || uris.length < 1 || uris.length > MAX_URIS)
     throw new OAuthError('invalid_redirect_uri', `redirect_uris must list 1 to ${MAX_URIS} URIs`);
@@ -100,7 +105,7 @@ function checkClient(name: unknown, uris: unknown): OAuthClient {
   return { name: name.trim(), redirectUris: [...new Set(uris as string[])] };
 }
 
-/** Why a redirect URI is refused, or null: https anywhere, http on loopback only, an app's own scheme. */
+/** Why a redirect URI is refused, or null: https anywhere, http on loopback only, an app's own scheme (APP_SCHEME). */
 function refusal(uri: unknown): string | null {
   if (typeof uri !== 'string' || uri.length > MAX_URI_LENGTH) return `a URI of at most ${MAX_URI_LENGTH} characters`;
   const url = safeUrl(uri);
@@ -110,8 +115,8 @@ function refusal(uri: unknown): string | null {
   const scheme = url.protocol.slice(0, -1);
   if (scheme === 'https') return null;
   if (scheme === 'http') return LOOPBACK.has(url.hostname) ? null : 'http only to localhost, 127.0.0.1 or [::1]';
-  if (scheme === 'ws' || scheme === 'wss' || REFUSED_SCHEMES.has(scheme)) return `the scheme ${scheme} is refused`;
-  return null;
+  if (APP_SCHEME.test(scheme) || AGENT_SCHEMES.has(scheme)) return null;
+  return `the scheme ${scheme} is refused: https, http on loopback, or an app's reverse-domain one (com.example.app)`;
 }
 
 function safeUrl(uri: string): URL | null {

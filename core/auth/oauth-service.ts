@@ -45,7 +45,10 @@ export class UntrustedRedirect extends Error {}
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const secret = () => randomBytes(32).toString('base64url');
-const PKCE = /^[A-Za-z0-9._~-]{43,128}$/;
+/** A PKCE code verifier (RFC 7636 4.1). */
+const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+/** An S256 code challenge: the base64url of a SHA-256, always 43 characters. */
+const CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
 /**
  * OAuth 2.1 for the agent-tool interface (the MCP server): an agent registers (oauth-clients), sends its user to the
@@ -87,19 +90,18 @@ export class OAuthService {
     if (q.state !== undefined && target.state === null)
       throw new OAuthError('invalid_request', 'state must be one value of at most 1024 characters');
     if (q.response_type !== 'code') throw new OAuthError('unsupported_response_type', 'response_type must be code');
-    if (q.code_challenge_method !== 'S256' || typeof q.code_challenge !== 'string' || !PKCE.test(q.code_challenge))
+    if (q.code_challenge_method !== 'S256' || typeof q.code_challenge !== 'string' || !CHALLENGE.test(q.code_challenge))
       throw new OAuthError('invalid_request', 'PKCE is required: code_challenge with code_challenge_method S256');
     return { ...target, codeChallenge: q.code_challenge };
   }
 
   /**
    * The user allowed the request, with their e-mail and password (under the login limits): makes a pending grant
-   * and answers the code to send back. Throws what checkCredentials and AgentAuthService.assertRoom throw.
+   * and answers the code to send back. Throws what checkCredentials and AgentAuthService.record throw.
    */
   async approve(req: AuthorizationRequest, email: string, password: string, client: ClientInfo): Promise<string> {
     const user = await this.auth.checkCredentials(email, password, client);
     const now = this.clock.now();
-    await this.agents.assertRoom(user.id, now);
     const code = secret();
     const grant = Object.assign(new AgentGrant(), {
       userId: user.id,
@@ -112,7 +114,7 @@ export class OAuthService {
       redirectUri: req.redirectUri,
       codeChallenge: req.codeChallenge,
     });
-    await this.em.fork().persist(grant).flush();
+    await this.agents.record(grant);
     return `${grant.id}.${code}`;
   }
 
@@ -133,13 +135,11 @@ export class OAuthService {
     if (grantId) await this.end(grantId);
   }
 
-  /** The id of the grant whose refresh token (current or replaced) `token` is, else null. */
+  /** The id of the grant whose current refresh token `token` is, else null. */
   private async refreshed(token: string): Promise<string | null> {
     const [id, value] = token.split('.', 2);
     if (!isUuid(id) || !value || token !== `${id}.${value}`) return null;
-    const hash = sha256(value);
-    const row = await this.em.findOne(AgentGrant, { id, $or: [{ refreshHash: hash }, { previousRefreshHash: hash }] });
-    return row?.id ?? null;
+    return (await this.em.findOne(AgentGrant, { id, refreshHash: sha256(value) }))?.id ?? null;
   }
 
   private async exchange(body: Record<string, unknown>): Promise<TokenAnswer> {
@@ -159,25 +159,25 @@ export class OAuthService {
       throw new OAuthError('invalid_grant', 'The code was used already; the grant it made is revoked');
     }
     if (grant.expiresAt <= now) throw new OAuthError('invalid_grant', 'The code expired');
-    if (typeof verifier !== 'string' || !PKCE.test(verifier) || pkce(verifier) !== grant.codeChallenge)
+    if (typeof verifier !== 'string' || !VERIFIER.test(verifier) || pkce(verifier) !== grant.codeChallenge)
       throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
     return this.renew(grant, { refreshHash: null }, now);
   }
 
   private async refresh(body: Record<string, unknown>): Promise<TokenAnswer> {
     const { grant, value } = await this.presented(body.refresh_token, 'refresh_token');
-    const hash = value ? sha256(value) : '';
     const now = this.clock.now();
-    if (grant && grant.previousRefreshHash === hash && grant.refreshHash !== hash) {
-      // A replaced refresh token again: it was copied, so the grant ends for both holders (OAuth 2.1 4.3.1).
+    if (!grant || grant.revokedAt || grant.expiresAt <= now || grant.refreshHash === null)
+      throw new OAuthError('invalid_grant', 'Unknown, revoked or expired refresh token');
+    if (grant.refreshHash !== sha256(value)) {
+      // Not the grant's refresh token now: a replaced one (copied, since its holder had the new one) or a forgery by
+      // someone who knows the grant's id. Either way the grant ends for every holder (OAuth 2.1 4.3.1).
       await this.end(grant.id);
       throw new OAuthError('invalid_grant', 'The refresh token was replaced already; the grant is revoked');
     }
-    if (!grant || grant.refreshHash !== hash || grant.revokedAt || grant.expiresAt <= now)
-      throw new OAuthError('invalid_grant', 'Unknown, revoked or expired refresh token');
     if (body.client_id !== undefined && body.client_id !== grant.clientId)
       throw new OAuthError('invalid_grant', 'The refresh token was not issued to this client_id');
-    return this.renew(grant, { refreshHash: hash }, now);
+    return this.renew(grant, { refreshHash: grant.refreshHash }, now);
   }
 
   /** The grant a `<grant id>.<secret>` value names (unread when malformed), and the secret. */
@@ -201,7 +201,7 @@ export class OAuthService {
       .nativeUpdate(
         AgentGrant,
         { id: grant.id, refreshHash: was.refreshHash, revokedAt: null },
-        { refreshHash: sha256(refresh), previousRefreshHash: was.refreshHash, expiresAt },
+        { refreshHash: sha256(refresh), expiresAt },
       );
     if (!changed) throw new OAuthError('invalid_grant', 'The grant changed meanwhile (revoked, or the token used)');
     const { token } = await this.tokens.sign('agent', grant.userId, grant.id, AGENT_TTL.default);

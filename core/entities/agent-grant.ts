@@ -8,7 +8,7 @@ export type AgentGrantSource = 'admin' | 'api' | 'oauth';
  * One grant of the agent-tool interface: every agent token carries its id as `jti`, and is refused once the grant is
  * revoked (by its user, a password reset or the user's removal) or expired. An OAuth grant is made pending at the
  * user's consent (`codeHash` set, `refreshHash` not yet, expiring in minutes) and is active once its code is
- * exchanged; its refresh token (only SHA-256 hashes are stored) renews its access tokens and is replaced at each use.
+ * exchanged; its refresh token (only its SHA-256 hash is stored) renews its access tokens and is replaced at each use.
  */
 export class AgentGrant {
   id: string = randomUUID();
@@ -28,8 +28,6 @@ export class AgentGrant {
   codeChallenge: string | null = null;
   /** SHA-256 of the current OAuth refresh token. */
   refreshHash: string | null = null;
-  /** SHA-256 of the refresh token it replaced: one presented again revokes the grant (it was copied). */
-  previousRefreshHash: string | null = null;
 }
 
 /** Whether the grant waits for its OAuth code to be exchanged (its tokens are not valid yet). */
@@ -50,8 +48,7 @@ export const AgentGrantSchema = new EntitySchema<AgentGrant>({
     revokedAt: { type: 'Date', nullable: true },
     codeHash: { type: 'string', length: 64, nullable: true },
     redirectUri: { type: 'text', nullable: true },
-    codeChallenge: { type: 'string', length: 64, nullable: true },
+    codeChallenge: { type: 'string', length: 43, nullable: true },
     refreshHash: { type: 'string', length: 64, nullable: true },
-    previousRefreshHash: { type: 'string', length: 64, nullable: true },
   },
 });

@@ -105,6 +105,7 @@ test('bad names and lifetimes are 400 and make nothing', async () => {
     [{ name: '   ' }, 'blank'],
     [{ name: 'x'.repeat(101) }, 'too long'],
     [{ name: 'a\u0007b' }, 'a control character'],
+    [{ name: 'safe \u202eexe.txt' }, 'a right-to-left override'],
     [{ name: 'a', ttl_seconds: 10 }, 'too short'],
     [{ name: 'a', ttl_seconds: 31 * 86400 }, 'too long a lifetime'],
     [{ name: 'a', ttl_seconds: 1.5 }, 'not an integer'],
@@ -129,6 +130,17 @@ test(`a user holds at most ${MAX_AGENT_GRANTS}: the next is 409 until one is rev
   assert.is((await revoke(a, made[0].id)).statusCode, 204);
   await minted(a, 'room again');
   assert.is((await minted(await t.account(), 'another user')).source, 'api', "another user's count is its own");
+});
+
+test(`racing requests never get a user past ${MAX_AGENT_GRANTS}`, async () => {
+  const a = await t.account();
+  const answers = await Promise.all(
+    Array.from({ length: MAX_AGENT_GRANTS + 20 }, (_, i) => create(a, { name: `race ${i}` })),
+  );
+  const codes = answers.map((r) => r.statusCode);
+  assert.is(codes.filter((c) => c === 201).length, MAX_AGENT_GRANTS, codes.join(','));
+  assert.is(codes.filter((c) => c === 409).length, 20);
+  assert.is((await grants(a.userId)).length, MAX_AGENT_GRANTS);
 });
 
 test("a password reset refuses the user's agent tokens at once, cached ones too", async () => {

@@ -155,6 +155,17 @@ test('a refresh gives new tokens and replaces the refresh token; the old one aga
   );
 });
 
+test("a thief who refreshes twice before the client does: the client's old token still revokes the grant", async () => {
+  const u = await t.account();
+  const c = await connected(u);
+  const first = (await token({ grant_type: 'refresh_token', refresh_token: c.refresh_token })).json();
+  const second = (await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token })).json();
+  assert.is((await whoami(second.access_token)).statusCode, 200);
+  oauthError(await token({ grant_type: 'refresh_token', refresh_token: c.refresh_token }), 'invalid_grant', 'R1 again');
+  assert.is((await whoami(second.access_token)).statusCode, 401, "the thief's tokens end too");
+  oauthError(await token({ grant_type: 'refresh_token', refresh_token: second.refresh_token }), 'invalid_grant', 'R3');
+});
+
 test('a code is used once: used again, the grant it made is revoked', async () => {
   const u = await t.account();
   const c = await connected(u);
@@ -247,18 +258,30 @@ test('an unknown client or redirect URI is a page, never a redirect; other bad r
   for (const [extra, error, why] of [
     [{ code_challenge_method: 'plain' }, 'invalid_request', 'plain PKCE'],
     [{ code_challenge: '' }, 'invalid_request', 'no challenge'],
+    [{ code_challenge: 'a'.repeat(128) }, 'invalid_request', 'a challenge no S256 makes'],
     [{ response_type: 'token' }, 'unsupported_response_type', 'the implicit flow'],
     [{ state: 'x'.repeat(1025) }, 'invalid_request', 'a state too long'],
   ] as const) {
+    // A page with a link back, never a redirect: anyone may register a client (no open redirect on Hoist's address).
     const res = await t.app.inject({
       method: 'GET',
       url: '/oauth/authorize',
       query: authorizeQuery(client, verifier(), extra),
     });
-    assert.is(res.statusCode, 303, why);
-    const back = new URL(res.headers.location as string);
+    assert.is(res.statusCode, 400, why);
+    assert.is(res.headers.location, undefined, why);
+    const href = /<a href="([^"]+)">Return to http:\/\/127\.0\.0\.1:33418<\/a>/.exec(res.body);
+    assert.ok(href, `${why}: ${res.body}`);
+    const back = new URL(href[1].replace(/&#38;/g, '&'));
     assert.is(back.searchParams.get('error'), error, why);
   }
+  const twice = await t.app.inject({
+    method: 'GET',
+    url: `/oauth/authorize?${form(authorizeQuery(client, verifier()))}&state=again`,
+  });
+  assert.is(twice.statusCode, 400, 'a state given twice');
+  assert.match(twice.body, 'state is given more than once');
+  assert.is(twice.headers.location, undefined);
   const port = await t.app.inject({
     method: 'GET',
     url: '/oauth/authorize',
@@ -274,6 +297,10 @@ test('registration refuses redirect URIs that are not https, loopback http or an
     [['http://example.com/cb'], 'http off loopback'],
     [['javascript:alert(1)'], 'javascript'],
     [['data:text/html,hi'], 'data'],
+    [['view-source:https://example.com/'], 'view-source'],
+    [['ms-msdt:/id PCWDiagnostic'], 'an OS scheme'],
+    [['intent://x#Intent;end'], 'intent'],
+    [['x-unknown-scheme://cb'], 'a scheme of no app'],
     [['https://example.com/cb#frag'], 'a fragment'],
     [['https://user:pw@example.com/cb'], 'credentials'],
     [['not a uri'], 'not a URI'],
@@ -291,6 +318,11 @@ test('registration refuses redirect URIs that are not https, loopback http or an
   const nul = await register({ client_name: 'x\u0000y', redirect_uris: [REDIRECT] });
   assert.is(nul.statusCode, 400, 'a NUL is refused before anything reads the body, as on every route');
   oauthError(
+    await register({ client_name: 'Claude \u202eedoC', redirect_uris: [REDIRECT] }),
+    'invalid_client_metadata',
+    'a right-to-left override',
+  );
+  oauthError(
     await register({ client_name: 'x'.repeat(101), redirect_uris: [REDIRECT] }),
     'invalid_client_metadata',
     'long',
@@ -303,6 +335,7 @@ test('registration refuses redirect URIs that are not https, loopback http or an
   for (const uri of [
     'https://example.com/cb',
     'cursor://anysphere.cursor-retrieval/oauth/callback',
+    'com.example.agent:/oauth/callback',
     'http://[::1]:9/cb',
   ]) {
     assert.is((await register({ client_name: 'ok', redirect_uris: [uri] })).statusCode, 201, uri);
@@ -371,6 +404,13 @@ test("the consent page's password is under the login limits: past them even the 
   assert.match(limited.body, 'Too many failed logins');
   assert.is(limited.headers.location, undefined);
   assert.equal(await grantsOf(u.userId), []);
+});
+
+test('the metadata URL in WWW-Authenticate cannot be broken out of by the Host header', async () => {
+  const res = await t.app.inject({ method: 'POST', url: '/agent/v1/mcp', headers: { host: 'a"b\\c' }, payload: {} });
+  assert.is(res.statusCode, 401);
+  const header = res.headers['www-authenticate'] as string;
+  assert.match(header, /^Bearer resource_metadata="[^"\\]+"$/);
 });
 
 test('a pending consent (code not exchanged) is no token and is not listed', async () => {
