@@ -27,7 +27,12 @@ export function tenantCookie(value: string, appsDomain: string): boolean {
   for (const attribute of attributes) {
     const [name, domain = ''] = attribute.split('=');
     if (name.trim().toLowerCase() !== 'domain') continue;
-    const d = domain.trim().replace(/^\./, '').toLowerCase();
+    // As loosely as any browser may read it: quoted, with a leading or a trailing dot.
+    const d = domain
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .replace(/^\.+|\.+$/g, '')
+      .toLowerCase();
     if (d && (appsDomain === d || appsDomain.endsWith(`.${d}`))) return false;
   }
   return true;

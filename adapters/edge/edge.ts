@@ -12,6 +12,7 @@ import { createAccessGate } from './access-gate.js';
 import { createFastPath, releaseHeaders, staticRelease } from './fast-path.js';
 import { createReleaseProxy } from './proxy.js';
 import { serveStatic } from './static-files.js';
+import { answerRaw } from './upgrade.js';
 import { createUsageMeter, servedFor } from './usage-meter.js';
 import { instrument } from '../observability/health-routes.js';
 import { clientErrorHandler, guardSlowClients, serverTimeouts, trustedHops } from '../http/slow-clients.js';
@@ -116,18 +117,15 @@ export async function buildEdge(kernel: Kernel): Promise<FastifyInstance> {
   app.server.on('upgrade', (req, socket, head) => {
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
-    if (hostHeaders(req.rawHeaders) > 1) {
-      const body = 'Bad request: more than one Host header\n';
-      socket.end(
-        'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n' +
-          `Content-Length: ${body.length}\r\n\r\n${body}`,
-      );
-      return;
-    }
+    // node:http no longer listens for this socket's errors: a client's reset (before the gate lets it through, say)
+    // would be thrown.
+    socket.on('error', () => socket.destroy());
+    if (hostHeaders(req.rawHeaders) > 1)
+      return answerRaw(socket, '400 Bad Request', 'Bad request: more than one Host header\n');
     const release = routes.lookup(req.headers.host);
     const target = release?.target;
     if (release && target?.kind === 'http')
-      gate.upgrade(req, socket, release, () => proxy.ws(req, socket, head, target));
+      gate.upgrade(req, socket, release, () => proxy.ws(req, socket, head, target, releaseHeaders(release)));
     else socket.destroy();
   });
   return app;

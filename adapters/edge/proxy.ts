@@ -13,8 +13,10 @@ import { Pool, type Dispatcher } from 'undici';
 import { HoistError } from '../../core/errors.js';
 import type { ReleaseTarget } from '../../core/ports/deployer.js';
 import { isProxyInstruction } from '../../core/ports/site-rules.cjs';
+import { answerHeaders, EDGE_WINS, reasonPhrase } from './answer-headers.js';
 import { tenantCookie } from './edge-cookies.js';
 import { badGatewayPage } from './pages.js';
+import { forwardUpgrade } from './upgrade.js';
 
 /** How the edge tells a release who asked: the client's scheme when the edge cannot see it itself. */
 export interface ForwardingOptions {
@@ -107,54 +109,22 @@ function pathOf(url: string): string {
   return u.pathname + u.search;
 }
 
-/** The edge's header that a release's answer never replaces: a draft or private release stays out of search engines. */
-const EDGE_WINS = 'x-robots-tag';
-
-/**
- * The headers of a release's answer as the client gets them, as a flat list: the edge's `own` first (with the
- * release's value where it sends one, but EDGE_WINS), then the release's but Transfer-Encoding, instructions to a
- * proxy in front of the edge (isProxyInstruction) and cookies for other tenants' hosts (tenantCookie), with
- * Connection as an HTTP/1.0 client asked (close by default), else the release's or the client's (keep-alive by
- * default).
- */
-function answerHeaders(raw: Buffer[], own: OutgoingHttpHeaders, req: IncomingMessage, appsDomain: string): string[] {
-  const names = raw.map((b, i) => (i % 2 ? '' : b.toString('latin1').toLowerCase()));
-  const out: string[] = [];
-  for (const name in own) {
-    const i = names.indexOf(name);
-    out.push(name, i < 0 || name === EDGE_WINS ? String(own[name]) : raw[i + 1].toString('latin1'));
-  }
-  let connection = false;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = names[i];
-    if (name === 'transfer-encoding' || Object.hasOwn(own, name) || isProxyInstruction(name)) continue;
-    if (name === 'set-cookie' && !tenantCookie(raw[i + 1].toString('latin1'), appsDomain)) continue;
-    if (name === 'connection') {
-      if (req.httpVersion === '1.0') continue;
-      connection = true;
-    }
-    out.push(name, raw[i + 1].toString('latin1'));
-  }
-  if (req.httpVersion === '1.0') out.push('connection', req.headers.connection || 'close');
-  else if (!connection) out.push('connection', req.headers.connection || 'keep-alive');
-  return out;
-}
-
 /** Cuts the client's connection when the release's is cut before its answer ends: its client sees it, not a hang. */
 function cutWith(answer: IncomingMessage, res: ServerResponse): void {
   answer.once('error', () => res.destroy());
 }
 
 /** What http-proxy is given as a release's target: its socket when it has one, else its address. */
-const proxyTarget = ({ url, socket }: HttpTarget, scheme: 'http' | 'ws') =>
-  socket ? { protocol: `${scheme}:`, host: 'localhost', port: 80, socketPath: socket } : url.replace(/^http/, scheme);
+const proxyTarget = ({ url, socket }: HttpTarget) =>
+  socket ? { protocol: 'http:', host: 'localhost', port: 80, socketPath: socket } : url;
 
 /**
  * Forwards HTTP requests and WebSocket upgrades to a Node.js release (through its unix socket when it has one),
  * with the X-Forwarded-* headers the edge sets itself (setForwardedHeaders). A release that does not answer gets a
  * 502 page. `plain` forwards a request without a body through an undici Pool per release address (the edge's hot
  * path: less CPU per request than node:http's client, see bench/edge-proxy.ts); `web` takes any request through
- * http-proxy. Both keep their connections to releases open between requests and follow the same header rules.
+ * http-proxy. Both keep their connections to releases open between requests and follow the same header rules, as
+ * `ws` does for a WebSocket's 101 answer (forwardUpgrade, on node:http: any other answer to an upgrade is a 502).
  */
 export function createReleaseProxy(options: ForwardingOptions) {
   // xfwd off: http-proxy would keep a client's X-Forwarded-Host and append to its other claims.
@@ -162,20 +132,21 @@ export function createReleaseProxy(options: ForwardingOptions) {
   // per request and closes it). Its pool is per release address, so a connection carries one release's
   // traffic only; a dead release's sockets error out of it.
   const agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
-  const proxy = createProxyServer({ xfwd: false, ws: true, proxyTimeout: PROXY_TIMEOUT_MS, agent });
+  const proxy = createProxyServer({ xfwd: false, proxyTimeout: PROXY_TIMEOUT_MS, agent });
   // The request to the release, so a request cut on the edge's side is ended there too.
   const outgoing = new WeakMap<IncomingMessage, ClientRequest>();
   proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => outgoing.set(req, proxyReq));
   proxy.on('proxyRes', (answer: IncomingMessage, _req: IncomingMessage, res: ServerResponse) => {
-    // http-proxy writes the answer's headers after this event, from answer.headers.
+    // http-proxy writes the answer's status and headers after this event, from answer's: a phrase writeHead would
+    // throw on (a control character) is left out.
+    answer.statusMessage = reasonPhrase(answer.statusMessage);
     for (const name of Object.keys(answer.headers)) if (isProxyInstruction(name)) delete answer.headers[name];
     if (res.hasHeader(EDGE_WINS)) delete answer.headers[EDGE_WINS];
     const cookies = answer.headers['set-cookie'];
     if (cookies) answer.headers['set-cookie'] = cookies.filter((c) => tenantCookie(c, options.appsDomain));
     cutWith(answer, res);
   });
-  const fail = (res: ServerResponse | Duplex, req: IncomingMessage, err?: unknown) => {
-    if (!('writeHead' in res)) return res.destroy();
+  const fail = (res: ServerResponse, req: IncomingMessage, err?: unknown) => {
     // A body that came too slowly (slow-clients.ts): 408, and the release's request is dropped.
     if (err instanceof HoistError && err.code === 'request_timeout') {
       outgoing.get(req)?.destroy();
@@ -191,12 +162,17 @@ export function createReleaseProxy(options: ForwardingOptions) {
       res.writeHead(502, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
     res.end(badGatewayPage());
   };
+  // Errors go to each request's callback; without a listener here, one that does not would be thrown (http-proxy).
+  proxy.on('error', (err, req, res) => {
+    if (res && 'headersSent' in res && !res.headersSent) fail(res, req, err);
+    else res?.destroy();
+  });
   return {
     /** Forwards one HTTP request to `target`. */
     web(req: IncomingMessage, res: ServerResponse, target: HttpTarget, headers: Record<string, string>) {
       for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
       setForwardedHeaders(req, options);
-      proxy.web(req, res, { target: proxyTarget(target, 'http') }, (err) => fail(res, req, err));
+      proxy.web(req, res, { target: proxyTarget(target) }, (err) => fail(res, req, err));
     },
     /**
      * Forwards a GET or HEAD without a body (no Content-Length, Transfer-Encoding or Upgrade: the caller
@@ -219,7 +195,8 @@ export function createReleaseProxy(options: ForwardingOptions) {
       const handler: Dispatcher.DispatchHandlers = {
         onConnect: (cancel) => (abort = cancel),
         onHeaders: (status, raw, resume, statusText) => {
-          res.writeHead(status, statusText || undefined, answerHeaders(raw, headers, req, options.appsDomain));
+          const reason = reasonPhrase(statusText) || undefined;
+          res.writeHead(status, reason, answerHeaders(raw, headers, req, options.appsDomain));
           res.on('drain', resume);
           return true;
         },
@@ -234,10 +211,12 @@ export function createReleaseProxy(options: ForwardingOptions) {
       const path = pathOf(req.url ?? '/');
       poolOf(target).dispatch({ path, method: req.method as 'GET', headers: forwarded }, handler);
     },
-    /** Forwards a WebSocket upgrade to `target`. */
-    ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: HttpTarget) {
+    /** Forwards a WebSocket upgrade to `target` (forwardUpgrade); its 101 answer carries the edge's `headers`. */
+    ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: HttpTarget, headers: OutgoingHttpHeaders) {
       setForwardedHeaders(req, options);
-      proxy.ws(req, socket, head, { target: proxyTarget(target, 'ws') }, () => socket.destroy());
+      const { appsDomain } = options;
+      const path = pathOf(req.url ?? '/');
+      forwardUpgrade(req, socket, head, { target, path, own: headers, appsDomain, timeoutMs: PROXY_TIMEOUT_MS });
     },
   };
 }

@@ -41,6 +41,8 @@ const release = http.createServer((req, res) => {
       'hoist_access=planted; Path=/p',
       'sid=fixed; Domain=apps.example; Path=/',
       'bomb=x; domain=.EXAMPLE',
+      'dot=x; Domain=APPS.example.',
+      'quoted=x; Domain="apps.example"',
       'theme=dark; Path=/; HttpOnly',
       'shop=1; Domain=shop.apps.example',
     ]);
@@ -68,7 +70,7 @@ async function front(
   const target = to ?? { kind: 'http' as const, url: `http://127.0.0.1:${(release.address() as AddressInfo).port}` };
   const proxy = createReleaseProxy({ ...options, appsDomain: APPS });
   const server = http.createServer((req, res) => proxy[via](req, res, target, headers));
-  server.on('upgrade', (req, socket, head) => proxy.ws(req, socket, head, target));
+  server.on('upgrade', (req, socket, head) => proxy.ws(req, socket, head, target, headers));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
