@@ -135,7 +135,14 @@ export function createReleaseProxy(options: ForwardingOptions) {
   const proxy = createProxyServer({ xfwd: false, proxyTimeout: PROXY_TIMEOUT_MS, agent });
   // The request to the release, so a request cut on the edge's side is ended there too.
   const outgoing = new WeakMap<IncomingMessage, ClientRequest>();
-  proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => outgoing.set(req, proxyReq));
+  proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage, res: ServerResponse) => {
+    outgoing.set(req, proxyReq);
+    // A 101 to a request that asked no upgrade (only `ws` forwards those): node:http would hold it unanswered.
+    proxyReq.once('upgrade', (_answer: IncomingMessage, socket: Duplex) => {
+      socket.destroy();
+      fail(res, req);
+    });
+  });
   proxy.on('proxyRes', (answer: IncomingMessage, _req: IncomingMessage, res: ServerResponse) => {
     // http-proxy writes the answer's status and headers after this event, from answer's: a phrase writeHead would
     // throw on (a control character) is left out.
@@ -195,6 +202,8 @@ export function createReleaseProxy(options: ForwardingOptions) {
       const handler: Dispatcher.DispatchHandlers = {
         onConnect: (cancel) => (abort = cancel),
         onHeaders: (status, raw, resume, statusText) => {
+          // An informational answer (103 Early Hints...) is not passed on: the final one follows.
+          if (status < 200) return true;
           const reason = reasonPhrase(statusText) || undefined;
           res.writeHead(status, reason, answerHeaders(raw, headers, req, options.appsDomain));
           res.on('drain', resume);

@@ -21,6 +21,10 @@ const WS_HEADERS = {
 const ANSWERS: Record<string, string> = {
   '/ok': 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok',
   '/ctl': 'HTTP/1.1 200 O\x01K\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok',
+  '/early':
+    'HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n' +
+    'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok',
+  '/switch': 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
   '/flood':
     'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nSet-Cookie: sid=fixed; Domain=apps.example\r\n' +
     'X-Accel-Redirect: /internal\r\n\r\n',
@@ -42,7 +46,7 @@ const release = net.createServer((sock) => {
     const path = d.toString('latin1').split(' ')[1];
     conns.push({ path, closed });
     sock.write(Buffer.from(ANSWERS[path] ?? ANSWERS['/ok'], 'latin1'));
-    if (path === '/ws') return void sock.pipe(sock);
+    if (path === '/ws' || path === '/switch') return void sock.pipe(sock);
     if (path !== '/flood') return void sock.end();
     // A body that never ends, written as fast as the edge takes it.
     const chunk = Buffer.alloc(64 * 1024, 'x');
@@ -216,5 +220,32 @@ test(
     }
   },
 );
+
+test('an informational answer before the real one, or a 101 to a request asking none: clean answers', async () => {
+  for (const via of ['web', 'plain'] as const) {
+    const f = await front(via);
+    try {
+      const send = async (path: string) => {
+        const conn =
+          via === 'web'
+            ? await rawRequest(f.url, 'POST', path, { 'content-length': 1, connection: 'close' })
+            : await rawRequest(f.url, 'GET', path, { connection: 'close' });
+        if (via === 'web') await conn.write('x');
+        return conn;
+      };
+      const early = await send('/early');
+      const { head, rest } = await headOf(early);
+      const final = head.slice(head.lastIndexOf('HTTP/1.1 '));
+      assert.match(final, /^HTTP\/1\.1 200 /, `${via}: ${head}`);
+      await within(new Promise((r) => early.socket.once('close', r)), `${via}: the answer's end`);
+      assert.match(rest(), /ok$/, via);
+      const { head: switched } = await headOf(await send('/switch'));
+      assert.match(switched, /^HTTP\/1\.1 502 /, `${via}: ${switched}`);
+      await serves(f.url);
+    } finally {
+      await f.close();
+    }
+  }
+});
 
 test.run();
