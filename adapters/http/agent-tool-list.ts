@@ -1,5 +1,7 @@
 import type { Principal } from '../../core/auth/principal.js';
 import { OPERATION_VIEWS } from '../../core/deployments/operation-views.js';
+import { RECORDS_SERVICE } from '../../core/deployments/records-service.js';
+import { DEPLOYER, RELEASE_LOG_LINES_MAX as LOG_LINES_MAX } from '../../core/ports/deployer.js';
 import { HoistError, invalid, notFound } from '../../core/errors.js';
 import { isUuid } from '../../core/projects/keyset-cursor.js';
 import { PROJECT_SERVICE } from '../../core/projects/project-service.js';
@@ -105,6 +107,38 @@ export const AGENT_TOOLS: AgentTool[] = [
       const id = text(args.operation_id, 'operation_id', 100);
       if (!isUuid(id)) throw notFound('Operation');
       return kernel.get(OPERATION_VIEWS).get(principal.accountId, id);
+    },
+  },
+  {
+    name: 'get_logs',
+    description:
+      "Read what a project's Node.js app printed (stdout and stderr): the last lines of its live release, or of " +
+      'deployment_id, oldest first, each with the time it was printed. kept is false (no lines) for a static site, ' +
+      'which runs nothing.',
+    inputSchema: {
+      type: 'object',
+      required: ['project'],
+      additionalProperties: false,
+      properties: {
+        project: { type: 'string', minLength: 1, maxLength: 100, description: 'Project name.' },
+        deployment_id: { type: 'string', description: 'A deployment of the project (default: its live release).' },
+        lines: { type: 'integer', minimum: 1, maximum: LOG_LINES_MAX, default: 100, description: 'How many.' },
+      },
+    },
+    run: async (kernel, principal, args) => {
+      const name = text(args.project, 'project', 100);
+      const lines = args.lines ?? 100;
+      if (typeof lines !== 'number' || !Number.isInteger(lines) || lines < 1 || lines > LOG_LINES_MAX)
+        throw invalid(`lines must be a whole number from 1 to ${LOG_LINES_MAX}`, { field: 'lines' });
+      const project = await kernel.get(PROJECT_SERVICE).findByName(principal.accountId, name);
+      if (!project) throw notFound(`Project ${name}`);
+      const id = args.deployment_id === undefined ? project.liveDeploymentId : text(args.deployment_id, 'id', 100);
+      if (!id) throw notFound(`A live release of ${name}`);
+      if (!isUuid(id)) throw notFound('Deployment');
+      // not_found for a deployment of another project or account.
+      await kernel.get(RECORDS_SERVICE).deployment(principal.accountId, project.id, id);
+      const kept = (await kernel.get(DEPLOYER).logs?.(id, lines)) ?? null;
+      return { deployment_id: id, kept: kept !== null, lines: kept ?? [] };
     },
   },
   {

@@ -52,6 +52,9 @@ export interface PrepareControl {
   report: ReleaseReports;
 }
 
+/** The most lines of a release's log one read answers (Deployer.logs). */
+export const RELEASE_LOG_LINES_MAX = 1000;
+
 /**
  * Runs releases. Plugins: `deployer-local` (release directories and child processes on this
  * machine), `deployer-docker`, `deployer-pulumi`. The route switch itself is core's: the deployer
@@ -98,10 +101,10 @@ export interface Deployer {
    */
   runningReleases?(): Promise<string[]>;
   /**
-   * The last `limit` lines (at most 1,000) a Node.js release printed (stdout and stderr), oldest first, each with
-   * when it was printed, from any process of this deployer's (not only the one running it); a release stopped
-   * since keeps its lines until it is removed. Null when nothing is kept for it (a static release, one removed or
-   * never started). Optional: without it, no release has a log.
+   * The last `limit` lines (at most RELEASE_LOG_LINES_MAX) a Node.js release printed (stdout and stderr), oldest
+   * first, each with when it was printed, from any process of this deployer's (not only the one running it); a
+   * release stopped since keeps its lines until it is removed. Null when nothing is kept for it (a static release,
+   * one removed or never started). Optional: without it, no release has a log.
    */
   logs?(deploymentId: string, limit: number): Promise<ReleaseLogLine[] | null>;
 }

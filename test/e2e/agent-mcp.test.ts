@@ -68,7 +68,7 @@ test('an agent initializes, lists the tools, deploys files, waits for the URL an
   const tools = (await rpc('tools/list')).body.result.tools;
   assert.equal(
     tools.map((t: { name: string }) => t.name),
-    ['deploy_files', 'get_operation', 'list_projects', 'whoami'],
+    ['deploy_files', 'get_operation', 'get_logs', 'list_projects', 'whoami'],
   );
   assert.ok(tools.every((t: any) => t.description && t.inputSchema.type === 'object'));
 
@@ -259,6 +259,52 @@ test('an agent that goes away while deploy_files waits: the server stops waiting
     assert.not.ok(['failed', 'canceled'].includes(ops[0].status), 'the deploy itself goes on');
   } finally {
     views.get = read;
+  }
+});
+
+test("get_logs reads what a project's Node.js app printed; a static site keeps none; bad asks refused", async () => {
+  const server =
+    "console.log('hello from the agent app');" +
+    "require('http').createServer((q, s) => s.end('up')).listen(process.env.PORT);";
+  const app = await call('deploy_files', {
+    project: 'agent-logs',
+    files: [
+      { path: 'package.json', content: JSON.stringify({ name: 'agent-logs', main: 'server.js' }) },
+      { path: 'server.js', content: server },
+    ],
+  });
+  const deployed = app.body.result.structuredContent;
+  assert.is(deployed.operation.status, 'succeeded', JSON.stringify(deployed));
+  let logs = (await call('get_logs', { project: 'agent-logs' })).body.result.structuredContent;
+  const end = Date.now() + 10_000;
+  while (!logs.lines?.some((l: { text: string }) => l.text.includes('hello from the agent app')) && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 250));
+    logs = (await call('get_logs', { project: 'agent-logs', lines: 5 })).body.result.structuredContent;
+  }
+  assert.is(logs.kept, true, JSON.stringify(logs));
+  assert.ok(
+    logs.lines.some((l: { text: string; at: string }) => l.text.includes('hello from the agent app') && l.at),
+    JSON.stringify(logs),
+  );
+  const mine = logs.deployment_id;
+  const same = (await call('get_logs', { project: 'agent-logs', deployment_id: mine })).body.result;
+  assert.is(same.structuredContent.deployment_id, mine);
+
+  const site = await call('deploy_files', { project: 'agent-static', files: [{ path: 'index.html', content: 'hi' }] });
+  assert.is(site.body.result.structuredContent.operation.status, 'succeeded');
+  const none = (await call('get_logs', { project: 'agent-static' })).body.result.structuredContent;
+  assert.equal([none.kept, none.lines], [false, []]);
+
+  for (const [args, code, why] of [
+    [{ project: 'no-such-project' }, 'not_found', 'an unknown project'],
+    [{ project: 'agent-static', deployment_id: mine }, 'not_found', "another project's deployment"],
+    [{ project: 'agent-logs', deployment_id: 'not-a-uuid' }, 'not_found', 'a malformed id'],
+    [{ project: 'agent-logs', lines: 0 }, 'invalid_request', 'no lines'],
+    [{ project: 'agent-logs', lines: 1001 }, 'invalid_request', 'too many lines'],
+  ] as const) {
+    const res = await call('get_logs', args);
+    assert.is(res.body.result.isError, true, why);
+    assert.is(res.body.result.structuredContent.error.code, code, why);
   }
 });
 

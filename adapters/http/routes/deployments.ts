@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { RECORDS_SERVICE, type RecordsService } from '../../../core/deployments/records-service.js';
-import { DEPLOYER, type Deployer } from '../../../core/ports/deployer.js';
+import { DEPLOYER, RELEASE_LOG_LINES_MAX as LOG_LINES_MAX, type Deployer } from '../../../core/ports/deployer.js';
 import { bearer, principalOf } from '../auth.js';
 import { DeploymentRecord, pageOf, PageQuery, recordParams } from '../record-schemas.js';
 import { retryRoute } from '../retry-route.js';
@@ -8,7 +8,6 @@ import { errorResponses } from '../schemas.js';
 import type { RouteOptions } from './index.js';
 
 /** The most lines one call reads of a runtime log. */
-const LOG_LINES_MAX = 1000;
 
 /** A deployment's runtime log, as the logs route answers it. */
 const RuntimeLog = {
