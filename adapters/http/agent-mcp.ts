@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Principal } from '../../core/auth/principal.js';
 import type { Kernel } from '../kernel.js';
 import { principalOf } from './auth.js';
-import { AGENT_TOOLS, callTool } from './agent-tool-list.js';
+import { AGENT_TOOLS, callTool, type ToolCall } from './agent-tool-list.js';
+import { publicBase } from './public-base.js';
 
 /** Versions of the Model Context Protocol this endpoint speaks, newest first. */
 export const MCP_VERSIONS = ['2025-06-18', '2025-03-26', '2024-11-05'];
@@ -46,10 +46,8 @@ const failure = (id: RpcRequest['id'], code: number, message: string) => ({
 
 /** What `method` answers, or a JSON-RPC error. */
 async function answer(
-  kernel: Kernel,
-  principal: Principal,
+  call: ToolCall,
   req: RpcRequest,
-  signal: AbortSignal,
 ): Promise<{ result: unknown } | { error: { code: number; message: string } }> {
   const params = req.params ?? {};
   switch (req.method) {
@@ -80,7 +78,7 @@ async function answer(
       const args = params.arguments ?? {};
       if (typeof args !== 'object' || args === null || Array.isArray(args))
         return { error: { code: INVALID_PARAMS, message: 'params.arguments must be an object' } };
-      const called = await callTool(kernel, principal, params.name, args as Record<string, unknown>, signal);
+      const called = await callTool(call, params.name, args as Record<string, unknown>);
       if (called === undefined) return { error: { code: INVALID_PARAMS, message: `Unknown tool ${params.name}` } };
       return { result: called };
     }
@@ -113,7 +111,8 @@ export async function mcpRoutes(app: FastifyInstance, kernel: Kernel): Promise<v
         if (!reply.raw.writableFinished) gone.abort();
       });
       try {
-        const out = await answer(kernel, principalOf(req), body, gone.signal);
+        const call = { kernel, principal: principalOf(req), signal: gone.signal, base: publicBase(kernel.config, req) };
+        const out = await answer(call, body);
         return { jsonrpc: '2.0', id: body.id, ...out };
       } catch (err) {
         req.log.error({ err, method: body.method }, 'an agent tool call failed');

@@ -1,6 +1,7 @@
 import type { Principal } from '../../core/auth/principal.js';
 import { OPERATION_VIEWS } from '../../core/deployments/operation-views.js';
 import { RECORDS_SERVICE } from '../../core/deployments/records-service.js';
+import { UPLOAD_SESSION_SERVICE } from '../../core/uploads/upload-session-service.js';
 import { DEPLOYER, RELEASE_LOG_LINES_MAX as LOG_LINES_MAX } from '../../core/ports/deployer.js';
 import { HoistError, invalid, notFound } from '../../core/errors.js';
 import { isUuid } from '../../core/projects/keyset-cursor.js';
@@ -12,13 +13,22 @@ import { deployFiles, type AgentDeploy } from './agent-deploy.js';
 /** The most files deploy_files takes at once. */
 export const AGENT_FILES_MAX = 5000;
 
+/** What a tool call runs with: who calls, a signal that aborts when the caller is gone, the API's public base URL. */
+export interface ToolCall {
+  kernel: Kernel;
+  principal: Principal;
+  /** Aborts when the agent's connection closes: a tool that waits stops waiting. */
+  signal: AbortSignal;
+  /** Where the API is reached from outside, for URLs a tool hands out. */
+  base: string;
+}
+
 /** A tool of the agent-tool interface: what tools/list shows, and what tools/call runs. */
 interface AgentTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  /** Runs the tool; `signal` aborts when the caller is gone (a tool that waits stops waiting). */
-  run(kernel: Kernel, principal: Principal, args: Record<string, unknown>, signal?: AbortSignal): Promise<unknown>;
+  run(call: ToolCall, args: Record<string, unknown>): Promise<unknown>;
 }
 
 const text = (v: unknown, field: string, max: number): string => {
@@ -89,7 +99,40 @@ export const AGENT_TOOLS: AgentTool[] = [
         },
       },
     },
-    run: (kernel, principal, args, signal) => deployFiles(kernel, principal, deployArgs(args), signal),
+    run: ({ kernel, principal, signal }, args) => deployFiles(kernel, principal, deployArgs(args), signal),
+  },
+  {
+    name: 'create_upload_url',
+    description:
+      "Get a one-time URL to upload a ZIP of a site or app too large for deploy_files (up to the plan's archive " +
+      'size): POST it as multipart/form-data with the ZIP in the part "file", e.g. `curl -F file=@site.zip ' +
+      '<upload_url>`. The answer to that POST is the operation; follow it with get_operation. The URL works once, ' +
+      'until expires_at, and needs no token: keep it secret.',
+    inputSchema: {
+      type: 'object',
+      required: ['project'],
+      additionalProperties: false,
+      properties: {
+        project: { type: 'string', minLength: 1, maxLength: 100, description: 'Project name (made when missing).' },
+        preview: { type: 'boolean', default: false, description: 'Deploy a preview instead of going live.' },
+      },
+    },
+    run: async ({ kernel, principal, base }, args) => {
+      const name = text(args.project, 'project', 100);
+      if (args.preview !== undefined && typeof args.preview !== 'boolean')
+        throw invalid('preview must be true or false', { field: 'preview' });
+      const created = await kernel.get(UPLOAD_SESSION_SERVICE).create(principal.accountId, {
+        name,
+        options: args.preview ? { target: 'preview' } : {},
+      });
+      return {
+        upload_url: `${base}/api/v1/upload-sessions/${created.token}/upload`,
+        method: 'POST',
+        expires_at: created.session.expiresAt.toISOString(),
+        archive_bytes: created.maxBytes,
+        how: `curl -F file=@site.zip ${base}/api/v1/upload-sessions/${created.token}/upload`,
+      };
+    },
   },
   {
     name: 'get_operation',
@@ -103,7 +146,7 @@ export const AGENT_TOOLS: AgentTool[] = [
       properties: { operation_id: { type: 'string', description: 'The operation id deploy_files answered.' } },
     },
     // Not a UUID: not found, as GET /api/v1/operations/{id} answers (PostgreSQL refuses such a query: internal error).
-    run: async (kernel, principal, args) => {
+    run: async ({ kernel, principal }, args) => {
       const id = text(args.operation_id, 'operation_id', 100);
       if (!isUuid(id)) throw notFound('Operation');
       return kernel.get(OPERATION_VIEWS).get(principal.accountId, id);
@@ -125,7 +168,7 @@ export const AGENT_TOOLS: AgentTool[] = [
         lines: { type: 'integer', minimum: 1, maximum: LOG_LINES_MAX, default: 100, description: 'How many.' },
       },
     },
-    run: async (kernel, principal, args) => {
+    run: async ({ kernel, principal }, args) => {
       const name = text(args.project, 'project', 100);
       const lines = args.lines ?? 100;
       if (typeof lines !== 'number' || !Number.isInteger(lines) || lines < 1 || lines > LOG_LINES_MAX)
@@ -145,7 +188,7 @@ export const AGENT_TOOLS: AgentTool[] = [
     name: 'list_projects',
     description: "The account's projects, newest first: id, name, visibility and URL.",
     inputSchema: { type: 'object', additionalProperties: false, properties: {} },
-    run: async (kernel, principal) => {
+    run: async ({ kernel, principal }) => {
       const page = await kernel.get(PROJECT_SERVICE).list(principal.accountId, { limit: 100 });
       return {
         projects: page.projects.map((p) => ({
@@ -161,26 +204,20 @@ export const AGENT_TOOLS: AgentTool[] = [
     name: 'whoami',
     description: 'The user and account this agent token acts for.',
     inputSchema: { type: 'object', additionalProperties: false, properties: {} },
-    run: async (_kernel, p) => ({ user: { id: p.userId, email: p.email }, account: { id: p.accountId } }),
+    run: async ({ principal: p }) => ({ user: { id: p.userId, email: p.email }, account: { id: p.accountId } }),
   },
 ];
 
 /**
  * Runs tool `name` with `args` for `principal`; resolves a tools/call result (its JSON as text and as structured
  * content; a HoistError as `isError` with its code and message, which the agent can act on), or undefined for a tool
- * that does not exist. Other errors are thrown. `signal` aborts when the caller is gone.
+ * that does not exist. Other errors are thrown.
  */
-export async function callTool(
-  kernel: Kernel,
-  principal: Principal,
-  name: string,
-  args: Record<string, unknown>,
-  signal?: AbortSignal,
-): Promise<unknown> {
+export async function callTool(call: ToolCall, name: string, args: Record<string, unknown>): Promise<unknown> {
   const tool = AGENT_TOOLS.find((t) => t.name === name);
   if (!tool) return undefined;
   try {
-    const out = await tool.run(kernel, principal, args, signal);
+    const out = await tool.run(call, args);
     return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
   } catch (err) {
     if (!(err instanceof HoistError)) throw err;

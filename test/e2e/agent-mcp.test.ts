@@ -9,7 +9,7 @@ import { ACCOUNT_SERVICE, type AccountService } from '../../core/accounts/accoun
 import { AGENT_AUTH_SERVICE } from '../../core/auth/agent-auth-service.js';
 import { OPERATION_VIEWS } from '../../core/deployments/operation-views.js';
 import { Operation } from '../../core/entities/operation.js';
-import { hostOf, liveHoist, type LiveHoist } from '../helpers/live.js';
+import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 
 let h: LiveHoist;
 let agent: string;
@@ -68,7 +68,7 @@ test('an agent initializes, lists the tools, deploys files, waits for the URL an
   const tools = (await rpc('tools/list')).body.result.tools;
   assert.equal(
     tools.map((t: { name: string }) => t.name),
-    ['deploy_files', 'get_operation', 'get_logs', 'list_projects', 'whoami'],
+    ['deploy_files', 'create_upload_url', 'get_operation', 'get_logs', 'list_projects', 'whoami'],
   );
   assert.ok(tools.every((t: any) => t.description && t.inputSchema.type === 'object'));
 
@@ -305,6 +305,41 @@ test("get_logs reads what a project's Node.js app printed; a static site keeps n
     const res = await call('get_logs', args);
     assert.is(res.body.result.isError, true, why);
     assert.is(res.body.result.structuredContent.error.code, code, why);
+  }
+});
+
+test('create_upload_url: a one-time URL takes a ZIP without a token and deploys it; bad asks refused', async () => {
+  const made = await call('create_upload_url', { project: 'agent-zip' });
+  const out = made.body.result.structuredContent;
+  assert.is(made.body.result.isError, undefined, JSON.stringify(out));
+  assert.match(out.upload_url, `${h.api}/api/v1/upload-sessions/`);
+  assert.match(out.how, out.upload_url);
+  const post = () => {
+    const form = new FormData();
+    return zipOf({ 'index.html': 'from a zip' }).then((zip) => {
+      form.append('file', new Blob([zip]), 'site.zip');
+      return fetch(out.upload_url, { method: 'POST', body: form });
+    });
+  };
+  const sent = await post();
+  assert.is(sent.status, 202, await sent.clone().text());
+  let op = (await sent.json()).operation;
+  const end = Date.now() + 60_000;
+  while (!['succeeded', 'failed', 'canceled'].includes(op.status) && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 250));
+    op = (await call('get_operation', { operation_id: op.id })).body.result.structuredContent;
+  }
+  assert.is(op.status, 'succeeded', JSON.stringify(op));
+  assert.is((await h.site(hostOf(op.result.url), '/')).body, 'from a zip');
+  assert.is((await post()).status, 410, 'the URL works once');
+  for (const [args, why] of [
+    [{}, 'no project'],
+    [{ project: '' }, 'an empty name'],
+    [{ project: 'x', preview: 'yes' }, 'preview not a boolean'],
+  ] as const) {
+    const res = await call('create_upload_url', args);
+    assert.is(res.body.result.isError, true, why);
+    assert.is(res.body.result.structuredContent.error.code, 'invalid_request', why);
   }
 });
 
