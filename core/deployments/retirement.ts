@@ -10,6 +10,12 @@ export const DRAIN_MS = 30_000;
 
 /** The statuses of a deployment whose release must not run once drained. */
 const ENDED = ['superseded', 'canceled', 'failed', 'expired'];
+/** Those whose release is never started again: removed, stopped or not, ENDED_KEEP_MS after they ended. */
+const FINISHED = ['canceled', 'failed', 'expired'];
+/** How long a finished deployment's release is kept (a crashed one's log can be read): a day. */
+export const ENDED_KEEP_MS = 24 * 3600_000;
+/** Finished releases removed per round. */
+const SWEEP_BATCH = 100;
 
 /** The form of a deployment id (a deployment table's primary key); another label is no deployment of ours. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -42,6 +48,8 @@ export interface RetirementReport {
  * fails, leaves it running. A worker reconciles at start (Recovery) and periodically: every release the
  * deployer runs (Deployer.runningReleases) whose deployment is superseded, canceled, failed or expired, and
  * ended more than DRAIN_MS ago, is suspended (when a promote may start it again) or removed.
+ *
+ * A deployment that failed, was canceled or expired is removed, running or not, a day after it ended (ENDED_KEEP_MS).
  *
  * A `running` (a deploy in flight), `live` or `preview` deployment is never touched, nor one of a project that
  * runs a chain (a promote may be starting it), nor a release this database does not know. Any number of
@@ -87,11 +95,13 @@ export class Retirement {
   }
 
   /**
-   * Stops every release the deployer runs whose deployment ended more than DRAIN_MS ago (see the class) and
-   * says what it did. A deployer without `runningReleases`, or one that cannot say (logged), stops nothing.
+   * Stops every release the deployer runs whose deployment ended more than DRAIN_MS ago (see the class), removes
+   * those of deployments finished ENDED_KEEP_MS ago (sweep), and says what it did. A deployer without
+   * `runningReleases`, or one that cannot say (logged), stops nothing running.
    */
   async reconcile(): Promise<RetirementReport> {
     const report: RetirementReport = { running: 0, suspended: 0, removed: 0, failed: 0, unknown: 0 };
+    await this.sweep(report);
     if (!this.deployer.runningReleases) return report;
     const running = await this.deployer.runningReleases().catch((err) => {
       this.log.warn({ err }, 'the deployer did not say which releases it runs; none was retired');
@@ -116,6 +126,31 @@ export class Retirement {
     for (const id of plan.suspend) await stop(id, (d) => this.deployer.suspend!(d), 'suspended');
     for (const id of plan.remove) await stop(id, (d) => this.deployer.remove(d), 'removed');
     return report;
+  }
+
+  /**
+   * Removes the releases of deployments that failed, were canceled or expired more than ENDED_KEEP_MS ago, and marks
+   * them pruned: a stopped release (a crash loop's container, image and environment, a local release's files) is in
+   * no list of running releases, so nothing else would ever remove it. SWEEP_BATCH a round, oldest first.
+   */
+  private async sweep(report: RetirementReport): Promise<void> {
+    const em = this.em.fork();
+    const now = this.clock.now();
+    const due = await em.find(
+      Deployment,
+      { prunedAt: null, endedAt: { $lt: new Date(now.getTime() - ENDED_KEEP_MS) }, status: { $in: FINISHED } },
+      { fields: ['id'], orderBy: { endedAt: 'asc' }, limit: SWEEP_BATCH, disableIdentityMap: true },
+    );
+    for (const { id } of due) {
+      try {
+        await this.deployer.remove(id);
+        await em.nativeUpdate(Deployment, { id, prunedAt: null }, { prunedAt: now });
+        report.removed++;
+      } catch (err) {
+        report.failed++;
+        this.log.warn({ err, deploymentId: id }, 'a finished release was not removed');
+      }
+    }
   }
 }
 

@@ -34,7 +34,12 @@ export class Deployment {
 export const DeploymentSchema = new EntitySchema<Deployment>({
   class: Deployment,
   tableName: 'deployments',
-  indexes: [{ properties: ['projectId', 'createdAt'] }, { properties: ['projectId', 'status'] }],
+  indexes: [
+    { properties: ['projectId', 'createdAt'] },
+    { properties: ['projectId', 'status'] },
+    // Retirement's sweep of ended releases not removed yet.
+    { properties: ['prunedAt', 'endedAt'] },
+  ],
   properties: {
     id: { type: 'uuid', primary: true },
     accountId: { type: 'uuid' },

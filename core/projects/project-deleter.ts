@@ -46,15 +46,16 @@ export class ProjectDeleter {
     const op = await em.findOne(Operation, { id: operationId, kind: 'delete_project', status: { $in: UNFINISHED } });
     if (!op) return;
     const projectId = op.projectId;
+    // Content-addressed: another project's build may have made the same, so each goes once no build row holds it.
+    let artifacts: string[] = [];
     if (projectId) {
-      // Releases stop first; uploads and logs go; artifacts stay, being content-addressed and possibly shared.
-      for (const d of await em.find(Deployment, {
-        projectId,
-        status: { $in: ['running', 'live', 'superseded', 'preview'] },
-      }))
-        await this.deployer.remove(d.id);
+      // Every release goes, whatever its deployment's status (remove is idempotent): a crashed one keeps its stopped
+      // container or files, and its environment, until removed. Uploads and logs go.
+      for (const d of await em.find(Deployment, { projectId }, { fields: ['id'] })) await this.deployer.remove(d.id);
       for (const v of await em.find(Version, { projectId })) await this.storage.delete(v.archiveKey);
       for (const b of await em.find(Build, { projectId, logKey: { $ne: null } })) await this.storage.delete(b.logKey!);
+      const built = await em.find(Build, { projectId, artifactKey: { $ne: null } }, { fields: ['artifactKey'] });
+      artifacts = [...new Set(built.map((b) => b.artifactKey!))];
     }
     await em.transactional(async (tx) => {
       if (projectId) {
@@ -81,6 +82,8 @@ export class ProjectDeleter {
         { status: 'succeeded', progress: 100, finishedAt: now, updatedAt: now },
       );
     });
+    for (const key of artifacts)
+      if (!(await em.count(Build, { artifactKey: key, artifactRemovedAt: null }))) await this.storage.delete(key);
     // What every process keeps of the project (its operations' views) goes with it.
     if (projectId) await routesChanged(this.changes, projectId);
   }

@@ -317,7 +317,7 @@ test('create_upload_url: a one-time URL takes a ZIP without a token and deploys 
   const post = () => {
     const form = new FormData();
     return zipOf({ 'index.html': 'from a zip' }).then((zip) => {
-      form.append('file', new Blob([zip]), 'site.zip');
+      form.append('file', new Blob([new Uint8Array(zip)]), 'site.zip');
       return fetch(out.upload_url, { method: 'POST', body: form });
     });
   };

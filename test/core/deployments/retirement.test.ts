@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DRAIN_MS, Retirement } from '../../../core/deployments/retirement.js';
+import { DRAIN_MS, ENDED_KEEP_MS, Retirement } from '../../../core/deployments/retirement.js';
 import { Deployment } from '../../../core/entities/deployment.js';
 import { Project } from '../../../core/entities/project.js';
 import { DEPLOYER, type Deployer } from '../../../core/ports/deployer.js';
@@ -175,6 +175,46 @@ test('reconcile stops nothing when the deployer cannot say what runs, or has no 
     [['warn', 'the deployer did not say which releases it runs; none was retired']],
   );
   assert.equal(await new Retirement(kernel.orm.em, deployer(), clock, log).reconcile(), zero);
+});
+
+test('a release of a deployment finished a day ago is removed, running or not, once; newer ones stay', async () => {
+  const day = ENDED_KEEP_MS + 60_000;
+  const crashed = await deployment('failed', day);
+  const canceled = await deployment('canceled', day);
+  const expired = await deployment('expired', day, { preview: true });
+  const recent = await deployment('failed', ENDED_KEEP_MS - 60_000);
+  const superseded = await deployment('superseded', day);
+  const pruned = await deployment('failed', day, { prunedAt: now });
+  const removed: string[] = [];
+  // No release runs: a crash loop's container is stopped, so only the sweep finds it.
+  const d = deployer({ runningReleases: async () => [], remove: async (id) => void removed.push(id) });
+  const retirement = new Retirement(kernel.orm.em, d, clock, log);
+  const report = await retirement.reconcile();
+  for (const id of [crashed, canceled, expired]) assert.ok(removed.includes(id), `removed ${id}`);
+  for (const id of [recent, superseded, pruned]) assert.not.ok(removed.includes(id), `kept ${id}`);
+  assert.ok(report.removed >= 3);
+  const row = await kernel.orm.em.fork().findOneOrFail(Deployment, { id: crashed });
+  assert.equal(row.prunedAt, now, 'marked pruned');
+  removed.length = 0;
+  await retirement.reconcile();
+  assert.not.ok(removed.includes(crashed), 'removed once');
+});
+
+test('a finished release the deployer fails to remove is tried again next round', async () => {
+  const stuck = await deployment('failed', ENDED_KEEP_MS + 60_000);
+  let tries = 0;
+  const d = deployer({
+    runningReleases: async () => [],
+    remove: async (id) => {
+      if (id === stuck && ++tries === 1) throw new Error('engine away');
+    },
+  });
+  const retirement = new Retirement(kernel.orm.em, d, clock, log);
+  assert.ok((await retirement.reconcile()).failed >= 1);
+  assert.is((await kernel.orm.em.fork().findOneOrFail(Deployment, { id: stuck })).prunedAt, null);
+  await retirement.reconcile();
+  assert.is(tries, 2);
+  assert.ok((await kernel.orm.em.fork().findOneOrFail(Deployment, { id: stuck })).prunedAt);
 });
 
 test.run();

@@ -3,7 +3,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { buildApi } from '../../../adapters/http/app.js';
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { Build } from '../../../core/entities/build.js';
 import { BuildLogChunk } from '../../../core/entities/build-log-chunk.js';
+import { Deployment } from '../../../core/entities/deployment.js';
+import { DEPLOYER, type Deployer } from '../../../core/ports/deployer.js';
+import { STORAGE, type Storage } from '../../../core/ports/storage.js';
 import { Operation } from '../../../core/entities/operation.js';
 import { Project } from '../../../core/entities/project.js';
 import { PROJECT_DELETER, type ProjectDeleter } from '../../../core/projects/project-deleter.js';
@@ -102,6 +107,57 @@ test("a project's deletion removes the build-log lines of its operations, and on
   await deleter.run(op.id);
   assert.is(await em().count(BuildLogChunk, { operationId: gone }), 0);
   assert.is(await em().count(BuildLogChunk, { operationId: kept }), 1);
+});
+
+test("every release of the project goes, a crashed one's too; an artifact no other build holds goes", async () => {
+  const { project, op } = await interrupted('Leaves Nothing');
+  const other = await interrupted('Shares An Artifact');
+  const storage = t.kernel.get<Storage>(STORAGE);
+  const mine = `artifacts/sha256/${'a'.repeat(64)}.zip`;
+  const shared = `artifacts/sha256/${'b'.repeat(64)}.zip`;
+  for (const key of [mine, shared]) await storage.put(key, Readable.from([Buffer.from(key)]));
+  const row = (p: Project, artifactKey: string) =>
+    Object.assign(new Build(), {
+      accountId: p.accountId,
+      projectId: p.id,
+      versionId: randomUUID(),
+      operationId: randomUUID(),
+      status: 'succeeded',
+      artifactKey,
+      createdAt: new Date(),
+    });
+  const statuses = ['failed', 'canceled', 'expired', 'superseded', 'live'];
+  const deployments = statuses.map((status) =>
+    Object.assign(new Deployment(), {
+      accountId: project.accountId,
+      projectId: project.id,
+      versionId: randomUUID(),
+      buildId: randomUUID(),
+      operationId: randomUUID(),
+      status,
+      createdAt: new Date(),
+    }),
+  );
+  await em()
+    .persist([row(project, mine), row(project, shared), row(other.project, shared), ...deployments])
+    .flush();
+  const deployer = t.kernel.get<Deployer>(DEPLOYER);
+  const remove = deployer.remove.bind(deployer);
+  const removed: string[] = [];
+  deployer.remove = async (id) => {
+    removed.push(id);
+    return remove(id);
+  };
+  try {
+    await deleter.run(op.id);
+  } finally {
+    deployer.remove = remove;
+  }
+  assert.equal(removed.sort(), deployments.map((d) => d.id).sort(), 'each release, whatever its status');
+  assert.not.ok(await storage.stat(mine), "the artifact only this project's builds held");
+  assert.ok(await storage.stat(shared), "the artifact another project's build holds");
+  await deleter.run(other.op.id);
+  assert.not.ok(await storage.stat(shared), 'gone with its last build');
 });
 
 test.run();
