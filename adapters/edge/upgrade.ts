@@ -30,6 +30,12 @@ export function answerRaw(socket: Duplex, status: string, body: string): void {
   );
 }
 
+/** How long one side of a WebSocket may stay open once the other ended it: then both are destroyed. */
+const HALF_CLOSED_MS = 5000;
+
+/** Headers of the client's upgrade never forwarded: it has no body, and hop-by-hop ones are the edge's own. */
+const UNSENT = new Set(['content-length', 'transfer-encoding', 'trailer', 'te', 'keep-alive', 'proxy-connection']);
+
 /** A connection's settings once upgraded, as http-proxy set them: no idle timeout, no Nagle delay, TCP keep-alive. */
 function settle(socket: Duplex): void {
   const s = socket as Partial<Socket>;
@@ -39,18 +45,23 @@ function settle(socket: Duplex): void {
 }
 
 /**
- * Forwards a WebSocket upgrade (a GET with `Upgrade: websocket`; any other upgrade is closed) to its release on a
- * connection of its own, with the request's headers as they are (the caller sets X-Forwarded-*) but Trailer. A 101
- * answer reaches the client with its headers filtered as any answer's (answerHeaders: the edge's own headers, no
- * cookie for other tenants, no instruction to a proxy in front), then the two connections are piped both ways, with
- * backpressure. Any other answer, an error or silence for `timeoutMs` gets the client a 502 and both connections
- * closed: a release's body never reaches the client. An error on either connection destroys both.
+ * Forwards a WebSocket upgrade (a GET with `Upgrade: websocket`; any other upgrade is closed, and one with a body is
+ * 400) to its release on a connection of its own, with the request's headers (the caller sets X-Forwarded-*) but
+ * UNSENT. A 101 answer reaches the client with its headers filtered as any answer's (answerHeaders: the edge's own
+ * headers, no cookie for other tenants, no instruction to a proxy in front), then the two connections are piped both
+ * ways, with backpressure. Any other answer, an error or silence for `timeoutMs` gets the client a 502 and both
+ * connections closed: a release's body never reaches the client. An error or a close on either connection destroys
+ * both; one side ending it ends the other, and both go HALF_CLOSED_MS later unless closed before.
  */
 export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: UpgradeRoute): void {
+  // The client left while the private gate checked its cookie.
+  if (socket.destroyed) return;
   if (req.method !== 'GET' || req.headers.upgrade?.toLowerCase() !== 'websocket') return void socket.destroy();
+  if (req.headers['transfer-encoding'] || Number(req.headers['content-length'] ?? 0) !== 0)
+    return answerRaw(socket, '400 Bad Request', 'Bad request: a WebSocket upgrade has no body.\n');
   const { url, socket: socketPath } = route.target;
   const address = new URL(url);
-  const { trailer: _trailer, ...headers } = req.headers;
+  const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !UNSENT.has(name)));
   const ask = request({
     ...(socketPath ? { socketPath } : { hostname: address.hostname.replace(/^\[(.*)\]$/, '$1'), port: address.port }),
     method: 'GET',
@@ -71,7 +82,7 @@ export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffe
     answerRaw(socket, '502 Bad Gateway', 'Bad gateway: the app did not accept the WebSocket connection.\n');
   };
   socket.on('error', destroyAll);
-  socket.once('close', () => (released ? released.end() : ask.destroy()));
+  socket.once('close', destroyAll);
   ask.setTimeout(route.timeoutMs, refuse);
   ask.on('error', refuse);
   ask.on('response', (answer) => {
@@ -90,7 +101,12 @@ export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffe
     socket.write(Buffer.from(`${text}\r\n`, 'latin1'));
     if (upstreamHead.length) socket.write(upstreamHead);
     if (head.length) upstream.write(head);
-    upstream.once('close', () => socket.end());
+    upstream.once('close', destroyAll);
+    // pipe ends the other side when one ends; an app (or client) that never closes its own is cut after a while.
+    let cut: NodeJS.Timeout | undefined;
+    const ended = () => (cut ??= setTimeout(destroyAll, HALF_CLOSED_MS).unref());
+    socket.once('end', ended);
+    upstream.once('end', ended);
     upstream.pipe(socket).pipe(upstream);
   });
   ask.end();

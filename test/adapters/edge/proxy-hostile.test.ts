@@ -248,4 +248,63 @@ test('an informational answer before the real one, or a 101 to a request asking 
   }
 });
 
+test("a visitor that leaves a WebSocket whose app never closes or writes: the edge's sockets go", async () => {
+  // allowHalfOpen: the app keeps its side open after the edge's FIN and stays silent, as a hostile one would.
+  const held = new Set<net.Socket>();
+  const deaf = net.createServer({ allowHalfOpen: true }, (sock) => {
+    held.add(sock);
+    sock.on('error', () => {});
+    sock.once('data', () => sock.write(Buffer.from(ANSWERS['/ws'], 'latin1')));
+  });
+  await new Promise<void>((r) => deaf.listen(0, '127.0.0.1', r));
+  const target = { kind: 'http' as const, url: `http://127.0.0.1:${(deaf.address() as AddressInfo).port}` };
+  const proxy = createReleaseProxy({ trustProxy: false, appsScheme: 'http', appsDomain: APPS });
+  const edge = http.createServer(() => {});
+  const visitorSide: Promise<void>[] = [];
+  edge.on('upgrade', (req, socket, head) => {
+    visitorSide.push(new Promise((r) => socket.once('close', () => r())));
+    proxy.ws(req, socket, head, target, EDGE_HEADERS);
+  });
+  await new Promise<void>((r) => edge.listen(0, '127.0.0.1', r));
+  // Open TCP sockets of this process: the edge's two of the connection, and the app's one.
+  const sockets = () =>
+    (process as unknown as { _getActiveHandles(): unknown[] })
+      ._getActiveHandles()
+      .filter((h) => h instanceof net.Socket).length;
+  try {
+    const before = sockets();
+    const conn = await rawRequest(`http://127.0.0.1:${(edge.address() as AddressInfo).port}`, 'GET', '/ws', WS_HEADERS);
+    assert.match((await headOf(conn)).head, /^HTTP\/1\.1 101 /);
+    conn.socket.end();
+    // Closed by the edge once the app kept its side open HALF_CLOSED_MS (5 s) after the visitor's end.
+    await within(new Promise((r) => conn.socket.once('close', r)), 'the visitor leaving', 10_000);
+    await within(Promise.all(visitorSide), "the edge's socket to the visitor closing", 10_000);
+    const end = Date.now() + 8000;
+    while (sockets() > before + 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(sockets() <= before + 1, "at most the app's own socket is left: the edge's to the app is gone");
+  } finally {
+    for (const s of held) s.destroy();
+    await new Promise((r) => edge.close(r));
+    await new Promise((r) => deaf.close(r));
+  }
+});
+
+test('an upgrade with a body is 400 and reaches no app', async () => {
+  const f = await front();
+  try {
+    const before = conns.length;
+    for (const extra of [{ 'content-length': 60 }, { 'transfer-encoding': 'chunked' }] as Record<
+      string,
+      string | number
+    >[]) {
+      const conn = await rawRequest(f.url, 'GET', '/ws', { ...WS_HEADERS, ...extra });
+      assert.match((await headOf(conn)).head, /^HTTP\/1\.1 400 /, JSON.stringify(extra));
+    }
+    assert.is(conns.length, before, 'nothing was forwarded');
+    await serves(f.url);
+  } finally {
+    await f.close();
+  }
+});
+
 test.run();
