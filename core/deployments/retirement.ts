@@ -16,6 +16,10 @@ const FINISHED = ['canceled', 'failed', 'expired'];
 export const ENDED_KEEP_MS = 24 * 3600_000;
 /** Finished releases removed per round. */
 const SWEEP_BATCH = 100;
+/** How long a finished release this process failed to remove is skipped by its sweep, so others get their turn. */
+const SWEEP_RETRY_MS = 3600_000;
+/** The most failed removals a process remembers (the oldest forgotten first). */
+const SWEEP_FAILURES_KEPT = 1000;
 
 /** The form of a deployment id (a deployment table's primary key); another label is no deployment of ours. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -58,6 +62,8 @@ export interface RetirementReport {
 export class Retirement {
   /** The unknown releases already logged, each once per process. */
   private readonly told = new Set<string>();
+  /** Finished releases this process failed to remove, and when it may try each again (sweep). */
+  private readonly stuck = new Map<string, number>();
 
   constructor(
     private readonly em: EntityManager,
@@ -95,13 +101,11 @@ export class Retirement {
   }
 
   /**
-   * Stops every release the deployer runs whose deployment ended more than DRAIN_MS ago (see the class), removes
-   * those of deployments finished ENDED_KEEP_MS ago (sweep), and says what it did. A deployer without
-   * `runningReleases`, or one that cannot say (logged), stops nothing running.
+   * Stops every release the deployer runs whose deployment ended more than DRAIN_MS ago (see the class) and
+   * says what it did. A deployer without `runningReleases`, or one that cannot say (logged), stops nothing.
    */
   async reconcile(): Promise<RetirementReport> {
     const report: RetirementReport = { running: 0, suspended: 0, removed: 0, failed: 0, unknown: 0 };
-    await this.sweep(report);
     if (!this.deployer.runningReleases) return report;
     const running = await this.deployer.runningReleases().catch((err) => {
       this.log.warn({ err }, 'the deployer did not say which releases it runs; none was retired');
@@ -129,25 +133,41 @@ export class Retirement {
   }
 
   /**
-   * Removes the releases of deployments that failed, were canceled or expired more than ENDED_KEEP_MS ago, and marks
-   * them pruned: a stopped release (a crash loop's container, image and environment, a local release's files) is in
-   * no list of running releases, so nothing else would ever remove it. SWEEP_BATCH a round, oldest first.
+   * Removes the releases of deployments that failed, were canceled or expired more than ENDED_KEEP_MS ago, running or
+   * not, and marks them pruned: a stopped release (a crash loop's container, image and environment, a local release's
+   * files) is in no list of running releases, so nothing else would ever remove it. A project's live deployment
+   * (one that crashed) keeps its release until another takes its place. SWEEP_BATCH a round, oldest first; one this
+   * process failed to remove (logged) waits SWEEP_RETRY_MS, so the others are not held behind it. Adds to `report`.
    */
-  private async sweep(report: RetirementReport): Promise<void> {
+  async sweep(report: RetirementReport): Promise<void> {
     const em = this.em.fork();
     const now = this.clock.now();
+    for (const [id, until] of this.stuck) if (until <= now.getTime()) this.stuck.delete(id);
     const due = await em.find(
       Deployment,
-      { prunedAt: null, endedAt: { $lt: new Date(now.getTime() - ENDED_KEEP_MS) }, status: { $in: FINISHED } },
+      {
+        prunedAt: null,
+        endedAt: { $lt: new Date(now.getTime() - ENDED_KEEP_MS) },
+        status: { $in: FINISHED },
+        ...(this.stuck.size ? { id: { $nin: [...this.stuck.keys()] } } : {}),
+      },
       { fields: ['id'], orderBy: { endedAt: 'asc' }, limit: SWEEP_BATCH, disableIdentityMap: true },
     );
-    for (const { id } of due) {
+    const ids = due.map((d) => d.id);
+    const live = new Set(
+      (await em.find(Project, { liveDeploymentId: { $in: ids } }, { fields: ['liveDeploymentId'] })).map(
+        (p) => p.liveDeploymentId,
+      ),
+    );
+    for (const id of ids.filter((id) => !live.has(id))) {
       try {
         await this.deployer.remove(id);
         await em.nativeUpdate(Deployment, { id, prunedAt: null }, { prunedAt: now });
         report.removed++;
       } catch (err) {
         report.failed++;
+        if (this.stuck.size >= SWEEP_FAILURES_KEPT) this.stuck.delete(this.stuck.keys().next().value!);
+        this.stuck.set(id, now.getTime() + SWEEP_RETRY_MS);
         this.log.warn({ err, deploymentId: id }, 'a finished release was not removed');
       }
     }

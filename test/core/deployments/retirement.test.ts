@@ -189,18 +189,19 @@ test('a release of a deployment finished a day ago is removed, running or not, o
   // No release runs: a crash loop's container is stopped, so only the sweep finds it.
   const d = deployer({ runningReleases: async () => [], remove: async (id) => void removed.push(id) });
   const retirement = new Retirement(kernel.orm.em, d, clock, log);
-  const report = await retirement.reconcile();
+  const report = { running: 0, suspended: 0, removed: 0, failed: 0, unknown: 0 };
+  await retirement.sweep(report);
   for (const id of [crashed, canceled, expired]) assert.ok(removed.includes(id), `removed ${id}`);
   for (const id of [recent, superseded, pruned]) assert.not.ok(removed.includes(id), `kept ${id}`);
   assert.ok(report.removed >= 3);
   const row = await kernel.orm.em.fork().findOneOrFail(Deployment, { id: crashed });
   assert.equal(row.prunedAt, now, 'marked pruned');
   removed.length = 0;
-  await retirement.reconcile();
+  await retirement.sweep(report);
   assert.not.ok(removed.includes(crashed), 'removed once');
 });
 
-test('a finished release the deployer fails to remove is tried again next round', async () => {
+test('a finished release the deployer fails to remove is skipped an hour, then tried again', async () => {
   const stuck = await deployment('failed', ENDED_KEEP_MS + 60_000);
   let tries = 0;
   const d = deployer({
@@ -209,12 +210,46 @@ test('a finished release the deployer fails to remove is tried again next round'
       if (id === stuck && ++tries === 1) throw new Error('engine away');
     },
   });
-  const retirement = new Retirement(kernel.orm.em, d, clock, log);
-  assert.ok((await retirement.reconcile()).failed >= 1);
+  let at = now;
+  const retirement = new Retirement(kernel.orm.em, d, { now: () => at }, log);
+  const report = { running: 0, suspended: 0, removed: 0, failed: 0, unknown: 0 };
+  await retirement.sweep(report);
+  assert.ok(report.failed >= 1);
   assert.is((await kernel.orm.em.fork().findOneOrFail(Deployment, { id: stuck })).prunedAt, null);
-  await retirement.reconcile();
+  await retirement.sweep(report);
+  assert.is(tries, 1, 'skipped for a while, so the others get their turn');
+  at = new Date(now.getTime() + 3600_000 + 1000);
+  await retirement.sweep(report);
   assert.is(tries, 2);
   assert.ok((await kernel.orm.em.fork().findOneOrFail(Deployment, { id: stuck })).prunedAt);
+});
+
+test("a project's live deployment that crashed keeps its release", async () => {
+  const crashed = await deployment('failed', ENDED_KEEP_MS + 60_000);
+  const row = await kernel.orm.em.fork().findOneOrFail(Deployment, { id: crashed });
+  const name = `p-${crashed.slice(0, 8)}`;
+  await kernel.orm.em.fork().insert(Project, {
+    id: row.projectId,
+    accountId: row.accountId,
+    name,
+    slug: name,
+    visibility: 'draft',
+    settings: {},
+    status: 'active',
+    liveDeploymentId: crashed,
+    createdAt: now,
+    updatedAt: now,
+  } as never);
+  const removed: string[] = [];
+  const d = deployer({ remove: async (id) => void removed.push(id) });
+  await new Retirement(kernel.orm.em, d, clock, log).sweep({
+    running: 0,
+    suspended: 0,
+    removed: 0,
+    failed: 0,
+    unknown: 0,
+  });
+  assert.not.ok(removed.includes(crashed));
 });
 
 test.run();
