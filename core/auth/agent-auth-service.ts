@@ -112,7 +112,7 @@ export class AgentAuthService {
         userId: principal.userId,
         revokedAt: null,
         expiresAt: { $gt: this.clock.now() },
-        $or: [{ codeHash: null }, { refreshHash: { $ne: null } }],
+        $or: [{ codeHash: null }, { refreshGeneration: { $ne: null } }],
       },
       { orderBy: { createdAt: 'desc', id: 'asc' } },
     );

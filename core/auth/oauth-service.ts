@@ -131,19 +131,25 @@ export class OAuthService {
    */
   async revoke(token: unknown): Promise<void> {
     if (typeof token !== 'string') throw new OAuthError('invalid_request', 'token is required');
-    const grantId = (await this.refreshed(token)) ?? (await this.tokens.verify('agent', token))?.jti;
+    const grantId = (await this.refreshOf(token))?.grantId ?? (await this.tokens.verify('agent', token))?.jti;
     if (grantId) await this.end(grantId);
   }
 
-  /** The id of the grant whose current refresh token `token` is, else null. */
-  private async refreshed(token: string): Promise<string | null> {
-    const [id, value] = token.split('.', 2);
-    if (!isUuid(id) || !value || token !== `${id}.${value}`) return null;
-    return (await this.em.findOne(AgentGrant, { id, refreshHash: sha256(value) }))?.id ?? null;
+  /** The grant and generation a refresh token names, when it is one Hoist signed (and unexpired); else null. */
+  private async refreshOf(token: string): Promise<{ grantId: string; generation: number; userId: string } | null> {
+    const claims = await this.tokens.verify('refresh', token);
+    const m = claims && /^([0-9a-f-]{36})\.(\d{1,9})$/.exec(claims.jti);
+    return m && isUuid(m[1]) ? { grantId: m[1], generation: Number(m[2]), userId: claims.sub } : null;
   }
 
   private async exchange(body: Record<string, unknown>): Promise<TokenAnswer> {
-    const { grant, value } = await this.presented(body.code, 'code');
+    const code = body.code;
+    if (typeof code !== 'string' || !code) throw new OAuthError('invalid_request', 'code is required');
+    const [id, value] = code.split('.', 2);
+    const grant =
+      isUuid(id) && value && code === `${id}.${value}`
+        ? await this.em.fork().findOne(AgentGrant, { id, source: 'oauth' })
+        : null;
     const now = this.clock.now();
     const verifier = body.code_verifier;
     if (
@@ -153,7 +159,7 @@ export class OAuthService {
       grant.redirectUri !== body.redirect_uri
     )
       throw new OAuthError('invalid_grant', 'Unknown code, or not issued to this client_id and redirect_uri');
-    if (grant.refreshHash !== null || grant.revokedAt) {
+    if (grant.refreshGeneration !== null || grant.revokedAt) {
       // A code used twice: whoever holds it may not be the client, so the grant ends (RFC 6749 4.1.2).
       await this.end(grant.id);
       throw new OAuthError('invalid_grant', 'The code was used already; the grant it made is revoked');
@@ -161,55 +167,54 @@ export class OAuthService {
     if (grant.expiresAt <= now) throw new OAuthError('invalid_grant', 'The code expired');
     if (typeof verifier !== 'string' || !VERIFIER.test(verifier) || pkce(verifier) !== grant.codeChallenge)
       throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
-    return this.renew(grant, { refreshHash: null }, now);
+    return this.renew(grant, null, now);
   }
 
   private async refresh(body: Record<string, unknown>): Promise<TokenAnswer> {
-    const { grant, value } = await this.presented(body.refresh_token, 'refresh_token');
+    if (typeof body.refresh_token !== 'string' || !body.refresh_token)
+      throw new OAuthError('invalid_request', 'refresh_token is required');
+    const presented = await this.refreshOf(body.refresh_token);
+    const grant = presented
+      ? await this.em.fork().findOne(AgentGrant, { id: presented.grantId, userId: presented.userId, source: 'oauth' })
+      : null;
     const now = this.clock.now();
-    if (!grant || grant.revokedAt || grant.expiresAt <= now || grant.refreshHash === null)
+    if (!presented || !grant || grant.revokedAt || grant.expiresAt <= now || grant.refreshGeneration === null)
       throw new OAuthError('invalid_grant', 'Unknown, revoked or expired refresh token');
-    if (grant.refreshHash !== sha256(value)) {
-      // Not the grant's refresh token now: a replaced one (copied, since its holder had the new one) or a forgery by
-      // someone who knows the grant's id. Either way the grant ends for every holder (OAuth 2.1 4.3.1).
+    if (presented.generation < grant.refreshGeneration) {
+      // A refresh token Hoist signed and replaced since: its holder is not the one that has the newest (one copied
+      // it), so the grant ends for both (OAuth 2.1 4.3.1). Knowing a grant's id is not enough to forge one.
       await this.end(grant.id);
       throw new OAuthError('invalid_grant', 'The refresh token was replaced already; the grant is revoked');
     }
+    if (presented.generation !== grant.refreshGeneration)
+      throw new OAuthError('invalid_grant', 'Unknown, revoked or expired refresh token');
     if (body.client_id !== undefined && body.client_id !== grant.clientId)
       throw new OAuthError('invalid_grant', 'The refresh token was not issued to this client_id');
-    return this.renew(grant, { refreshHash: grant.refreshHash }, now);
-  }
-
-  /** The grant a `<grant id>.<secret>` value names (unread when malformed), and the secret. */
-  private async presented(v: unknown, field: string): Promise<{ grant: AgentGrant | null; value: string }> {
-    if (typeof v !== 'string' || !v) throw new OAuthError('invalid_request', `${field} is required`);
-    const [id, value] = v.split('.', 2);
-    if (!isUuid(id) || !value || v !== `${id}.${value}`) return { grant: null, value: '' };
-    const grant = await this.em.fork().findOne(AgentGrant, { id, source: 'oauth' });
-    return { grant, value };
+    return this.renew(grant, grant.refreshGeneration, now);
   }
 
   /**
-   * Gives the grant a new refresh token (compared and set, so two racing uses of one token make one) and another
-   * GRANT_TTL_SECONDS, and signs an access token of it.
+   * Gives the grant the refresh token of the next generation (compared and set on `was`, so two racing uses of one
+   * token make one) and another GRANT_TTL_SECONDS, and signs an access token of it.
    */
-  private async renew(grant: AgentGrant, was: { refreshHash: string | null }, now: Date): Promise<TokenAnswer> {
-    const refresh = secret();
+  private async renew(grant: AgentGrant, was: number | null, now: Date): Promise<TokenAnswer> {
+    const next = was === null ? 0 : was + 1;
     const expiresAt = new Date(now.getTime() + GRANT_TTL_SECONDS * 1000);
     const changed = await this.em
       .fork()
       .nativeUpdate(
         AgentGrant,
-        { id: grant.id, refreshHash: was.refreshHash, revokedAt: null },
-        { refreshHash: sha256(refresh), expiresAt },
+        { id: grant.id, refreshGeneration: was, revokedAt: null },
+        { refreshGeneration: next, expiresAt },
       );
     if (!changed) throw new OAuthError('invalid_grant', 'The grant changed meanwhile (revoked, or the token used)');
     const { token } = await this.tokens.sign('agent', grant.userId, grant.id, AGENT_TTL.default);
+    const refresh = await this.tokens.sign('refresh', grant.userId, `${grant.id}.${next}`, GRANT_TTL_SECONDS);
     return {
       access_token: token,
       token_type: 'Bearer',
       expires_in: AGENT_TTL.default,
-      refresh_token: `${grant.id}.${refresh}`,
+      refresh_token: refresh.token,
     };
   }
 

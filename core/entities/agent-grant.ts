@@ -7,8 +7,9 @@ export type AgentGrantSource = 'admin' | 'api' | 'oauth';
 /**
  * One grant of the agent-tool interface: every agent token carries its id as `jti`, and is refused once the grant is
  * revoked (by its user, a password reset or the user's removal) or expired. An OAuth grant is made pending at the
- * user's consent (`codeHash` set, `refreshHash` not yet, expiring in minutes) and is active once its code is
- * exchanged; its refresh token (only its SHA-256 hash is stored) renews its access tokens and is replaced at each use.
+ * user's consent (`codeHash` set, `refreshGeneration` not yet, expiring in minutes) and is active once its code is
+ * exchanged; its refresh token (a signed token of its id and generation) renews its access tokens and is replaced by
+ * the next generation at each use.
  */
 export class AgentGrant {
   id: string = randomUUID();
@@ -26,13 +27,13 @@ export class AgentGrant {
   /** What the code was issued for (OAuth, while pending): the redirect URI and the PKCE S256 challenge. */
   redirectUri: string | null = null;
   codeChallenge: string | null = null;
-  /** SHA-256 of the current OAuth refresh token. */
-  refreshHash: string | null = null;
+  /** The generation of the OAuth refresh token now valid (0 from the code's exchange, one more at each refresh). */
+  refreshGeneration: number | null = null;
 }
 
 /** Whether the grant waits for its OAuth code to be exchanged (its tokens are not valid yet). */
-export const isPending = (g: Pick<AgentGrant, 'codeHash' | 'refreshHash'>): boolean =>
-  g.codeHash !== null && g.refreshHash === null;
+export const isPending = (g: Pick<AgentGrant, 'codeHash' | 'refreshGeneration'>): boolean =>
+  g.codeHash !== null && g.refreshGeneration === null;
 
 export const AgentGrantSchema = new EntitySchema<AgentGrant>({
   class: AgentGrant,
@@ -49,6 +50,6 @@ export const AgentGrantSchema = new EntitySchema<AgentGrant>({
     codeHash: { type: 'string', length: 64, nullable: true },
     redirectUri: { type: 'text', nullable: true },
     codeChallenge: { type: 'string', length: 43, nullable: true },
-    refreshHash: { type: 'string', length: 64, nullable: true },
+    refreshGeneration: { type: 'integer', nullable: true },
   },
 });

@@ -2,14 +2,15 @@ import { token } from '../tokens.js';
 
 /**
  * The kinds of token Hoist issues; each is valid only where its kind is expected. `site` is the
- * edge's access cookie of a private project (sub: project id, jti: what opened it).
+ * edge's access cookie of a private project (sub: project id, jti: what opened it); `refresh` an agent grant's OAuth
+ * refresh token (sub: user id, jti: `<grant id>.<generation>`).
  */
-export type TokenKind = 'rest' | 'agent' | 'site';
+export type TokenKind = 'rest' | 'agent' | 'site' | 'refresh';
 
 export interface TokenClaims {
   /** User id (project id for `site`). */
   sub: string;
-  /** Session id (REST), grant id (agent) or access proof (site); used for revocation. */
+  /** Session id (REST), grant id (agent), access proof (site) or grant and generation (refresh). */
   jti: string;
   kind: TokenKind;
   issuedAt: Date;

@@ -11,6 +11,7 @@ const kinds: Record<TokenKind, { audience: string; typ: string }> = {
   rest: { audience: 'hoist-rest-api', typ: 'hoist-rest+jwt' },
   agent: { audience: 'hoist-agent-tools', typ: 'hoist-agent+jwt' },
   site: { audience: 'hoist-site-access', typ: 'hoist-site+jwt' },
+  refresh: { audience: 'hoist-agent-refresh', typ: 'hoist-refresh+jwt' },
 };
 
 /** JWT bearer tokens signed with HS256; the algorithm is pinned on verification. */

@@ -3,6 +3,7 @@
 // registration, the consent page, the code exchange with PKCE, refresh, revocation; and every bad input refused
 // with OAuth's error, nothing granted.
 import { RequestContext } from '@mikro-orm/core';
+import { decodeJwt } from 'jose';
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -164,6 +165,18 @@ test("a thief who refreshes twice before the client does: the client's old token
   oauthError(await token({ grant_type: 'refresh_token', refresh_token: c.refresh_token }), 'invalid_grant', 'R1 again');
   assert.is((await whoami(second.access_token)).statusCode, 401, "the thief's tokens end too");
   oauthError(await token({ grant_type: 'refresh_token', refresh_token: second.refresh_token }), 'invalid_grant', 'R3');
+});
+
+test("knowing a grant's id (the jti of its access tokens) does not let anyone end it or refresh it", async () => {
+  const u = await t.account();
+  const c = await connected(u);
+  const id = decodeJwt(c.access_token).jti!;
+  for (const forged of [`${id}.${randomBytes(32).toString('base64url')}`, `${id}.0`, c.access_token]) {
+    oauthError(await token({ grant_type: 'refresh_token', refresh_token: forged }), 'invalid_grant', forged);
+  }
+  assert.is((await whoami(c.access_token)).statusCode, 200, 'the grant stays');
+  assert.is((await whoami(c.refresh_token)).statusCode, 401, 'a refresh token is no access token');
+  assert.is((await token({ grant_type: 'refresh_token', refresh_token: c.refresh_token })).statusCode, 200);
 });
 
 test('a code is used once: used again, the grant it made is revoked', async () => {
@@ -376,7 +389,7 @@ test('revocation ends the grant from its refresh or access token; the user sees 
 test("the user's revocation over REST and a password reset end OAuth grants too", async () => {
   const u = await t.account();
   const c = await connected(u);
-  const id = c.refresh_token.split('.')[0];
+  const id = decodeJwt(c.access_token).jti!;
   assert.is(
     (await t.app.inject({ method: 'DELETE', url: `/api/v1/auth/agent-tokens/${id}`, headers: u.auth })).statusCode,
     204,
