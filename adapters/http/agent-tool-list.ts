@@ -1,14 +1,14 @@
 import type { Principal } from '../../core/auth/principal.js';
 import { OPERATION_VIEWS } from '../../core/deployments/operation-views.js';
-import { RECORDS_SERVICE } from '../../core/deployments/records-service.js';
 import { UPLOAD_SESSION_SERVICE } from '../../core/uploads/upload-session-service.js';
-import { DEPLOYER, RELEASE_LOG_LINES_MAX as LOG_LINES_MAX } from '../../core/ports/deployer.js';
+import { RELEASE_LOG_LINES_MAX as LOG_LINES_MAX } from '../../core/ports/deployer.js';
 import { HoistError, invalid, notFound } from '../../core/errors.js';
 import { isUuid } from '../../core/projects/keyset-cursor.js';
 import { PROJECT_SERVICE } from '../../core/projects/project-service.js';
 import { projectUrl } from '../../core/projects/project-url.js';
 import type { Kernel } from '../kernel.js';
 import { deployFiles, type AgentDeploy } from './agent-deploy.js';
+import { runtimeLog } from './runtime-log.js';
 
 /** The most files deploy_files takes at once. */
 export const AGENT_FILES_MAX = 5000;
@@ -175,13 +175,10 @@ export const AGENT_TOOLS: AgentTool[] = [
         throw invalid(`lines must be a whole number from 1 to ${LOG_LINES_MAX}`, { field: 'lines' });
       const project = await kernel.get(PROJECT_SERVICE).findByName(principal.accountId, name);
       if (!project) throw notFound(`Project ${name}`);
-      const id = args.deployment_id === undefined ? project.liveDeploymentId : text(args.deployment_id, 'id', 100);
+      const id =
+        args.deployment_id === undefined ? project.liveDeploymentId : text(args.deployment_id, 'deployment_id', 100);
       if (!id) throw notFound(`A live release of ${name}`);
-      if (!isUuid(id)) throw notFound('Deployment');
-      // not_found for a deployment of another project or account.
-      await kernel.get(RECORDS_SERVICE).deployment(principal.accountId, project.id, id);
-      const kept = (await kernel.get(DEPLOYER).logs?.(id, lines)) ?? null;
-      return { deployment_id: id, kept: kept !== null, lines: kept ?? [] };
+      return runtimeLog(kernel, principal.accountId, project.id, id, lines);
     },
   },
   {

@@ -82,10 +82,15 @@ export class ProjectDeleter {
         { status: 'succeeded', progress: 100, finishedAt: now, updatedAt: now },
       );
     });
+    // Each is tried even when one fails (the first failure is thrown once all were tried, for the caller to log). A
+    // build storing the same bytes at this very moment may find them gone, as with FileRetention: a retry makes them.
+    let failure: unknown;
     for (const key of artifacts)
-      if (!(await em.count(Build, { artifactKey: key, artifactRemovedAt: null }))) await this.storage.delete(key);
+      if (!(await em.count(Build, { artifactKey: key, artifactRemovedAt: null })))
+        await this.storage.delete(key).catch((err) => (failure ??= err));
     // What every process keeps of the project (its operations' views) goes with it.
     if (projectId) await routesChanged(this.changes, projectId);
+    if (failure) throw failure;
   }
 
   /** Finishes every unfinished deletion, oldest first (after a restart); returns how many it ran. */

@@ -1,13 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { RECORDS_SERVICE, type RecordsService } from '../../../core/deployments/records-service.js';
-import { DEPLOYER, RELEASE_LOG_LINES_MAX as LOG_LINES_MAX, type Deployer } from '../../../core/ports/deployer.js';
+import { RELEASE_LOG_LINES_MAX as LOG_LINES_MAX } from '../../../core/ports/deployer.js';
 import { bearer, principalOf } from '../auth.js';
 import { DeploymentRecord, pageOf, PageQuery, recordParams } from '../record-schemas.js';
 import { retryRoute } from '../retry-route.js';
+import { runtimeLog } from '../runtime-log.js';
 import { errorResponses } from '../schemas.js';
 import type { RouteOptions } from './index.js';
-
-/** The most lines one call reads of a runtime log. */
 
 /** A deployment's runtime log, as the logs route answers it. */
 const RuntimeLog = {
@@ -33,7 +32,6 @@ const RuntimeLog = {
 /** Deployments: a project's deployment records, their runtime logs, and deployment retries (redeploys). */
 const deployments: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
   const records = kernel.get<RecordsService>(RECORDS_SERVICE);
-  const deployer = kernel.get<Deployer>(DEPLOYER);
   app.addHook('onRequest', app.authenticate);
 
   app.get<{ Params: { projectID: string }; Querystring: { cursor?: string; limit: number } }>(
@@ -108,10 +106,7 @@ const deployments: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
     },
     async (req) => {
       const { projectID, deploymentID } = req.params;
-      // Answers 404 for a deployment that is not this account's project's.
-      await records.deployment(principalOf(req).accountId, projectID, deploymentID);
-      const lines = (await deployer.logs?.(deploymentID, req.query.lines)) ?? null;
-      return { deployment_id: deploymentID, kept: lines !== null, lines: lines ?? [] };
+      return runtimeLog(kernel, principalOf(req).accountId, projectID, deploymentID, req.query.lines);
     },
   );
 
