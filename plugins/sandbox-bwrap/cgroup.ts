@@ -112,12 +112,14 @@ export async function runCgroup(
   if (mode.kind === 'v2') {
     const dir = join(mode.base, name);
     await mkdir(dir);
-    await writeFile(join(dir, 'memory.max'), bytes);
-    await writeFile(join(dir, 'memory.swap.max'), '0').catch(() => {
-      // no swap accounting: memory.max alone
+    await limitOrRemove([dir], async () => {
+      await writeFile(join(dir, 'memory.max'), bytes);
+      await writeFile(join(dir, 'memory.swap.max'), '0').catch(() => {
+        // no swap accounting: memory.max alone
+      });
+      await writeFile(join(dir, 'pids.max'), String(limits.processes));
+      if (mode.cpu) await writeFile(join(dir, 'cpu.max'), `${quota} ${CPU_PERIOD_US}`);
     });
-    await writeFile(join(dir, 'pids.max'), String(limits.processes));
-    if (mode.cpu) await writeFile(join(dir, 'cpu.max'), `${quota} ${CPU_PERIOD_US}`);
     return {
       add: (pid) => writeFile(join(dir, 'cgroup.procs'), String(pid)),
       oomKilled: async () => /oom_kill [1-9]/.test(await readFile(join(dir, 'memory.events'), 'utf8').catch(() => '')),
@@ -128,16 +130,19 @@ export async function runCgroup(
   const pids = join(mode.pids, name);
   const cpu = mode.cpu && join(mode.cpu, name);
   const dirs = cpu ? [mem, pids, cpu] : [mem, pids];
-  for (const dir of dirs) await mkdir(dir);
-  await writeFile(join(mem, 'memory.limit_in_bytes'), bytes);
-  await writeFile(join(mem, 'memory.memsw.limit_in_bytes'), bytes).catch(() => {
-    // no swap accounting: the memory limit alone
+  const made: string[] = [];
+  await limitOrRemove(made, async () => {
+    for (const dir of dirs) made.push(await mkdir(dir).then(() => dir));
+    await writeFile(join(mem, 'memory.limit_in_bytes'), bytes);
+    await writeFile(join(mem, 'memory.memsw.limit_in_bytes'), bytes).catch(() => {
+      // no swap accounting: the memory limit alone
+    });
+    await writeFile(join(pids, 'pids.max'), String(limits.processes));
+    if (cpu) {
+      await writeFile(join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
+      await writeFile(join(cpu, 'cpu.cfs_quota_us'), quota);
+    }
   });
-  await writeFile(join(pids, 'pids.max'), String(limits.processes));
-  if (cpu) {
-    await writeFile(join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
-    await writeFile(join(cpu, 'cpu.cfs_quota_us'), quota);
-  }
   return {
     add: async (pid) => {
       for (const dir of dirs) await writeFile(join(dir, 'cgroup.procs'), String(pid));
@@ -149,6 +154,16 @@ export async function runCgroup(
     },
     remove: () => removeDir(dirs),
   };
+}
+
+/** Runs `limit` on the run's new groups `dirs`; when it fails, removes them (no group is left behind) and throws. */
+async function limitOrRemove(dirs: string[], limit: () => Promise<void>): Promise<void> {
+  try {
+    await limit();
+  } catch (err) {
+    await removeDir(dirs).catch(() => undefined);
+    throw err;
+  }
 }
 
 async function removeDir(dirs: string[]): Promise<void> {
