@@ -76,7 +76,7 @@ export class OAuthService {
     const redirectUri = q.redirect_uri ?? (client.redirectUris.length === 1 ? client.redirectUris[0] : undefined);
     if (!redirectAllowed(client, redirectUri))
       throw new UntrustedRedirect('redirect_uri is not one the client registered');
-    // A state too long (or given twice) is not sent back: the request is refused for it.
+    // A state too long is not sent back: authorization() refuses the request for it.
     const state = typeof q.state === 'string' && q.state.length <= 1024 ? q.state : null;
     return { client, clientId: q.client_id as string, redirectUri, state };
   }
