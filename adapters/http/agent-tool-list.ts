@@ -36,6 +36,18 @@ const text = (v: unknown, field: string, max: number): string => {
     throw invalid(`${field} must be a string of 1 to ${max} characters`, { field });
   return v;
 };
+/** A whole number from `min` to `max`, `fallback` when not given. */
+const whole = (v: unknown, field: string, min: number, max: number, fallback: number): number => {
+  const n = v ?? fallback;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max)
+    throw invalid(`${field} must be a whole number from ${min} to ${max}`, { field });
+  return n;
+};
+/** Whether a deploy is a preview (false when not given). */
+const previewOf = (v: unknown): boolean => {
+  if (v !== undefined && typeof v !== 'boolean') throw invalid('preview must be true or false', { field: 'preview' });
+  return v === true;
+};
 
 /** deploy_files' arguments, checked (the schema tools/list shows, held here too: a client may skip it). */
 function deployArgs(args: Record<string, unknown>): AgentDeploy {
@@ -51,12 +63,8 @@ function deployArgs(args: Record<string, unknown>): AgentDeploy {
     if (typeof file.content !== 'string') throw invalid('content must be a string', { field: `files[${i}].content` });
     return { path: text(file.path, `files[${i}].path`, 1024), content: file.content, encoding };
   });
-  const wait = args.wait_seconds ?? 120;
-  if (typeof wait !== 'number' || !Number.isInteger(wait) || wait < 0 || wait > 300)
-    throw invalid('wait_seconds must be a whole number from 0 to 300', { field: 'wait_seconds' });
-  if (args.preview !== undefined && typeof args.preview !== 'boolean')
-    throw invalid('preview must be true or false', { field: 'preview' });
-  return { project, files: checked, preview: args.preview === true, wait_seconds: wait };
+  const wait = whole(args.wait_seconds, 'wait_seconds', 0, 300, 120);
+  return { project, files: checked, preview: previewOf(args.preview), wait_seconds: wait };
 }
 
 /** The tools, in the order tools/list shows them. */
@@ -119,11 +127,10 @@ export const AGENT_TOOLS: AgentTool[] = [
     },
     run: async ({ kernel, principal, base }, args) => {
       const name = text(args.project, 'project', 100);
-      if (args.preview !== undefined && typeof args.preview !== 'boolean')
-        throw invalid('preview must be true or false', { field: 'preview' });
+      const preview = previewOf(args.preview);
       const created = await kernel.get(UPLOAD_SESSION_SERVICE).create(principal.accountId, {
         name,
-        options: args.preview ? { target: 'preview' } : {},
+        options: preview ? { target: 'preview' } : {},
       });
       return {
         upload_url: `${base}/api/v1/upload-sessions/${created.token}/upload`,
@@ -170,9 +177,7 @@ export const AGENT_TOOLS: AgentTool[] = [
     },
     run: async ({ kernel, principal }, args) => {
       const name = text(args.project, 'project', 100);
-      const lines = args.lines ?? 100;
-      if (typeof lines !== 'number' || !Number.isInteger(lines) || lines < 1 || lines > LOG_LINES_MAX)
-        throw invalid(`lines must be a whole number from 1 to ${LOG_LINES_MAX}`, { field: 'lines' });
+      const lines = whole(args.lines, 'lines', 1, LOG_LINES_MAX, 100);
       const project = await kernel.get(PROJECT_SERVICE).findByName(principal.accountId, name);
       if (!project) throw notFound(`Project ${name}`);
       const id =

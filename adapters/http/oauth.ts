@@ -53,18 +53,21 @@ export const oauthRoutes: FastifyPluginAsync<{ kernel: Kernel }> = async (app, {
   });
   app.get('/.well-known/oauth-protected-resource', hide, resource);
   app.get(RESOURCE_METADATA_PATH, hide, resource);
-  app.get('/.well-known/oauth-authorization-server', hide, async (req) => ({
-    issuer: base(req),
-    authorization_endpoint: `${base(req)}/oauth/authorize`,
-    token_endpoint: `${base(req)}/oauth/token`,
-    registration_endpoint: `${base(req)}/oauth/register`,
-    revocation_endpoint: `${base(req)}/oauth/revoke`,
-    response_types_supported: ['code'],
-    grant_types_supported: ['authorization_code', 'refresh_token'],
-    code_challenge_methods_supported: ['S256'],
-    token_endpoint_auth_methods_supported: ['none'],
-    revocation_endpoint_auth_methods_supported: ['none'],
-  }));
+  app.get('/.well-known/oauth-authorization-server', hide, async (req) => {
+    const issuer = base(req);
+    return {
+      issuer,
+      authorization_endpoint: `${issuer}/oauth/authorize`,
+      token_endpoint: `${issuer}/oauth/token`,
+      registration_endpoint: `${issuer}/oauth/register`,
+      revocation_endpoint: `${issuer}/oauth/revoke`,
+      response_types_supported: ['code'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      code_challenge_methods_supported: ['S256'],
+      token_endpoint_auth_methods_supported: ['none'],
+      revocation_endpoint_auth_methods_supported: ['none'],
+    };
+  });
 
   app.post('/oauth/register', hide, async (req, reply) =>
     reply.status(201).headers(NO_STORE).send(registerClient(req.body, clock.now())),
