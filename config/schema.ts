@@ -472,7 +472,7 @@ export const settings = {
     min: 0,
     doc:
       'Requests each account may send to one API process in a minute (any of its tokens, every member), and each ' +
-      'client address without a token; past it 429 rate_limited with Retry-After, and every answer carries ' +
+      'client address without a good token; past it 429 rate_limited with Retry-After, and every answer carries ' +
       'x-ratelimit-limit, -remaining and -reset. Health routes are not counted. 0: no limit.',
   },
   maxConnectionsPerAddress: {

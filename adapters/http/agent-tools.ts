@@ -7,6 +7,7 @@ import { errorResponses, Uuid } from './schemas.js';
 import { mcpRoutes } from './agent-mcp.js';
 import { RESOURCE_METADATA_PATH } from './oauth.js';
 import { publicBase } from './public-base.js';
+import { refusedCounter } from './rate-limit.js';
 
 /**
  * The agent-tool interface, under /agent/v1 beside the REST API: it takes only agent tokens (OAuth's, oauth.ts, or
@@ -16,6 +17,7 @@ import { publicBase } from './public-base.js';
  */
 export const agentTools: FastifyPluginAsync<{ kernel: Kernel }> = async (app, { kernel }) => {
   const agents = kernel.get<AgentAuthService>(AGENT_AUTH_SERVICE);
+  const countRefused = refusedCounter(app, kernel.config);
   app.addHook('onRequest', async (req, reply) => {
     const token = bearerToken(req);
     try {
@@ -29,6 +31,7 @@ export const agentTools: FastifyPluginAsync<{ kernel: Kernel }> = async (app, { 
         (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
       );
       reply.header('www-authenticate', `Bearer resource_metadata="${metadata}"`);
+      await countRefused?.(req, reply);
       throw err;
     }
   });

@@ -12,7 +12,7 @@ import { errorBody, errorHandler } from './error-handler.js';
 import { routes } from './routes/index.js';
 import { ErrorBody } from './schemas.js';
 import { refuseNul } from './refuse-nul.js';
-import { limitRequests } from './rate-limit.js';
+import { limitRequests, refusedCounter } from './rate-limit.js';
 import { redactUrl, requestLog } from './request-log.js';
 import { clientErrorHandler, guardSlowClients, serverTimeouts, trustedHops } from './slow-clients.js';
 import { lazySchemas } from './lazy-schemas.js';
@@ -88,7 +88,7 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
           '429 rate_limited (more than maxConnectionsPerAddress open from one address). ' +
           (config.apiRequestsPerMinute
             ? `Each account may send ${config.apiRequestsPerMinute} requests a minute to one API process ` +
-              '(apiRequestsPerMinute), and each client address as many without a token: every answer carries ' +
+              '(apiRequestsPerMinute), and each client address as many without a good token: every answer carries ' +
               'X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (seconds), and one past the limit ' +
               'gets 429 rate_limited with Retry-After and details {limit, window_seconds, retry_after}.'
             : 'Requests are not limited per account (apiRequestsPerMinute is 0).'),
@@ -102,8 +102,11 @@ export async function buildApi(kernel: Kernel): Promise<FastifyInstance> {
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(healthRoutes, { kernel, role: 'api' });
-  await app.register(authPlugin, { auth: kernel.get<AuthService>(AUTH_SERVICE) });
   await limitRequests(app, config);
+  await app.register(authPlugin, {
+    auth: kernel.get<AuthService>(AUTH_SERVICE),
+    countRefused: refusedCounter(app, config),
+  });
   for (const route of routes) await app.register(route, { prefix: '/api/v1', kernel });
   await app.register(agentTools, { prefix: '/agent/v1', kernel });
   await app.register(oauthRoutes, { kernel });

@@ -37,20 +37,35 @@ export function principalOf(req: FastifyRequest): Principal {
 /** The security requirement protected routes put in their schema (shown in the OpenAPI document). */
 export const bearer = [{ bearerAuth: [] }];
 
-export const authPlugin = fp(async (app: FastifyInstance, opts: { auth: AuthService }) => {
+/** What `authPlugin` needs. */
+export interface AuthPluginOptions {
+  auth: AuthService;
+  /**
+   * Counts a request refused for its token against its client address, throwing the limit's own error past it (the
+   * request limit, which a refused request never reaches, as it runs after authentication names the account).
+   */
+  countRefused?: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}
+
+export const authPlugin = fp(async (app: FastifyInstance, opts: AuthPluginOptions) => {
   app.decorateRequest('principal', undefined);
+  const { auth, countRefused } = opts;
   // A callback hook: a token verified before is answered without a promise.
-  app.decorate('authenticate', (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+  app.decorate('authenticate', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    const refuse = (err: Error) => {
+      if (!countRefused) return done(err);
+      countRefused(req, reply).then(() => done(err), done);
+    };
     const token = bearerToken(req);
-    if (!token) return done(unauthorized('Missing or malformed Authorization header; expected "Bearer <token>"'));
-    const known = opts.auth.known(token);
+    if (!token) return refuse(unauthorized('Missing or malformed Authorization header; expected "Bearer <token>"'));
+    const known = auth.known(token);
     if (known) {
       req.principal = known;
       return done();
     }
-    opts.auth.authenticate(token).then((principal) => {
+    auth.authenticate(token).then((principal) => {
       req.principal = principal;
       done();
-    }, done);
+    }, refuse);
   });
 });

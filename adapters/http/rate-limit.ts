@@ -1,5 +1,5 @@
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HoistConfig } from '../../config/schema.js';
 import { HoistError } from '../../core/errors.js';
 import { addressKey } from '../../core/auth/address-key.js';
@@ -12,7 +12,8 @@ const WINDOW_MS = 60_000;
  * process, and those without a token by client address (an IPv6 /64), with @fastify/rate-limit: every answer says
  * how many are left (`x-ratelimit-limit`, `-remaining`, `-reset`), and one past the limit is 429 `rate_limited` with
  * `Retry-After`, before its body is read or its handler runs. It applies to the routes registered after it (not to the
- * health routes, the OpenAPI document or its pages), and runs after their own authentication, which names the account.
+ * health routes, the OpenAPI document or its pages), and runs after their own authentication, which names the account;
+ * a request its authentication refuses is counted against its address all the same (refusedCounter).
  */
 export async function limitRequests(app: FastifyInstance, config: HoistConfig): Promise<void> {
   if (!config.apiRequestsPerMinute) return;
@@ -38,3 +39,14 @@ export async function limitRequests(app: FastifyInstance, config: HoistConfig): 
     },
   });
 }
+
+/**
+ * Counts a request refused for its token against its client address, as one without a token (the request limit runs
+ * after authentication names the account, so a refused one never reaches it); past the limit it throws the limit's
+ * 429. Undefined when requests are not limited. Only after `limitRequests`.
+ */
+export const refusedCounter = (
+  app: FastifyInstance,
+  config: HoistConfig,
+): ((req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined =>
+  config.apiRequestsPerMinute ? app.rateLimit() : undefined;

@@ -73,6 +73,41 @@ test('requests without a token are counted per address (an IPv6 /64), before the
   assert.is((await login('2001:db8:1:2::1')).statusCode, 400, 'another /64 has its own count');
 });
 
+test('requests refused for their token are counted per address too, on the REST API and the agent tools', async () => {
+  for (const [url, prefix] of [
+    ['/api/v1/me', '2001:db8:2:1::'],
+    ['/agent/v1/whoami', '2001:db8:2:2::'],
+  ]) {
+    const send = (authorization: string | undefined, remoteAddress: string) =>
+      t.app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {}, remoteAddress });
+    // A forged token, a malformed header and none at all: each is 401 until the address's count is spent.
+    const tries = ['Bearer forged.token.here', 'Basic abc', undefined];
+    for (let i = 0; i < LIMIT; i++) {
+      const res = await send(tries[i % tries.length], `${prefix}${i + 1}`);
+      assert.is(res.statusCode, 401, res.body);
+      assert.is(res.headers['x-ratelimit-remaining'], String(LIMIT - i - 1), url);
+    }
+    const refused = await send('Bearer forged.token.here', `${prefix}ffff`);
+    assert.is(refused.statusCode, 429, refused.body);
+    assert.match(refused.json().error.message, 'for this address');
+    assert.ok(Number(refused.headers['retry-after']) >= 1);
+    assert.is(
+      (await send('Bearer forged.token.here', '2001:db8:3:1::1')).statusCode,
+      401,
+      'another /64: its own count',
+    );
+  }
+  // A good token from a spent address is counted for its account, not refused with the address.
+  const a = await account();
+  const res = await t.app.inject({
+    method: 'GET',
+    url: '/api/v1/me',
+    headers: a.auth,
+    remoteAddress: '2001:db8:2:1::9',
+  });
+  assert.is(res.statusCode, 200, res.body);
+});
+
 test('behind the proxy (trustProxy) the address it saw counts, not what a client puts in X-Forwarded-For', async () => {
   const proxied = await testApi({ apiRequestsPerMinute: LIMIT, trustProxy: true });
   try {
