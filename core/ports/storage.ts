@@ -80,7 +80,7 @@ export interface DirectUploads {
  * test/contract/storage.ts.
  *
  * Keys are `/`-separated segments of lowercase letters, digits, `.`, `_` and `-`, none empty or
- * starting with `.`, at most 1024 characters: `uploads/<id>.zip`, `artifacts/sha256/<hex>.zip`,
+ * starting with `.`, at most 1024 characters: `uploads/<id>.zip`, `artifacts/<account>/sha256/<hex>.zip`,
  * `logs/<operation>/<stage>.log`. Any other key rejects with HoistError('invalid_request').
  * Objects are written whole (there is no append: a log is stored when its stage ends).
  * Backend failures reject with HoistError('unavailable') carrying the backend's error as `cause`.

@@ -235,9 +235,13 @@ export class BuildStage implements StageImpl {
               'Upload the built files, or check output_directory.',
           );
         await this.archive.pack(outputDir, artifact);
-        const stored = await this.storage.putContentAddressed('artifacts', createReadStream(artifact), {
-          suffix: '.zip',
-        });
+        // Shared only within the account: another account's deletion, or retention, never finds these bytes unused
+        // while this build is storing them, and no account learns what another's builds made.
+        const stored = await this.storage.putContentAddressed(
+          `artifacts/${ctx.operation.accountId}`,
+          createReadStream(artifact),
+          { suffix: '.zip' },
+        );
         write(`Artifact ${stored.key} (${stored.size} bytes)`);
         packed = { artifactKey: stored.key, artifactSha256: stored.sha256, artifactSize: stored.size };
       });

@@ -87,6 +87,10 @@ test('a build runs the builder, stores its output and log; it succeeds only in t
   await result.also!(null as never);
   assert.is(build.status, 'succeeded');
   assert.is(artifactOf(storage, build.artifactKey), 'packed app.js');
+  assert.ok(
+    build.artifactKey!.startsWith(`artifacts/${ctx.operation.accountId}/sha256/`),
+    'only its account shares it',
+  );
   assert.ok(build.finished);
   // The whole log is stored after the commit, off the chain's path.
   assert.is(artifactOf(storage, build.logKey), undefined);
