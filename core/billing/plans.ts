@@ -13,6 +13,11 @@ export interface PlanLimits {
   release_retention: number;
   /** Hours a preview serves after it went up; then it expires and its release is removed. */
   preview_ttl_hours: number;
+  /**
+   * Previews the account's projects serve at once (each may run an app); when one more goes up, the oldest beyond it
+   * expire.
+   */
+  previews_per_account: number;
   /** Bytes of manifest-upload files kept for the account; past them the least recently used go, or are not kept. */
   kept_file_bytes: number;
   /** Days a kept manifest-upload file stays after the last manifest or upload that used it. */
@@ -62,6 +67,7 @@ export const plans: Record<string, Plan> = {
       concurrent_builds: 1,
       release_retention: 1,
       preview_ttl_hours: 24,
+      previews_per_account: 3,
       kept_file_bytes: 250_000_000,
       kept_file_days: 14,
       upload_manifests_per_hour: 60,
@@ -88,6 +94,7 @@ export const plans: Record<string, Plan> = {
       concurrent_builds: 2,
       release_retention: 5,
       preview_ttl_hours: 168,
+      previews_per_account: 20,
       kept_file_bytes: 2_000_000_000,
       kept_file_days: 30,
       upload_manifests_per_hour: 300,
@@ -114,6 +121,7 @@ export const plans: Record<string, Plan> = {
       concurrent_builds: 5,
       release_retention: 20,
       preview_ttl_hours: 720,
+      previews_per_account: 100,
       kept_file_bytes: 10_000_000_000,
       kept_file_days: 90,
       upload_manifests_per_hour: 1200,

@@ -226,4 +226,30 @@ test('an expired preview stops serving at its expiry, then the worker takes it d
   assert.is(p.previewVisibility, 'public');
 });
 
+test("an account serves at most its plan's previews_per_account: one more expires the oldest", async () => {
+  const serving = async () =>
+    (await api('GET', `/projects/${project.id}/releases?target=preview`)).body.releases.filter(
+      (r: { status: string }) => r.status === 'preview',
+    );
+  assert.is((await serving()).length, 0);
+  // The free plan's 3, then one more.
+  const ups = [];
+  for (const marker of ['previewD', 'previewE', 'previewF', 'previewG'])
+    ups.push(await upload(project.id, await site(marker), { target: 'preview' }));
+  const [oldest, ...rest] = ups;
+  const now = await serving();
+  assert.equal(
+    now.map((r: { operation_id: string }) => r.operation_id).sort(),
+    rest.map((u) => u.operation.id).sort(),
+    'the newest three serve',
+  );
+  assert.is((await h.site(hostOf(oldest.preview.url))).status, 404, 'the oldest stopped serving');
+  for (const u of rest) assert.is((await h.site(hostOf(u.preview.url))).status, 200);
+  const d = await h.running.kernel.orm.em.fork().findOneOrFail(Deployment, { operationId: oldest.operation.id });
+  assert.is(d.status, 'expired');
+  if (h.running.kernel.config.deployer === 'local')
+    assert.not.ok(existsSync(join(h.dataDir, 'releases', d.id)), 'its release is removed');
+  assert.is(markerOf((await h.site(project.host)).body), 'previewB', 'the live site is untouched');
+});
+
 test.run();

@@ -21,6 +21,7 @@ const Limits = {
     'customer_subdomains per account, concurrent_builds per account, release_retention per project ' +
     '(releases kept, the live one included; older ones are pruned and can no longer be promoted), ' +
     'preview_ttl_hours per preview (hours a preview serves on its own host before it expires), ' +
+    'previews_per_account per account (previews serving at once; when one more goes up, the oldest expire), ' +
     'kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used ' +
     'go), kept_file_days per file (days a kept file stays after the last manifest or upload that used it) and ' +
     'upload_manifests_per_hour per account (manifests sent in any hour; past it 429 rate_limited).',

@@ -21,7 +21,8 @@ const description = (scope: string) =>
   'POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be ' +
   'left out when none were), `target` (production, the default, or preview: the release goes to its own host ' +
   "`<slug>--<short id>.<apps domain>` and the live release is not touched; private behind the project's gate unless " +
-  "the project's preview_visibility is public; it expires after the plan's preview_ttl_hours; the same ZIP uploaded " +
+  "the project's preview_visibility is public; it expires after the plan's preview_ttl_hours, or when the " +
+  "account's previews pass the plan's previews_per_account (the oldest go first); the same ZIP uploaded " +
   "again as a preview of the project answers 202 with the preview already up) and `transport`, the spec's " +
   'transport choice: ' +
   '`proxied_multipart` (this request, also the default when the part is absent) is accepted; ' +

@@ -30,6 +30,12 @@ export interface DeploymentRepository {
    * and returns their ids; the caller removes what the deployer kept of them.
    */
   prune(projectId: string, keep: number): Promise<string[]>;
+  /**
+   * Ends the account's serving previews beyond the newest `keep` (by the time they went up) as expired, and returns
+   * them; the caller tells the edges and removes their releases. A preview of a project whose chain other than
+   * `operationId` runs (a promote may be taking it live) is skipped.
+   */
+  expireBeyond(accountId: string, keep: number, operationId: string): Promise<Pick<Deployment, 'id' | 'projectId'>[]>;
   /** Where the repository reads (for the release spec of a deployment). */
   manager(): EntityManager;
   /** The same repository writing in `tx` (a stage's success transaction). */
@@ -106,6 +112,31 @@ export class OrmDeploymentRepository extends OrmRepository implements Deployment
     if (ids.length)
       await db.nativeUpdate(Deployment, { id: { $in: ids }, prunedAt: null }, { prunedAt: this.clock.now() });
     return ids;
+  }
+
+  async expireBeyond(
+    accountId: string,
+    keep: number,
+    operationId: string,
+  ): Promise<Pick<Deployment, 'id' | 'projectId'>[]> {
+    const db = this.db;
+    const now = this.clock.now();
+    const beyond = await db.find(
+      Deployment,
+      { accountId, status: 'preview', expiresAt: { $gt: now } },
+      { orderBy: { liveAt: 'desc', id: 'desc' }, offset: Math.max(0, keep), fields: ['id', 'projectId'] },
+    );
+    const expired: Pick<Deployment, 'id' | 'projectId'>[] = [];
+    for (const { id, projectId } of beyond) {
+      const busy = await db.count(Project, {
+        id: projectId,
+        activeOperationId: { $ne: null, $nin: [operationId] },
+      });
+      // Compare-and-set: of two deploys trimming at once, one ends it.
+      if (!busy && (await db.nativeUpdate(Deployment, { id, status: 'preview' }, { status: 'expired', endedAt: now })))
+        expired.push({ id, projectId });
+    }
+    return expired;
   }
 
   manager(): EntityManager {

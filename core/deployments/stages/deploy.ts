@@ -17,6 +17,12 @@ import type { DeploymentRepository } from '../repositories/deployment-repository
 import type { StageContext, StageImpl } from '../stage-runner.js';
 import type { Analysis } from './analyze.js';
 
+/** The plan limits the Deploy stage reads. */
+type Limits = Pick<PlanLimits, 'release_retention' | 'preview_ttl_hours' | 'previews_per_account'>;
+
+/** What the stage keeps when it has no plan limits to read. */
+const SMALLEST: Limits = { release_retention: 1, preview_ttl_hours: 24, previews_per_account: 3 };
+
 /**
  * Deploy: the deployer makes the release ready; then, in the transaction that records the stage's
  * success, the project's route switches to it (so a canceled or failed deploy never goes live);
@@ -31,7 +37,8 @@ import type { Analysis } from './analyze.js';
  * beyond the count are pruned.
  *
  * A preview (its version's `target`) switches nothing: the release goes up on its own host until the plan's
- * preview_ttl_hours have passed. Promoting a preview that still serves makes it live as it runs.
+ * preview_ttl_hours have passed, or until the account puts up more than previews_per_account (the oldest expire).
+ * Promoting a preview that still serves makes it live as it runs.
  */
 export class DeployStage implements StageImpl {
   constructor(
@@ -47,13 +54,8 @@ export class DeployStage implements StageImpl {
     private readonly changes?: ChangeFeed,
     /** This process's routing table, shown the switch inside its transaction. */
     private readonly routes?: Pick<RoutingTable, 'preview'>,
-    /** The account's plan limits: release_retention (1 without) and preview_ttl_hours (24 without). */
-    private readonly limits: (
-      accountId: string,
-    ) => Promise<Pick<PlanLimits, 'release_retention' | 'preview_ttl_hours'>> = async () => ({
-      release_retention: 1,
-      preview_ttl_hours: 24,
-    }),
+    /** The account's plan limits (the smallest plan's without). */
+    private readonly limits: (accountId: string) => Promise<Limits> = async () => SMALLEST,
   ) {}
 
   async run(ctx: StageContext) {
@@ -104,24 +106,41 @@ export class DeployStage implements StageImpl {
     return preview ? this.putUp(ctx, deploymentId, target) : this.switchTo(ctx, deploymentId, target);
   }
 
-  /** Puts preview `deploymentId` up on its own host in the success transaction; nothing else changes. */
+  /**
+   * Puts preview `deploymentId` up on its own host in the success transaction; the live release stays. After the
+   * commit, the account's oldest previews beyond previews_per_account expire: each may run an app.
+   */
   private async putUp(ctx: StageContext, deploymentId: string, target: ReleaseTarget) {
-    const { preview_ttl_hours: hours } = await this.planLimits(ctx.operation.accountId);
+    const { preview_ttl_hours: hours, previews_per_account: keep } = await this.planLimits(ctx.operation.accountId);
     const url = previewUrl(this.config, ctx.project.slug, ctx.operation.id);
     return {
       also: async (tx: EntityManager) => {
         await this.deployments.within(tx).goPreview(deploymentId, target, url, hours * 3_600_000);
         await this.routes?.preview(ctx.project.id, tx);
       },
-      after: () => routesChanged(this.changes, ctx.project.id, this.log),
+      after: async () => {
+        await routesChanged(this.changes, ctx.project.id, this.log);
+        const expired = await this.deployments
+          .expireBeyond(ctx.operation.accountId, keep, ctx.operation.id)
+          .catch((err) => {
+            this.log.warn({ err }, 'previews beyond the plan were not expired');
+            return [];
+          });
+        for (const projectId of new Set(expired.map((d) => d.projectId)))
+          if (projectId !== ctx.project.id) await routesChanged(this.changes, projectId, this.log);
+        for (const { id } of expired)
+          await this.deployer
+            .remove(id)
+            .catch((err) => this.log.warn({ err, deploymentId: id }, 'a preview beyond the plan was not removed'));
+      },
     };
   }
 
   /** The account's plan limits, or the smallest when they cannot be read (logged). */
-  private planLimits(accountId: string) {
+  private planLimits(accountId: string): Promise<Limits> {
     return this.limits(accountId).catch((err) => {
-      this.log.warn({ err }, 'the plan limits were not read; keeping only the live release, previews for 24 h');
-      return { release_retention: 1, preview_ttl_hours: 24 };
+      this.log.warn({ err }, 'the plan limits were not read; keeping only the live release, 3 previews for 24 h');
+      return SMALLEST;
     });
   }
 

@@ -108,6 +108,11 @@ export class FakeDeployments implements DeploymentRepository {
   async prune(): Promise<string[]> {
     return [];
   }
+  async expireBeyond(accountId: string, keep: number) {
+    const serving = this.rows.filter((d) => d.accountId === accountId && d.status === 'preview').reverse();
+    for (const d of serving.slice(keep)) d.status = 'expired';
+    return serving.slice(keep).map(({ id, projectId }) => ({ id, projectId }));
+  }
   manager(): never {
     throw new Error('no database in the fake');
   }
