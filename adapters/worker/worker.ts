@@ -15,7 +15,7 @@ import { startRequeue } from './requeue.js';
 import { logRetired, startRetirement } from './retirement.js';
 import { startUploadRetention } from './upload-retention.js';
 import { startUsageRetention } from './usage-retention.js';
-import { startAuthRetention } from './auth-retention.js';
+import { startRecordRetention } from './record-retention.js';
 import { startWebhooks } from './webhooks.js';
 
 /**
@@ -63,7 +63,7 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
   const stopUploadRetention = startUploadRetention(kernel);
   const stopLogRetention = startLogRetention(kernel);
   const stopUsageRetention = startUsageRetention(kernel);
-  const stopAuthRetention = startAuthRetention(kernel);
+  const stopRecordRetention = startRecordRetention(kernel);
   const stopFileRetention = startFileRetention(kernel);
   const stopRetirement = startRetirement(kernel);
   const stopRequeue = startRequeue(kernel);
@@ -75,7 +75,7 @@ export async function startWorker(kernel: Kernel): Promise<() => Promise<void>> 
     await stopFileRetention();
     await stopLogRetention();
     await stopUsageRetention();
-    await stopAuthRetention();
+    await stopRecordRetention();
     await stopUploadRetention();
     await stopDomainChecks();
     await stopPreviewExpiry();

@@ -11,6 +11,7 @@ import type { Principal } from './principal.js';
 import { principalTags, sessionKey } from './session-cache.js';
 import type { SessionRevocations } from './session-revocations.js';
 import { token } from '../tokens.js';
+import { rateLimited } from './rate-limiter.js';
 
 export const AGENT_AUTH_SERVICE = token<AgentAuthService>('hoist.AgentAuthService');
 
@@ -19,6 +20,9 @@ export const AGENT_TTL = { default: 3600, min: 60, max: 30 * 24 * 3600 } as cons
 
 /** Grants a user may hold at once (active or pending): past it, one must be revoked first. */
 export const MAX_AGENT_GRANTS = 50;
+
+/** Grants a user may make in any 24 hours, revoked ones too: each leaves a row for AUTH_RECORD_DAYS. */
+export const MAX_AGENT_GRANTS_PER_DAY = 200;
 
 /** An agent grant as `GET /api/v1/auth/agent-tokens` lists it. */
 export interface AgentGrantView {
@@ -85,8 +89,9 @@ export class AgentAuthService {
 
   /**
    * Stores a new grant unless its user holds MAX_AGENT_GRANTS that are neither revoked nor expired (a pending OAuth
-   * consent counts for its minutes): throws conflict then. Counted and stored under the user's row lock, so racing
-   * requests never get past the bound.
+   * consent counts for its minutes): throws conflict then; or made MAX_AGENT_GRANTS_PER_DAY in the last 24 hours,
+   * whatever became of them: throws rate_limited then. Counted and stored under the user's row lock, so racing
+   * requests never get past the bounds.
    */
   async record(grant: AgentGrant): Promise<void> {
     await underOwnerLock(this.em, User, grant.userId, async (tx) => {
@@ -99,6 +104,21 @@ export class AgentAuthService {
         throw conflict(`A user holds at most ${MAX_AGENT_GRANTS} agent tokens; revoke one first`, {
           limit: MAX_AGENT_GRANTS,
         });
+      }
+      const day = 24 * 3600 * 1000;
+      const made = await tx.find(
+        AgentGrant,
+        { userId: grant.userId, createdAt: { $gt: new Date(grant.createdAt.getTime() - day) } },
+        { fields: ['createdAt'], orderBy: { createdAt: 'desc' }, limit: MAX_AGENT_GRANTS_PER_DAY },
+      );
+      if (made.length >= MAX_AGENT_GRANTS_PER_DAY) {
+        // Free again when the oldest of the last MAX_AGENT_GRANTS_PER_DAY is a day old.
+        const freeAt = made[made.length - 1].createdAt.getTime() + day;
+        throw rateLimited(
+          `A user may make at most ${MAX_AGENT_GRANTS_PER_DAY} agent tokens in 24 hours; try again later`,
+          Math.max(1, Math.ceil((freeAt - grant.createdAt.getTime()) / 1000)),
+          { limit: MAX_AGENT_GRANTS_PER_DAY },
+        );
       }
       await tx.persist(grant).flush();
     });

@@ -110,6 +110,15 @@ export class IdempotencyService {
       await this.em.fork().nativeUpdate(IdempotencyRecord, { id: claim.id }, { status: ANSWERED, body: answer });
   }
 
+  /**
+   * Deletes the keys older than 24 h of every account (a key's own reuse deletes it too, but most keys are never sent
+   * again); resolves how many went.
+   */
+  async purge(): Promise<number> {
+    const before = new Date(this.clock.now().getTime() - IDEMPOTENCY_TTL_MS);
+    return this.em.fork().nativeDelete(IdempotencyRecord, { createdAt: { $lt: before } });
+  }
+
   /** Lets the key go after a failed write: the same key can be sent again. */
   async release(claim: Claim): Promise<void> {
     if (claim) await this.em.fork().nativeDelete(IdempotencyRecord, { id: claim.id });

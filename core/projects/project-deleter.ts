@@ -21,6 +21,18 @@ import { token } from '../tokens.js';
 export const PROJECT_DELETER = token<ProjectDeleter>('hoist.ProjectDeleter');
 
 const UNFINISHED = ['queued', 'running'];
+
+/** Days the operation of a finished project deletion is kept: nothing else refers to it once its project is gone. */
+export const DELETION_RECORD_DAYS = 30;
+
+/**
+ * Deletes the `delete_project` operations that finished more than DELETION_RECORD_DAYS before `now` (a project made
+ * and deleted in a loop would leave one each for good); resolves how many went.
+ */
+export async function purgeFinishedDeletions(em: EntityManager, now: Date): Promise<number> {
+  const before = new Date(now.getTime() - DELETION_RECORD_DAYS * 24 * 3600 * 1000);
+  return em.fork().nativeDelete(Operation, { kind: 'delete_project', finishedAt: { $lt: before } });
+}
 /** Ids per query (far below SQLite's and PostgreSQL's bound on parameters). */
 const BATCH = 500;
 

@@ -4,7 +4,12 @@ import { decodeJwt } from 'jose';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { AGENT_AUTH_SERVICE, type AgentAuthService, MAX_AGENT_GRANTS } from '../../../core/auth/agent-auth-service.js';
+import {
+  AGENT_AUTH_SERVICE,
+  type AgentAuthService,
+  MAX_AGENT_GRANTS,
+  MAX_AGENT_GRANTS_PER_DAY,
+} from '../../../core/auth/agent-auth-service.js';
 import { SESSIONS_CHANNEL, sessionKey } from '../../../core/auth/session-cache.js';
 import { AgentGrant } from '../../../core/entities/agent-grant.js';
 import { CHANGE_FEED, type ChangeFeed } from '../../../core/ports/change-feed.js';
@@ -141,6 +146,39 @@ test(`racing requests never get a user past ${MAX_AGENT_GRANTS}`, async () => {
   assert.is(codes.filter((c) => c === 201).length, MAX_AGENT_GRANTS, codes.join(','));
   assert.is(codes.filter((c) => c === 409).length, 20);
   assert.is((await grants(a.userId)).length, MAX_AGENT_GRANTS);
+});
+
+test(`a user makes at most ${MAX_AGENT_GRANTS_PER_DAY} in 24 hours, revoked ones counted: then 429`, async () => {
+  const a = await t.account();
+  const day = 24 * 3600 * 1000;
+  // Made and revoked earlier: the oldest a day old but for a minute, one more older than a day (not counted).
+  await t.inContext(async () => {
+    const em = t.kernel.orm.em;
+    for (let i = 0; i < MAX_AGENT_GRANTS_PER_DAY; i++) {
+      const createdAt = new Date(Date.now() - (i === 0 ? day + 60_000 : day - 60_000 - i * 1000));
+      em.persist(
+        Object.assign(new AgentGrant(), {
+          userId: a.userId,
+          name: `old ${i}`,
+          source: 'api' as const,
+          createdAt,
+          expiresAt: new Date(createdAt.getTime() + 3_600_000),
+          revokedAt: createdAt,
+        }),
+      );
+    }
+    await em.flush();
+  });
+  await minted(a, 'the last of the day');
+  const over = await create(a, { name: 'one too many' });
+  assert.is(over.statusCode, 429, over.body);
+  const { error } = over.json();
+  assert.is(error.code, 'rate_limited');
+  assert.is(error.details.limit, MAX_AGENT_GRANTS_PER_DAY);
+  // Free again when the oldest counted turns a day old: in about a minute.
+  assert.ok(error.details.retry_after >= 1 && error.details.retry_after <= 61, JSON.stringify(error));
+  assert.is(over.headers['retry-after'], String(error.details.retry_after));
+  assert.is((await grants(a.userId)).length, MAX_AGENT_GRANTS_PER_DAY + 1, 'nothing stored past the limit');
 });
 
 test("a password reset refuses the user's agent tokens at once, cached ones too", async () => {
