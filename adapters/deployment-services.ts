@@ -125,8 +125,9 @@ export const deploymentServices: ServiceDefinition[] = [
       log: LOGGER,
       share: ACCOUNT_SHARE,
       webhooks: WEBHOOK_DELIVERIES,
+      files: FILE_RETENTION,
     },
-    create: (d) => new DeploymentService(d.em, d.store, d.entitlements, d.clock, d.log, d.share, d.webhooks),
+    create: (d) => new DeploymentService(d.em, d.store, d.entitlements, d.clock, d.log, d.share, d.webhooks, d.files),
   }),
   defineService({
     provides: REDACTION,

@@ -1159,7 +1159,7 @@ export interface paths {
                                 private_projects: boolean;
                                 visibilities: string[];
                             };
-                            /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires), previews_per_account per account (previews serving at once; when one more goes up, the oldest expire), kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used go), kept_file_days per file (days a kept file stays after the last manifest or upload that used it) and upload_manifests_per_hour per account (manifests sent in any hour; past it 429 rate_limited). */
+                            /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires), previews_per_account per account (previews serving at once; when one more goes up, the oldest expire), stored_bytes per account (bytes of uploaded archives and build artifacts kept; past them each new deployment removes the oldest that no retained release uses), kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used go), kept_file_days per file (days a kept file stays after the last manifest or upload that used it) and upload_manifests_per_hour per account (manifests sent in any hour; past it 429 rate_limited). */
                             limits: {
                                 access_grants_per_project: number | null;
                                 archive_bytes: number | null;
@@ -1177,6 +1177,7 @@ export interface paths {
                                 private_projects: number | null;
                                 projects: number | null;
                                 release_retention: number | null;
+                                stored_bytes: number | null;
                                 upload_manifests_per_hour: number | null;
                                 webhooks_per_project: number | null;
                             };
@@ -1242,7 +1243,7 @@ export interface paths {
                                 /** @description Features the plan allows: instant_rollback (promote an earlier release). */
                                 capabilities: string[];
                                 id: string;
-                                /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires), previews_per_account per account (previews serving at once; when one more goes up, the oldest expire), kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used go), kept_file_days per file (days a kept file stays after the last manifest or upload that used it) and upload_manifests_per_hour per account (manifests sent in any hour; past it 429 rate_limited). */
+                                /** @description Plan limits; null means unlimited. projects and private_projects count per account, deployments_per_day per account and UTC day, archive_bytes per upload, access_grants_per_project and environment_variables_per_project per project, environment_value_bytes per value, customer_subdomains per account, concurrent_builds per account, release_retention per project (releases kept, the live one included; older ones are pruned and can no longer be promoted), preview_ttl_hours per preview (hours a preview serves on its own host before it expires), previews_per_account per account (previews serving at once; when one more goes up, the oldest expire), stored_bytes per account (bytes of uploaded archives and build artifacts kept; past them each new deployment removes the oldest that no retained release uses), kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used go), kept_file_days per file (days a kept file stays after the last manifest or upload that used it) and upload_manifests_per_hour per account (manifests sent in any hour; past it 429 rate_limited). */
                                 limits: {
                                     access_grants_per_project: number | null;
                                     archive_bytes: number | null;
@@ -1260,6 +1261,7 @@ export interface paths {
                                     private_projects: number | null;
                                     projects: number | null;
                                     release_retention: number | null;
+                                    stored_bytes: number | null;
                                     upload_manifests_per_hour: number | null;
                                     webhooks_per_project: number | null;
                                 };

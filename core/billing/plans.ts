@@ -18,6 +18,11 @@ export interface PlanLimits {
    * expire.
    */
   previews_per_account: number;
+  /**
+   * Bytes of uploaded archives and build artifacts the account keeps in Storage; past them, with each new deployment,
+   * the oldest no retained release or unfinished operation uses are removed.
+   */
+  stored_bytes: number;
   /** Bytes of manifest-upload files kept for the account; past them the least recently used go, or are not kept. */
   kept_file_bytes: number;
   /** Days a kept manifest-upload file stays after the last manifest or upload that used it. */
@@ -67,6 +72,7 @@ export const plans: Record<string, Plan> = {
       concurrent_builds: 1,
       release_retention: 1,
       preview_ttl_hours: 24,
+      stored_bytes: 2_000_000_000,
       previews_per_account: 3,
       kept_file_bytes: 250_000_000,
       kept_file_days: 14,
@@ -94,6 +100,7 @@ export const plans: Record<string, Plan> = {
       concurrent_builds: 2,
       release_retention: 5,
       preview_ttl_hours: 168,
+      stored_bytes: 50_000_000_000,
       previews_per_account: 20,
       kept_file_bytes: 2_000_000_000,
       kept_file_days: 30,
@@ -121,6 +128,7 @@ export const plans: Record<string, Plan> = {
       concurrent_builds: 5,
       release_retention: 20,
       preview_ttl_hours: 720,
+      stored_bytes: 500_000_000_000,
       previews_per_account: 100,
       kept_file_bytes: 10_000_000_000,
       kept_file_days: 90,

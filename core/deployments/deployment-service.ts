@@ -14,6 +14,7 @@ import type { StoredObject } from '../ports/storage.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { OperationStore } from './operation-store.js';
 import type { AccountShare } from './account-share.js';
+import type { FileRetention } from './file-retention.js';
 import type { WebhookDeliveries } from '../webhooks/webhook-deliveries.js';
 import { token, type Logger } from '../tokens.js';
 import { insertRow, loadOne, queryRows, updateRows } from '../entities/plain-sql.js';
@@ -47,11 +48,13 @@ export class DeploymentService {
     private readonly store: OperationStore,
     private readonly entitlements: EntitlementService,
     private readonly clock: Clock,
-    private readonly log?: Pick<Logger, 'warn'>,
+    private readonly log?: Pick<Logger, 'warn' | 'info'>,
     /** Holds a chain its account's share of the workers has no room for; without it none is held. */
     private readonly share?: Pick<AccountShare, 'admit'>,
     /** Records and sends the `deployment.started` webhook deliveries of a chain that starts. */
     private readonly webhooks?: Pick<WebhookDeliveries, 'record' | 'dispatch'>,
+    /** Keeps the account within its plan's stored_bytes once a chain has started; without it nothing is removed. */
+    private readonly files?: Pick<FileRetention, 'trimAccount'>,
   ) {}
 
   /**
@@ -342,6 +345,19 @@ export class DeploymentService {
         'the first stage was not enqueued; a worker enqueues it again',
       );
     });
+    if (this.files) void this.trim(operation.accountId, this.files);
+  }
+
+  /** Removes the account's oldest unretained files past its plan's stored_bytes, off the answer's path (logged). */
+  private async trim(accountId: string, files: Pick<FileRetention, 'trimAccount'>): Promise<void> {
+    try {
+      const { limits } = await this.entitlements.planOf(accountId);
+      const removed = await files.trimAccount(accountId, limits.stored_bytes);
+      if (removed.archives || removed.artifacts)
+        this.log?.info({ accountId, ...removed }, "removed the account's oldest files past its stored_bytes");
+    } catch (err) {
+      this.log?.warn({ err, accountId }, "the account's files past its stored_bytes were not removed");
+    }
   }
 
   /** Takes the project's chain for `operationId`; a chain held by an operation that has ended is free. */

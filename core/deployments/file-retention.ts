@@ -27,6 +27,14 @@ export interface FilesRemoved {
   logs: number;
 }
 
+/** An archive or artifact an account keeps in Storage, with the row that names it. */
+interface StoredFile {
+  row: Pick<Version | Build, 'id' | 'projectId' | 'operationId' | 'createdAt'>;
+  kind: 'archive' | 'artifact';
+  key: string;
+  size: number;
+}
+
 /** What a project still needs: versions and builds of its retained releases and unfinished operations. */
 interface Retained {
   versions: Set<string>;
@@ -123,6 +131,71 @@ export class FileRetention {
         await this.storage.delete(b.logKey!);
         removed.logs++;
       }
+    return removed;
+  }
+
+  /**
+   * Keeps the account's archives and artifacts in Storage within `limitBytes` (the plan's stored_bytes, each object
+   * counted once however many rows name it): when over, removes what no retained release or unfinished operation
+   * uses, oldest first across its projects and whatever its age, until under. What is retained stays even past the
+   * limit. Resolves what it removed.
+   */
+  async trimAccount(accountId: string, limitBytes: number): Promise<FilesRemoved> {
+    const removed: FilesRemoved = { archives: 0, artifacts: 0, logs: 0 };
+    const em = this.em.fork();
+    const [versions, builds] = await Promise.all([
+      em.find(
+        Version,
+        { accountId, archiveRemovedAt: null },
+        { fields: ['id', 'projectId', 'archiveKey', 'archiveSize', 'operationId', 'createdAt'] },
+      ),
+      em.find(
+        Build,
+        { accountId, artifactKey: { $ne: null }, artifactRemovedAt: null },
+        { fields: ['id', 'projectId', 'artifactKey', 'artifactSize', 'operationId', 'createdAt'] },
+      ),
+    ]);
+    const files: StoredFile[] = [
+      ...versions.map((v) => ({ row: v, kind: 'archive' as const, key: v.archiveKey, size: v.archiveSize })),
+      ...builds.map((b) => ({ row: b, kind: 'artifact' as const, key: b.artifactKey!, size: b.artifactSize ?? 0 })),
+    ];
+    // Rows naming each object: it leaves Storage with the last of them.
+    const names = new Map<string, number>();
+    let used = 0;
+    for (const f of files) {
+      if (!names.has(f.key)) used += f.size;
+      names.set(f.key, (names.get(f.key) ?? 0) + 1);
+    }
+    if (used <= limitBytes) return removed;
+    const kept = new Map<string, Retained>();
+    const retainedOf = async (projectId: string) => {
+      if (!kept.has(projectId)) {
+        const project = await em.findOne(Project, { id: projectId }, { fields: ['liveDeploymentId'] });
+        kept.set(projectId, await this.retained(em, projectId, project?.liveDeploymentId ?? null));
+      }
+      return kept.get(projectId)!;
+    };
+    files.sort((a, b) => a.row.createdAt.getTime() - b.row.createdAt.getTime());
+    for (const f of files) {
+      if (used <= limitBytes) break;
+      const { id, projectId, operationId } = f.row;
+      const retained = await retainedOf(projectId);
+      if (retained.operations.has(operationId)) continue;
+      if (f.kind === 'archive') {
+        if (retained.versions.has(id)) continue;
+        if (!(await this.mark(Version, id, 'archiveRemovedAt', projectId, (o) => o.versionId === id))) continue;
+        removed.archives++;
+      } else {
+        if (retained.builds.has(id)) continue;
+        const uses = (o: Op) => o.id === operationId || stateOf(o).buildId === id;
+        if (!(await this.mark(Build, id, 'artifactRemovedAt', projectId, uses))) continue;
+        removed.artifacts++;
+      }
+      await this.dropIfUnused(f.key, projectId);
+      const left = names.get(f.key)! - 1;
+      names.set(f.key, left);
+      if (!left) used -= f.size;
+    }
     return removed;
   }
 

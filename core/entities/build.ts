@@ -41,7 +41,7 @@ export class Build {
 export const BuildSchema = new EntitySchema<Build>({
   class: Build,
   tableName: 'builds',
-  indexes: [{ properties: ['projectId', 'createdAt'] }],
+  indexes: [{ properties: ['projectId', 'createdAt'] }, { properties: ['accountId'] }],
   properties: {
     id: { type: 'uuid', primary: true },
     accountId: { type: 'uuid' },

@@ -34,7 +34,7 @@ export class Version {
 export const VersionSchema = new EntitySchema<Version>({
   class: Version,
   tableName: 'versions',
-  indexes: [{ properties: ['projectId', 'createdAt'] }],
+  indexes: [{ properties: ['projectId', 'createdAt'] }, { properties: ['accountId'] }],
   properties: {
     id: { type: 'uuid', primary: true },
     accountId: { type: 'uuid' },

@@ -22,6 +22,8 @@ const Limits = {
     '(releases kept, the live one included; older ones are pruned and can no longer be promoted), ' +
     'preview_ttl_hours per preview (hours a preview serves on its own host before it expires), ' +
     'previews_per_account per account (previews serving at once; when one more goes up, the oldest expire), ' +
+    'stored_bytes per account (bytes of uploaded archives and build artifacts kept; past them each new deployment ' +
+    'removes the oldest that no retained release uses), ' +
     'kept_file_bytes per account (bytes of the files manifest uploads keep; past them the least recently used ' +
     'go), kept_file_days per file (days a kept file stays after the last manifest or upload that used it) and ' +
     'upload_manifests_per_hour per account (manifests sent in any hour; past it 429 rate_limited).',
