@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { HoistConfig } from '../../config/schema.js';
 import type { StreamEvent } from '../../core/deployments/operation-events.js';
+import { addressKey } from '../../core/auth/address-key.js';
 import { HoistError } from '../../core/errors.js';
 
 /** True when the request asks for Server-Sent Events (Accept: text/event-stream). */
@@ -14,13 +15,17 @@ export const lastEventId = (req: FastifyRequest): string | undefined => {
 
 const frame = (e: StreamEvent) => `id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
 
+/** How long a stream waits for its client to take what was written before it ends the stream. */
+export const STALLED_STREAM_MS = 30_000;
+
 /**
- * The open Server-Sent Event streams of one API process: bounded per account (429 rate_limited) and
- * in all (503 unavailable), each with a heartbeat comment, each ended when its client goes or the
- * server closes.
+ * The open Server-Sent Event streams of one API process: bounded per account and per client address (an IPv6 /64),
+ * both at eventStreamsPerAccount (429 rate_limited), and in all (503 unavailable), each with a heartbeat comment,
+ * each ended when its client goes, stops reading for `stalledMs`, or the server closes.
  */
 export class EventStreams {
   private readonly byAccount = new Map<string, number>();
+  private readonly byAddress = new Map<string, number>();
   private readonly open = new Set<AbortController>();
 
   constructor(
@@ -28,6 +33,7 @@ export class EventStreams {
       HoistConfig,
       'eventStreamsPerAccount' | 'eventStreamsMax' | 'eventStreamHeartbeatSeconds'
     >,
+    private readonly stalledMs = STALLED_STREAM_MS,
   ) {}
 
   /** How many streams are open now. */
@@ -46,21 +52,27 @@ export class EventStreams {
     accountId: string,
     events: (signal: AbortSignal) => AsyncGenerator<StreamEvent>,
   ): Promise<void> {
-    const mine = this.byAccount.get(accountId) ?? 0;
-    if (mine >= this.config.eventStreamsPerAccount)
-      throw new HoistError(
-        'rate_limited',
-        `At most ${this.config.eventStreamsPerAccount} event streams per account are open at once; ` +
-          'close one, or poll without Accept: text/event-stream',
-        { limit: this.config.eventStreamsPerAccount, retry_after: 5 },
-      );
+    const address = addressKey(req.ip);
+    const limit = this.config.eventStreamsPerAccount;
+    for (const [who, counts, key] of [
+      ['account', this.byAccount, accountId],
+      ['client address', this.byAddress, address],
+    ] as const)
+      if ((counts.get(key) ?? 0) >= limit)
+        throw new HoistError(
+          'rate_limited',
+          `At most ${limit} event streams per ${who} are open at once; ` +
+            'close one, or poll without Accept: text/event-stream',
+          { limit, retry_after: 5 },
+        );
     if (this.open.size >= this.config.eventStreamsMax)
       throw new HoistError('unavailable', 'Too many event streams are open; poll without Accept: text/event-stream', {
         retry_after: 5,
       });
     const control = new AbortController();
     this.open.add(control);
-    this.byAccount.set(accountId, mine + 1);
+    count(this.byAccount, accountId, 1);
+    count(this.byAddress, address, 1);
     const res = reply.raw;
     const stop = () => control.abort();
     res.on('close', stop);
@@ -80,7 +92,11 @@ export class EventStreams {
     try {
       for await (const e of events(control.signal)) {
         if (control.signal.aborted) break;
-        if (!res.write(frame(e))) await drained(res, control.signal);
+        if (!res.write(frame(e)) && !(await drained(res, control.signal, this.stalledMs))) {
+          // A client that takes nothing holds its slots and the answer's memory: it is let go.
+          res.destroy();
+          break;
+        }
       }
     } catch (err) {
       const e = err instanceof HoistError ? err : new HoistError('internal', 'The event stream failed');
@@ -91,9 +107,8 @@ export class EventStreams {
       clearInterval(heartbeat);
       res.off('close', stop);
       this.open.delete(control);
-      const left = (this.byAccount.get(accountId) ?? 1) - 1;
-      if (left > 0) this.byAccount.set(accountId, left);
-      else this.byAccount.delete(accountId);
+      count(this.byAccount, accountId, -1);
+      count(this.byAddress, address, -1);
       res.end();
     }
   }
@@ -104,15 +119,26 @@ export class EventStreams {
   }
 }
 
-function drained(res: NodeJS.WritableStream, signal: AbortSignal): Promise<void> {
+/** Adds `by` to the count of `key`, forgetting it at 0. */
+function count(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
+}
+
+/** Resolves true once `res` drained or `signal` fired, false when neither came within `ms`. */
+function drained(res: NodeJS.WritableStream, signal: AbortSignal, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      signal.removeEventListener('abort', done);
-      resolve();
+    const done = (ok: boolean) => () => {
+      clearTimeout(timer);
+      res.off('drain', onDrain);
+      signal.removeEventListener('abort', onAbort);
+      resolve(ok);
     };
-    res.once('drain', done);
-    signal.addEventListener('abort', done, { once: true });
+    const [onDrain, onAbort] = [done(true), done(true)];
+    const timer = setTimeout(done(false), ms);
+    res.once('drain', onDrain);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 }
 
@@ -133,5 +159,6 @@ export const EVENT_STREAM_DOC =
   'build writes them, a comment line as heartbeat every 15 s (eventStreamHeartbeatSeconds), and the ' +
   'final state last; then the stream closes. Each event id is `<revision>.<lines>`: send the last one ' +
   'back as `Last-Event-ID` to resume with nothing missed and nothing repeated (changes in between may ' +
-  'come as one state event). Too many open streams: 429 per account, 503 in all; poll instead. A ' +
+  'come as one state event). Too many open streams: 429 per account or client address, 503 in all; poll ' +
+  'instead. A client that takes nothing written for 30 s is disconnected. A ' +
   'malformed Last-Event-ID is 400.';
