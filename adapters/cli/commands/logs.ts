@@ -5,6 +5,7 @@ import { CliError, usage } from '../remote/cli-error.js';
 import type { Connection } from '../remote/connect.js';
 import { findProject } from '../remote/project-ref.js';
 import { remoteAction, type RemoteOptions } from '../remote/remote-action.js';
+import { interactive, printable } from '../remote/terminal.js';
 
 /** The most lines one call reads (the API's maximum). */
 const LINES_MAX = 1000;
@@ -70,8 +71,10 @@ async function run({ client }: Connection, o: LogsOptions, deploymentId: string 
   print(log.lines);
 }
 
-const print = (lines: RuntimeLog['lines']) => lines.length && console.log(lines.map(lineOf).join('\n'));
 const lineOf = (l: RuntimeLog['lines'][number]) => `${l.at} ${l.text}`;
+// On a terminal, what the app printed cannot drive it; into a file or a pipe it goes as it is.
+const print = (lines: RuntimeLog['lines']) =>
+  lines.length && console.log(lines.map((l) => (interactive() ? printable(lineOf(l)) : lineOf(l))).join('\n'));
 
 /**
  * Prints the lines of `first`, then, every FOLLOW_EVERY_MS, those `read` gives after the last one printed (found

@@ -1,5 +1,5 @@
 import type { Operation } from '../../../client/hoist-client.js';
-import { bar, bold, dim, formatBytes, green, interactive, red, yellow } from './terminal.js';
+import { bar, bold, dim, formatBytes, green, interactive, printable, red, yellow } from './terminal.js';
 
 const STAGES = ['analyze', 'build', 'deploy'] as const;
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -68,7 +68,7 @@ export class DeployView {
   log(lines: string[]): void {
     this.streamed = true;
     this.logSeen = [...this.logSeen, ...lines].slice(-KEPT_LINES);
-    for (const l of lines) this.info(`  │ ${l}`);
+    for (const l of lines) this.info(`  │ ${printable(l)}`);
   }
 
   /**
@@ -142,7 +142,8 @@ export class DeployView {
       if (s?.skipped) return `  ${dim('–')} ${name.padEnd(8)} ${status.padEnd(9)}${dim(' (skipped)')}`;
       return `  ${this.icon(status)} ${name.padEnd(8)} ${status.padEnd(9)}${progress}`;
     });
-    if (!this.streamed) for (const l of op.build_log?.last_lines?.slice(-LOG_LINES) ?? []) lines.push(dim(`  │ ${l}`));
+    if (!this.streamed)
+      for (const l of op.build_log?.last_lines?.slice(-LOG_LINES) ?? []) lines.push(dim(`  │ ${printable(l)}`));
     const queue =
       op.queue?.state === 'waiting'
         ? ` · waiting in the queue (${op.queue.jobs_ahead ?? 0} ahead)`
@@ -190,7 +191,7 @@ export class DeployView {
         break;
       }
     }
-    for (const l of log.slice(from)) this.info(`  │ ${l}`);
+    for (const l of log.slice(from)) this.info(`  │ ${printable(l)}`);
     this.logSeen = [...log];
   }
 }

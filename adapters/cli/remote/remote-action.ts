@@ -4,6 +4,7 @@ import { usage } from './cli-error.js';
 import { explain } from './explain.js';
 import { connect, type Connection } from './connect.js';
 import { findProject, UUID } from './project-ref.js';
+import { printable } from './terminal.js';
 
 /** Options every command that talks to the REST API takes. */
 export interface RemoteOptions {
@@ -53,7 +54,8 @@ export function remoteAction<O extends RemoteOptions, A extends unknown[]>(
     } catch (err) {
       const e = explain(err, anonymous ? 'none' : tokenFrom);
       if (o.json) console.log(JSON.stringify(e.json));
-      else console.error(`hoist: ${e.message}`);
+      // A server's message may quote a build's output: it cannot drive the terminal. Its lines stay lines.
+      else console.error(`hoist: ${e.message.split('\n').map(printable).join('\n')}`);
       process.exitCode = e.exitCode;
     }
   };

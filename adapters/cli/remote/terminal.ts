@@ -11,6 +11,20 @@ export const yellow = paint(33);
 export const dim = paint(2);
 export const bold = paint(1);
 
+/**
+ * A line a server sent (a build log, an app's output) made safe to print on a terminal: escape sequences (colours,
+ * cursor moves, title or clipboard writes) and other control characters but tabs are left out, so what a build or an
+ * app printed cannot drive the terminal of whoever reads it.
+ */
+export function printable(line: string): string {
+  return (
+    line
+      // CSI (ESC [ ... final byte), OSC (ESC ] ... BEL or ESC \) and the other escapes, then what is left.
+      .replace(/\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[ -/]*[0-~]/g, '')
+      .replace(/[\x00-\x08\x0a-\x1f\x7f-\x9f]/g, '')
+  );
+}
+
 /** 1234567 → "1.2 MB" (decimal units, as the limits are written). */
 export function formatBytes(n: number): string {
   if (n < 1000) return `${n} B`;
