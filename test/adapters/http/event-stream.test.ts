@@ -24,9 +24,9 @@ test.before(async () => {
   // `/big/<account>`: 64 KiB events for ever; `/quiet/<account>`: one event, then nothing until the client goes.
   app.get<{ Params: { kind: string; account: string } }>('/:kind/:account', (req, reply) =>
     streams.send(req, reply, req.params.account, async function* (signal) {
-      const data = req.params.kind === 'big' ? 'x'.repeat(65536) : 'hello';
+      const lines = [req.params.kind === 'big' ? 'x'.repeat(65536) : 'hello'];
       for (let i = 0; !signal.aborted; i++) {
-        yield { id: String(i), event: 'log', data };
+        yield { id: String(i), event: 'log' as const, data: { build_id: 'b', from: i, lines } };
         if (req.params.kind !== 'big') await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
       }
     }),
