@@ -187,9 +187,19 @@ export const services: ServiceDefinition[] = [
       mailer: MAILER,
       clock: CLOCK,
       config: CONFIG,
+      cipher: CIPHER,
     },
     create: (d) =>
-      new SiteAccessService(d.em, d.hasher, d.tokens, d.mailer, new RateLimiter(d.em, d.clock), d.clock, d.config),
+      new SiteAccessService(
+        d.em,
+        d.hasher,
+        d.tokens,
+        d.mailer,
+        new RateLimiter(d.em, d.clock),
+        d.clock,
+        d.config,
+        d.cipher,
+      ),
   }),
   defineService({
     provides: ENVIRONMENT_SERVICE,

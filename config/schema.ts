@@ -360,7 +360,9 @@ export const settings = {
     env: 'HOIST_LOGIN_MAX_PER_ADDRESS',
     default: 30,
     min: 1,
-    doc: 'Login attempts allowed per client address per window, whatever the account.',
+    doc:
+      'Login attempts allowed per client address per window, whatever the account; sign-in attempts to private ' +
+      'projects (codes and passwords) per client address per window, whatever the project, apart.',
   },
   loginWindowSeconds: {
     type: 'integer',
@@ -375,8 +377,9 @@ export const settings = {
     default: 3,
     min: 1,
     doc:
-      'Password-recovery mails to one e-mail address, and access requests for one, per ' +
-      'mailWindowSeconds; past it the answer is the same and nothing is sent or stored. Member invitations to ' +
+      'Password-recovery mails to one e-mail address, access requests for one, and sign-in codes of private ' +
+      'projects to one (all projects together), each apart, per mailWindowSeconds; past it the answer is the same ' +
+      'and nothing is sent or stored. Member invitations to ' +
       'one address, apart: past it 429.',
   },
   mailMaxPerAddress: {
@@ -385,8 +388,9 @@ export const settings = {
     default: 10,
     min: 1,
     doc:
-      'Password-recovery requests, access requests and member invitations (each apart), one client address ' +
-      'may send per mailWindowSeconds, and member invitations one account may send; past it 429 with Retry-After.',
+      'Password-recovery requests, access requests, sign-in code requests to private projects (all projects ' +
+      'together) and member invitations (each apart), one client address may send per mailWindowSeconds, and ' +
+      'member invitations one account may send; past it 429 with Retry-After.',
   },
   mailWindowSeconds: {
     type: 'integer',
@@ -402,8 +406,17 @@ export const settings = {
     min: 1,
     doc:
       'Sign-in attempts (codes and passwords together, and code requests apart) one ' +
-      'client address may make on one private project per window; codes mailed to one ' +
-      'address per window.',
+      'client address may make on one private project per window.',
+  },
+  accessPasswordMaxPerProject: {
+    type: 'integer',
+    env: 'HOIST_ACCESS_PASSWORD_MAX_PER_PROJECT',
+    default: 100,
+    min: 1,
+    doc:
+      'Password attempts on one private project from all client addresses together per loginWindowSeconds ' +
+      '(right or wrong); past it 429 with Retry-After, which bounds password guessing from many addresses and the ' +
+      "edge's argon2 work for one project.",
   },
   accessCookieTtlSeconds: {
     type: 'integer',
@@ -614,7 +627,9 @@ export const settings = {
     env: 'HOIST_EVENT_STREAMS_PER_ACCOUNT',
     default: 20,
     min: 1,
-    doc: 'Event streams (Accept: text/event-stream) one account may hold open per API process; beyond, 429.',
+    doc:
+      'Event streams (Accept: text/event-stream) one account may hold open per API process, and one client ' +
+      'address whichever accounts it uses; beyond, 429.',
   },
   eventStreamsMax: {
     type: 'integer',

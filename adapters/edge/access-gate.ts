@@ -1,4 +1,4 @@
-import { parseCookie, stringifySetCookie } from 'cookie';
+import { stringifySetCookie } from 'cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -12,7 +12,8 @@ import type { AccessTokenCache } from '../../core/access/access-token-cache.js';
 import { HoistError } from '../../core/errors.js';
 import type { Kernel } from '../kernel.js';
 import { codePage, GATE_PREFIX, gateMessagePage, signInPage } from './access-pages.js';
-import { ACCESS_COOKIE, withoutAccessCookie } from './edge-cookies.js';
+import { accessCookies, ACCESS_COOKIE, withoutAccessCookie } from './edge-cookies.js';
+import { notFoundPage } from './pages.js';
 
 /** The access cookie: host-only (no Domain), so it goes to the one project host that set it. */
 export { ACCESS_COOKIE } from './edge-cookies.js';
@@ -57,6 +58,12 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: 
   const service = kernel.get<SiteAccessService>(SITE_ACCESS_SERVICE);
   // Each request's own entity manager, given to the service: no request context (see SiteAccessService.on).
   const forRequest = () => service.on(kernel.orm.em.fork());
+  // Whether one of the request's access cookies (a planted one cannot shadow the real one) opens the project.
+  const opens = async (target: GateTarget, req: IncomingMessage) => {
+    for (const token of accessCookies(req.headers.cookie))
+      if (await cookies.opens(target.projectId, target.accessProofs, token)) return true;
+    return false;
+  };
 
   // Mail goes out after the answer, so the answer cannot tell a granted address from another by
   // its timing; one project's deliveries run in the order they were asked for.
@@ -197,6 +204,10 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: 
           `Too many sign-in attempts from your address. Try again in ${err.details.retry_after} seconds.`,
         );
       }
+      if (err instanceof HoistError && err.code === 'unavailable') {
+        reply.header('retry-after', String(err.details.retry_after ?? 1));
+        throw new Refusal(503, 'Busy', 'Many sign-ins are being checked right now. Try again in a moment.');
+      }
       if (err instanceof HoistError && err.code === 'invalid_request')
         return signIn(reply, project, 400, next, { error: err.message, email: form.get('email') ?? '' });
       throw err;
@@ -207,16 +218,22 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: 
     async stops(req, reply, target) {
       if (target.visibility !== 'private') return false;
       const path = (req.url.split('?')[0] ?? '/').replace(/^\/\.hoist\/access$/, GATE_PREFIX);
-      if (
-        !path.startsWith(GATE_PREFIX) &&
-        (await cookies.opens(target.projectId, target.accessProofs, cookieOf(req.raw)))
-      ) {
+      if (!path.startsWith(GATE_PREFIX) && (await opens(target, req.raw))) {
         withoutAccessCookie(req.raw);
         return false;
       }
       const access = forRequest();
       const project = await access.project(target.projectId);
-      if (!project) return false;
+      // No active project (its deletion began before this edge's routing table reloaded): closed, never open.
+      if (!project) {
+        reply
+          .status(404)
+          .type('text/html; charset=utf-8')
+          .header('cache-control', 'no-store')
+          .header('x-robots-tag', 'noindex')
+          .send(notFoundPage());
+        return true;
+      }
       if (path.startsWith(GATE_PREFIX)) {
         try {
           await handle(req, reply, access, project, path);
@@ -232,7 +249,7 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: 
 
     upgrade(req, socket, target, pass) {
       if (target.visibility !== 'private') return pass();
-      cookies.opens(target.projectId, target.accessProofs, cookieOf(req)).then(
+      opens(target, req).then(
         (allowed) => {
           if (!allowed)
             return void socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
@@ -251,10 +268,6 @@ export function safeNext(value: string | null | undefined): string {
     return '/';
   if (/[\u0000-\u001f\u007f\\]/.test(value) || value.startsWith('/.hoist/')) return '/';
   return value;
-}
-
-function cookieOf(req: IncomingMessage): string | undefined {
-  return req.headers.cookie ? parseCookie(req.headers.cookie)[ACCESS_COOKIE] : undefined;
 }
 
 /**

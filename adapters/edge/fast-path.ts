@@ -1,11 +1,10 @@
-import { parseCookie } from 'cookie';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AccessTokenCache } from '../../core/access/access-token-cache.js';
 import type { HostRoutes, LiveRelease } from '../../core/deployments/host-routes.js';
 import type { Kernel } from '../kernel.js';
 import { metricsOf } from '../observability/metrics.js';
-import { ACCESS_COOKIE, withoutAccessCookie } from './edge-cookies.js';
+import { accessCookies, withoutAccessCookie } from './edge-cookies.js';
 import { GATE_PREFIX } from './access-pages.js';
 import { hostHeaders } from './host-headers.js';
 import type { createReleaseProxy } from './proxy.js';
@@ -110,9 +109,16 @@ export function createFastPath(
     if (release.visibility === 'private') {
       if (req.url?.startsWith(GATE_PREFIX.slice(0, -1))) return false;
       if (!opensOn(req.socket, headers.cookie, release)) {
-        const cookie = headers.cookie ? parseCookie(headers.cookie)[ACCESS_COOKIE] : undefined;
-        const claims = cookies.known(cookie);
-        if (!claims || claims.sub !== release.projectId || !release.accessProofs.has(claims.jti)) return false;
+        // Any of its access cookies may open it: one planted ahead of the real one does not shadow it.
+        let claims = null;
+        for (const cookie of accessCookies(headers.cookie)) {
+          const known = cookies.known(cookie);
+          if (known && known.sub === release.projectId && release.accessProofs.has(known.jti)) {
+            claims = known;
+            break;
+          }
+        }
+        if (!claims) return false;
         openedOn(req.socket, headers.cookie!, release, claims.expiresAt.getTime());
       }
     }

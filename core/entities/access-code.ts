@@ -1,7 +1,7 @@
 import { EntitySchema } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 
-/** A one-time sign-in code mailed to a granted address; only its argon2id hash is stored. */
+/** A one-time sign-in code mailed to a granted address; only its HMAC (SiteAccessService) is stored. */
 export class AccessCode {
   id: string = randomUUID();
   projectId!: string;

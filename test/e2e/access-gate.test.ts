@@ -6,6 +6,9 @@ import * as assert from 'uvu/assert';
 import { AccessCode } from '../../core/entities/access-code.js';
 import { Project } from '../../core/entities/project.js';
 import { ACCESS_COOKIE } from '../../adapters/edge/access-gate.js';
+import { ACCESS_COOKIES_TRIED } from '../../adapters/edge/edge-cookies.js';
+import { PASSWORD_CHECKS_AT_ONCE } from '../../core/access/site-access-service.js';
+import { PASSWORD_HASHER, type PasswordHasher } from '../../core/ports/password-hasher.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 import { edgeRequest, mailFor, nextCode, setCookie, type EdgeAnswer } from '../helpers/site-gate.js';
 
@@ -109,7 +112,8 @@ async function upgrade(host: string, headers: Record<string, string> = {}): Prom
 }
 
 test.before(async () => {
-  h = await liveHoist({ trustProxy: true, accessMaxAttempts: MAX, healthTimeoutSeconds: 20 });
+  // guest@example.com is mailed a code by many tests: past mailMaxPerRecipient it would get none.
+  h = await liveHoist({ trustProxy: true, accessMaxAttempts: MAX, healthTimeoutSeconds: 20, mailMaxPerRecipient: 100 });
   ({ token } = await h.login('pro'));
   site = await deploy(
     'gated-site',
@@ -195,7 +199,7 @@ test(
     assert.match(mail.subject, /gated-app/);
     assert.ok(link.startsWith(`http://${app.host}/.hoist/access/link?`), link);
     const row = (await h.running.kernel.orm.em.fork().find(AccessCode, { projectId: app.id }))[0];
-    assert.match(row.codeHash, /^\$argon2id\$/, 'the code is stored hashed');
+    assert.match(row.codeHash, /^hmac-sha256:[0-9a-f]{64}$/, 'the code is stored as a keyed HMAC');
     const minutes = (row.expiresAt.getTime() - Date.now()) / 60_000;
     assert.ok(minutes > 9 && minutes <= 10, `expires in ${minutes} min`);
 
@@ -464,6 +468,82 @@ test('after sign-in the redirect stays on the host: other sites and gate pages b
     assert.is(res.status, 303, next);
     assert.is(res.headers.location, '/', next);
   }
+});
+
+test('a project that is no longer active (deletion begun, routes not reloaded) is closed: 404', async () => {
+  const em = h.running.kernel.orm.em.fork();
+  // A direct write announces nothing: the edge's routing table still holds the project, as in the window between
+  // a deletion's commit and the edge's reload.
+  await em.nativeUpdate(Project, { id: other.id }, { status: 'deleting' });
+  try {
+    for (const path of ['/', '/.hoist/access/']) {
+      const res = await get(other.host, path);
+      assert.is(res.status, 404, path);
+      assert.match(res.headers['content-type']!, /^text\/html/);
+      assert.not.match(res.body, /the other site/);
+    }
+    assert.is((await post(other.host, 'password', { password: 'whatever', next: '/' })).status, 404);
+  } finally {
+    await em.nativeUpdate(Project, { id: other.id }, { status: 'active' });
+  }
+  assert.is((await get(other.host, '/')).status, 401, 'active again: the sign-in page');
+});
+
+test('a planted hoist_access cookie does not shadow the real one (gate and kept-alive hot path)', async () => {
+  const signed = await post(site.host, 'password', { password: PASSWORD, next: '/' });
+  const real = cookieOf(signed)!.value;
+  const planted = (n: number) => Array.from({ length: n }, (_, i) => `${ACCESS_COOKIE}=planted${i}`).join('; ');
+  const cookie = (before: number) => ({ cookie: `${planted(before)}; theme=dark; ${ACCESS_COOKIE}=${real}` });
+  assert.is((await get(site.host, '/', cookie(1))).status, 200, 'planted first, real second');
+  assert.is((await get(site.host, '/', { cookie: `${ACCESS_COOKIE}=${real}; ${planted(1)}` })).status, 200);
+  // The token is known now: a kept-alive connection's requests take the hot path, which reads every value too.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    for (let i = 0; i < 3; i++) {
+      const res = await edgeRequest(h.edge, site.host, 'GET', '/asset.css', { headers: cookie(2), agent });
+      assert.is(res.status, 200, `request ${i + 1} on one connection`);
+    }
+  } finally {
+    agent.destroy();
+  }
+  assert.is(
+    (await get(site.host, '/', cookie(ACCESS_COOKIES_TRIED))).status,
+    401,
+    `only the first ${ACCESS_COOKIES_TRIED} values are tried`,
+  );
+});
+
+test('password checks past the slots of the edge are answered at once: 503 page with Retry-After', async () => {
+  const hasher = h.running.kernel.get<PasswordHasher>(PASSWORD_HASHER);
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  let waiting = 0;
+  hasher.verify = async () => {
+    waiting++;
+    await opened;
+    return false;
+  };
+  try {
+    const running = Array.from({ length: PASSWORD_CHECKS_AT_ONCE }, () =>
+      post(site.host, 'password', { password: 'a guess', next: '/' }),
+    );
+    while (waiting < PASSWORD_CHECKS_AT_ONCE) await new Promise((r) => setTimeout(r, 5));
+    const busy = await Promise.race([
+      post(site.host, 'password', { password: PASSWORD, next: '/' }),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('it waited for a slot')), 5000).unref()),
+    ]);
+    assert.is(busy.status, 503);
+    assert.is(busy.headers['retry-after'], '1');
+    assert.match(busy.headers['content-type']!, /^text\/html/);
+    assert.match(busy.body, /Try again in a moment/);
+    assert.is(cookieOf(busy), null);
+    open();
+    for (const res of await Promise.all(running)) assert.is(res.status, 401);
+  } finally {
+    open();
+    delete (hasher as Partial<PasswordHasher>).verify;
+  }
+  assert.is((await post(site.host, 'password', { password: PASSWORD, next: '/' })).status, 303, 'slots given back');
 });
 
 test('a public project is not gated', async () => {
