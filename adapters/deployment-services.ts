@@ -141,8 +141,8 @@ export const deploymentServices: ServiceDefinition[] = [
   }),
   defineService({
     provides: WORKSPACES,
-    deps: { config: CONFIG },
-    create: (d) => new DataDirWorkspaces(d.config.dataDir),
+    deps: { config: CONFIG, log: LOGGER },
+    create: (d) => new DataDirWorkspaces(d.config.dataDir, d.log),
   }),
   defineService({
     provides: RECORDS_SERVICE,
@@ -272,7 +272,7 @@ export const deploymentServices: ServiceDefinition[] = [
             d.log,
             d.logChunks,
             config.buildCacheMb > 0
-              ? new BuildCaches(config.dataDir, Math.min(config.buildCacheMb, config.buildDiskMb / 2) * 1048576)
+              ? new BuildCaches(config.dataDir, Math.min(config.buildCacheMb, config.buildDiskMb / 2) * 1048576, d.log)
               : undefined,
           ),
           deploy: new DeployStage(
@@ -320,8 +320,10 @@ export const deploymentServices: ServiceDefinition[] = [
       environment: ENVIRONMENT_SERVICE,
       config: CONFIG,
       retirement: RETIREMENT,
+      log: LOGGER,
     },
-    create: (d) => new Recovery(d.em, d.store, d.deployer, d.reports, d.environment, d.config.dataDir, d.retirement),
+    create: (d) =>
+      new Recovery(d.em, d.store, d.deployer, d.reports, d.environment, d.config.dataDir, d.retirement, d.log),
   }),
   defineService({
     provides: HOST_ROUTES,

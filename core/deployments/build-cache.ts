@@ -1,19 +1,28 @@
-import { lstat, mkdir, opendir, readdir, rename, rm, utimes } from 'node:fs/promises';
+import { lstat, mkdir, opendir, readdir, rename, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Logger } from '../tokens.js';
+import { removeTree } from './remove-tree.js';
 
 /** What became of a build's cache when it ended: kept for the account's next build, or dropped (and why). */
 export type CacheReturn =
   { kept: true; bytes: number } | { kept: false; why: 'too_large' | 'not_plain_files' | 'newer_kept'; bytes?: number };
 
 /** More entries than this and a cache is dropped, whatever its size: each one costs a walk when it is checked. */
-const MAX_ENTRIES = 200_000;
+export const MAX_ENTRIES = 100_000;
+
+/**
+ * The least one entry (a file, a folder...) counts for, in bytes: a block. Each takes an inode (a folder a block too):
+ * counted by their length alone, 100,000 empty folders were kept as a cache of 0 bytes (400 MB of disk).
+ */
+export const ENTRY_BYTES = 4096;
 
 /**
  * The folders builders keep between the builds of one account (a package manager's download cache), under
  * `<dataDir>/build-cache/<accountId>`. A build takes its account's folder for its duration (a rename into the build's
  * own folder: a build of the same account that starts meanwhile gets an empty one) and gives it back at its end.
  * Tenant code writes it, so it goes back only when it holds nothing but folders and regular files, within
- * `maxBytes` and MAX_ENTRIES; else, or when another build of the account gave one back first, it is removed. Only
+ * `maxBytes` (each entry counting for at least ENTRY_BYTES) and MAX_ENTRIES; else, or when another build of the
+ * account gave one back first, it is removed (removeTree: tenant code may have made it deep or unreadable). Only
  * that account's builds ever see it. A crash leaves it in the build's folder, which the workspace sweep removes.
  */
 export class BuildCaches {
@@ -21,6 +30,8 @@ export class BuildCaches {
     private readonly dataDir: string,
     /** The most a cache may hold, in bytes. */
     readonly maxBytes: number,
+    /** Where a cache that could not be removed is reported (stderr without). */
+    private readonly log?: Pick<Logger, 'warn'>,
   ) {}
 
   /**
@@ -41,7 +52,7 @@ export class BuildCaches {
 
   /** Removes account `accountId`'s cache (one a build holds now is not touched: it goes back at that build's end). */
   async clear(accountId: string): Promise<void> {
-    await rm(this.pathOf(accountId), { recursive: true, force: true, maxRetries: 3 });
+    await removeTree(this.pathOf(accountId));
   }
 
   /** Gives the cache at `from` back to account `accountId` when it qualifies (see the class), else removes it. */
@@ -59,13 +70,15 @@ export class BuildCaches {
       // Its time is when it was last given back: sweep() goes by it.
       if (result.kept) await utimes(this.pathOf(accountId), new Date(), new Date()).catch(() => {});
     }
-    if (!result.kept) await rm(from, { recursive: true, force: true, maxRetries: 3 });
+    // Tenant code wrote it: it may be deeper than PATH_MAX, or unreadable (removeTree copes).
+    if (!result.kept) await removeTree(from);
     return result;
   }
 
   /**
    * Removes the caches no build gave back for `olderThanMs` (an account that stopped building; any number of workers
-   * may sweep at once). A cache a build holds now is in that build's folder, not here. Resolves how many it removed.
+   * may sweep at once). A cache a build holds now is in that build's folder, not here. One that cannot be removed is
+   * reported and left for the next sweep. Resolves how many it removed.
    */
   async sweep(olderThanMs: number): Promise<number> {
     const root = join(this.dataDir, 'build-cache');
@@ -73,8 +86,17 @@ export class BuildCaches {
     for (const name of await readdir(root).catch(() => [])) {
       const info = await lstat(join(root, name)).catch(() => null);
       if (!info || Date.now() - info.mtimeMs <= olderThanMs) continue;
-      await rm(join(root, name), { recursive: true, force: true, maxRetries: 3 });
-      removed++;
+      const path = join(root, name);
+      const what = 'a build cache was not removed; the next sweep tries again';
+      const gone = await removeTree(path).then(
+        () => true,
+        (err: unknown) => {
+          if (this.log) this.log.warn({ err, path }, what);
+          else console.warn(`hoist: ${what}: ${err instanceof Error ? err.message : String(err)}`);
+          return false;
+        },
+      );
+      if (gone) removed++;
     }
     return removed;
   }
@@ -86,7 +108,8 @@ export class BuildCaches {
 }
 
 /**
- * The bytes of the regular files under `dir` (never following a link), or why it does not qualify: an entry that is
+ * The bytes the entries under `dir` count for (never following a link): each its length or its allocated blocks,
+ * whichever is more, and at least ENTRY_BYTES; or why it does not qualify: an entry that is
  * neither a folder nor a regular file, or more than `maxBytes` or MAX_ENTRIES in all (the walk stops there).
  */
 async function plainSize(dir: string, maxBytes: number): Promise<number | 'not_plain_files' | 'too_large'> {
@@ -101,7 +124,7 @@ async function plainSize(dir: string, maxBytes: number): Promise<number | 'not_p
         const info = await lstat(path);
         if (info.isDirectory()) folders.push(path);
         else if (!info.isFile()) return 'not_plain_files';
-        else if ((bytes += info.size) > maxBytes) return 'too_large';
+        if ((bytes += Math.max(ENTRY_BYTES, info.blocks * 512, info.size)) > maxBytes) return 'too_large';
       }
     }
   } catch {

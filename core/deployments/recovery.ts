@@ -8,6 +8,7 @@ import type { OperationStore } from './operation-store.js';
 import { liveReleaseSpecs } from './release-specs.js';
 import type { Retirement, RetirementReport } from './retirement.js';
 import { sweepWorkspaces } from './workspace.js';
+import type { Logger } from '../tokens.js';
 
 /** What a worker found and did as it started. */
 export interface RecoveryReport {
@@ -38,12 +39,19 @@ export class Recovery {
     private readonly environment: EnvironmentService,
     private readonly dataDir: string,
     private readonly retirement: Pick<Retirement, 'reconcile'>,
+    /** Where a workspace left behind that could not be removed is reported (stderr without). */
+    private readonly log?: Pick<Logger, 'warn'>,
   ) {}
 
   /** Recovers what the last process left; see the class. */
   async resume(): Promise<RecoveryReport> {
     const em = this.em.fork();
-    const workspaces = await sweepWorkspaces(this.dataDir);
+    // Never stops the start: a workspace that cannot be removed is reported and left for the next sweep.
+    const workspaces = await sweepWorkspaces(this.dataDir, this.log).catch((err: unknown) => {
+      if (this.log) this.log.warn({ err }, 'the workspaces left behind were not swept');
+      else console.warn(`hoist: the workspaces left behind were not swept: ${(err as Error)?.message ?? err}`);
+      return 0;
+    });
     const unrestored: RecoveryReport['unrestored'] = [];
     const specs = await liveReleaseSpecs(em, this.environment, (deploymentId, err) =>
       unrestored.push({ deploymentId, reason: err.message }),

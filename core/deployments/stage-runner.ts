@@ -12,6 +12,15 @@ import type { Logger } from '../tokens.js';
 import { OperationStore, type AlsoWrite, type StageJob } from './operation-store.js';
 import type { Redaction } from './redaction.js';
 
+/** The longest stage error message stored and shown, in characters; a longer one is cut there, after redaction. */
+export const STAGE_MESSAGE_MAX = 1000;
+
+/** `message` cut at STAGE_MESSAGE_MAX characters, with a marker saying how long it was. */
+export function capMessage(message: string): string {
+  if (message.length <= STAGE_MESSAGE_MAX) return message;
+  return `${message.slice(0, STAGE_MESSAGE_MAX)}… [cut: ${message.length} characters in all]`;
+}
+
 /** What a stage implementation gets. */
 export interface StageContext {
   operation: Operation;
@@ -258,13 +267,17 @@ export class StageRunner {
     return s.status === 'running' && s.token !== token;
   }
 
-  /** The code and message of a failure as stored and shown: the message redacted for the operation. */
+  /**
+   * The code and message of a failure as stored and shown: the message redacted for the operation, then (so that no
+   * secret is cut before it is recognised) capped at STAGE_MESSAGE_MAX characters.
+   */
   private async shown(
     op: Operation,
     err: { code: string; message: string },
   ): Promise<{ code: string; message: string }> {
-    if (!this.redaction) return { code: err.code, message: err.message };
-    return { code: err.code, message: (await this.redaction.forOperation(op.id, op.projectId)).text(err.message) };
+    if (!this.redaction) return { code: err.code, message: capMessage(err.message) };
+    const redactor = await this.redaction.forOperation(op.id, op.projectId);
+    return { code: err.code, message: capMessage(redactor.text(err.message)) };
   }
 
   /** Ends the stage of a job the queue gave up on (too many deliveries) as failed, with guidance. */

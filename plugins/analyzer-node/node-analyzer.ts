@@ -1,4 +1,5 @@
 import { StageError } from '../../core/errors.js';
+import { quoted } from './quoted.js';
 import type { Analyzer, AnalyzerInput, Detection } from '../../core/ports/analyzer.js';
 import { detectFramework } from './frameworks.js';
 import { chooseInstallCommand } from './install-command.js';
@@ -72,7 +73,7 @@ export class NodeAnalyzer implements Analyzer {
     else if (pkg.scripts.build)
       [buildCommand, reasons.build_command] = [
         runScript(pm, 'build'),
-        `scripts.build in package.json ("${pkg.scripts.build}")`,
+        `scripts.build in package.json ("${quoted(pkg.scripts.build)}")`,
       ];
     else if (framework?.build)
       [buildCommand, reasons.build_command] = [

@@ -1,5 +1,6 @@
 import semver from 'semver';
 import { StageError } from '../../core/errors.js';
+import { FIELD_MAX } from './quoted.js';
 import type { AnalyzerInput } from '../../core/ports/analyzer.js';
 import type { PackageJson } from './package-json.js';
 
@@ -65,6 +66,14 @@ export async function resolveNodeVersion(
     const asked = (await read())?.trim();
     if (!asked) continue;
     const from = source === 'engines.node' ? 'engines.node in package.json' : source;
+    // Before semver sees it: a megabyte of range takes it most of a second.
+    if (asked.length > FIELD_MAX)
+      throw new StageError(
+        'analyze_invalid_node_version',
+        `${from} is ${asked.length} characters long; Hoist reads a Node version of at most ${FIELD_MAX}. ` +
+          'Give a version range such as 20, 20.x or >=18.',
+        { source },
+      );
     const fix =
       source === 'project setting node_version'
         ? `Change node_version in the project settings to a range that includes ${major}.`

@@ -1,4 +1,5 @@
 import { StageError } from '../../core/errors.js';
+import { FIELD_MAX } from './quoted.js';
 
 /** The parts of a package.json the Node analyzer reads, with their types checked. */
 export interface PackageJson {
@@ -25,14 +26,18 @@ function objectField(pkg: Record<string, unknown>, key: string): Record<string, 
   return v;
 }
 
-function stringField(obj: Record<string, unknown>, key: string, label = key): string | null {
+function stringField(obj: Record<string, unknown>, key: string, label = key, max = Infinity): string | null {
   const v = obj[key];
   if (v === undefined) return null;
   if (typeof v !== 'string') throw invalid(`"${label}" must be a string`);
+  if (v.length > max) throw invalid(`"${label}" is ${v.length} characters long; Hoist reads at most ${max}`);
   return v;
 }
 
-/** Parses the text of package.json; throws analyze_invalid_package_json naming the problem. */
+/**
+ * Parses the text of package.json; throws analyze_invalid_package_json naming the problem (engines.node and
+ * packageManager longer than FIELD_MAX among them).
+ */
 export function parsePackageJson(text: string | null): PackageJson {
   if (text === null) throw invalid('it could not be read (it must be a file of at most 1 MB)');
   let pkg: unknown;
@@ -57,8 +62,8 @@ export function parsePackageJson(text: string | null): PackageJson {
   return {
     scripts,
     deps,
-    enginesNode: stringField(objectField(pkg, 'engines'), 'node', 'engines.node'),
+    enginesNode: stringField(objectField(pkg, 'engines'), 'node', 'engines.node', FIELD_MAX),
     main: stringField(pkg, 'main'),
-    packageManager: stringField(pkg, 'packageManager'),
+    packageManager: stringField(pkg, 'packageManager', 'packageManager', FIELD_MAX),
   };
 }

@@ -1,4 +1,5 @@
 import type { PackageJson } from './package-json.js';
+import { quoted } from './quoted.js';
 
 /** A package manager Hoist knows how to drive. */
 export type PackageManagerName = 'npm' | 'pnpm' | 'yarn' | 'bun';
@@ -31,7 +32,9 @@ export function detectPackageManager(pkg: PackageJson, files: string[]): Package
   const lockfileOf = (name: PackageManagerName) => present.find(([, pm]) => pm === name)?.[0] ?? null;
   const field = /^(npm|pnpm|yarn|bun)@(\d+)/.exec(pkg.packageManager ?? '');
   if (pkg.packageManager && !field)
-    warnings.push(`package.json "packageManager" is "${pkg.packageManager}", which Hoist does not know; it is ignored`);
+    warnings.push(
+      `package.json "packageManager" is "${quoted(pkg.packageManager)}", which Hoist does not know; it is ignored`,
+    );
   if (field) {
     const name = field[1] as PackageManagerName;
     const lockfile = lockfileOf(name);
@@ -44,7 +47,7 @@ export function detectPackageManager(pkg: PackageJson, files: string[]): Package
       name,
       lockfile,
       yarnBerry: name === 'yarn' && Number(field[2]) >= 2,
-      reason: `"packageManager": "${pkg.packageManager}" in package.json`,
+      reason: `"packageManager": "${quoted(pkg.packageManager!)}" in package.json`,
       warnings,
     };
   }

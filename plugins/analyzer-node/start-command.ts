@@ -1,5 +1,6 @@
 import type { FrameworkTraits } from './frameworks.js';
 import type { PackageJson } from './package-json.js';
+import { quoted } from './quoted.js';
 import { runScript, type PackageManager } from './package-manager.js';
 
 /** A start command and why it was chosen. */
@@ -26,11 +27,14 @@ export function findStartCommand(
   framework: FrameworkTraits | null,
 ): StartChoice | null {
   if (pkg.scripts.start)
-    return { command: runScript(pm, 'start'), reason: `scripts.start in package.json ("${pkg.scripts.start}")` };
+    return {
+      command: runScript(pm, 'start'),
+      reason: `scripts.start in package.json ("${quoted(pkg.scripts.start)}")`,
+    };
   if (framework?.start)
     return { command: framework.start, reason: `the ${framework.name} server (no start script in package.json)` };
   const main = pkg.main && mainFile(pkg.main, files);
-  if (main) return { command: `node ${main}`, reason: `"main": "${pkg.main}" in package.json` };
+  if (main) return { command: `node ${main}`, reason: `"main": "${quoted(pkg.main ?? '')}" in package.json` };
   const file = ['server.js', 'server.mjs', 'server.cjs', 'index.js'].find((f) => files.includes(f));
   if (file) return { command: `node ${file}`, reason: `${file} at the root` };
   return null;

@@ -12,6 +12,7 @@ import { buildCommand, checkRealDirectory, nodeHeapCap, runTenant } from '../sha
 import { missingPackage } from './missing-package.js';
 import { defaultNpmRegistry } from './npm-registry.js';
 import { nothingToInstall, nothingToPrune } from './nothing-to-install.js';
+import { quoteLine } from './quote-line.js';
 import { replaceSymlinks } from './replace-symlinks.js';
 
 /** Entries the copies that replace node_modules' links may add: an artifact holds at most 20,000 files. */
@@ -130,7 +131,7 @@ export class NodeBuilder implements Builder {
       // Without NODE_ENV=production: the build usually needs the dev dependencies (pruned afterwards).
       const { NODE_ENV: _, ...installEnv } = base;
       await run(d.installCommand, installEnv, lines).catch((err) =>
-        Promise.reject(installError(err, lines, d.installCommand!, registry)),
+        Promise.reject(installError(err, lines, d.installCommand!, registry, env)),
       );
     } else log('No install command: the committed node_modules is used as is.');
     progress(1 / steps);
@@ -192,11 +193,21 @@ async function checkPackageManager(d: Detection): Promise<void> {
   );
 }
 
-/** An install failure as a clear stage error: the missing package when the registry lacks one. */
-function installError(err: unknown, lines: string[], command: string, registry: string): unknown {
+/**
+ * An install failure as a clear stage error: the missing package when the registry lacks one, else the first error
+ * line of its output, quoted with the values of `env` masked and cut (quoteLine).
+ */
+function installError(
+  err: unknown,
+  lines: string[],
+  command: string,
+  registry: string,
+  env: Record<string, string>,
+): unknown {
   if (!(err instanceof StageError) || err.code !== 'build_failed') return err;
-  const pkg = missingPackage(lines);
-  if (pkg) {
+  const named = missingPackage(lines);
+  if (named) {
+    const pkg = quoteLine(named, env);
     return new StageError(
       'build_dependency_unavailable',
       `The package ${pkg} is not available from the npm registry ${registry}, so ` +
@@ -210,7 +221,7 @@ function installError(err: unknown, lines: string[], command: string, registry: 
   return new StageError(
     'build_install_failed',
     `Installing dependencies ("${command}") failed with exit code ${err.details.exit_code ?? err.details.signal}` +
-      (first ? `: ${first}` : ''),
+      (first ? `: ${quoteLine(first, env)}` : ''),
     err.details,
     { cause: err },
   );

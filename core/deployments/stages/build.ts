@@ -17,7 +17,7 @@ import type { BuildCaches, CacheReturn } from '../build-cache.js';
 import type { LogChunks } from '../log-chunks.js';
 import type { BuildRepository, BuildUpdate } from '../repositories/build-repository.js';
 import type { Redaction } from '../redaction.js';
-import type { StageContext, StageImpl, StageResult } from '../stage-runner.js';
+import { capMessage, type StageContext, type StageImpl, type StageResult } from '../stage-runner.js';
 import { withWorkspace } from '../workspace.js';
 import { fetchVersion, settingsOf, type Analysis } from './analyze.js';
 import { deploymentTarget } from '../deployment-target.js';
@@ -162,89 +162,96 @@ export class BuildStage implements StageImpl {
       else pending ??= setTimeout(flush, 1000);
     };
     try {
-      await withWorkspace(this.dataDir, `build-${ctx.operation.id}`, async (dir) => {
-        const { zip, manifest } = await fetchVersion(this.storage, this.archive, ctx, dir);
-        const builder = skipCommands ? null : this.builders.find((b) => b.supports(analysis));
-        if (builder === undefined)
-          throw new StageError('build_unsupported', `No builder handles runtime ${analysis.runtime}`);
-        if (builder) write(buildingWith(builder, analysis));
-        // A build that runs nothing ships the upload, which is never unpacked here.
-        const shipped =
-          builder &&
-          shipsUpload(
-            ctx,
-            builder,
-            analysis,
-            manifest.files.map((f) => f.path),
-            write,
-          );
-        if (shipped) {
-          packed = shipped;
-          return;
-        }
-        const workspace = join(await dir(), 'src');
-        const artifact = join(await dir(), 'artifact.zip');
-        await this.archive.extract(zip, manifest, workspace, ctx.signal);
-        let outputDir = join(workspace, analysis.outputDir);
-        if (builder) {
-          const env = await this.environment.forBuild(
-            ctx.operation.id,
-            ctx.project.id,
-            deploymentTarget(ctx.version, ctx.operation),
-          );
-          redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
-          const caches = this.caches;
-          const cache = caches && join(await dir(), 'cache');
-          if (cache && ctx.version.options.clear_cache) {
-            await caches.clear(ctx.operation.accountId);
-            write('Build cache: cleared (clear_cache): this build starts without one.');
+      await withWorkspace(
+        this.dataDir,
+        `build-${ctx.operation.id}`,
+        async (dir) => {
+          const { zip, manifest } = await fetchVersion(this.storage, this.archive, ctx, dir);
+          const builder = skipCommands ? null : this.builders.find((b) => b.supports(analysis));
+          if (builder === undefined)
+            throw new StageError('build_unsupported', `No builder handles runtime ${analysis.runtime}`);
+          if (builder) write(buildingWith(builder, analysis));
+          // A build that runs nothing ships the upload, which is never unpacked here.
+          const shipped =
+            builder &&
+            shipsUpload(
+              ctx,
+              builder,
+              analysis,
+              manifest.files.map((f) => f.path),
+              write,
+            );
+          if (shipped) {
+            packed = shipped;
+            return;
           }
-          if (cache && (await caches.take(ctx.operation.accountId, cache)))
-            write('Build cache: restored (what earlier builds of this account kept).');
-          try {
-            ({ outputDir } = await builder.build({
-              workspace,
-              detection: analysis,
-              env,
-              signal: ctx.signal,
-              log: write,
-              progress: (f) => ctx.progress(0.1 + 0.8 * f),
-              ...(cache && { cache }),
-            }));
-          } finally {
-            if (cache) {
-              const kept = await caches.giveBack(ctx.operation.accountId, cache).catch((err) => {
-                this.logger.warn({ err, buildId: build }, 'the build cache was not kept');
-                return null;
-              });
-              if (kept && (kept.bytes || !kept.kept)) write(cacheLine(kept, caches.maxBytes));
+          const workspace = join(await dir(), 'src');
+          const artifact = join(await dir(), 'artifact.zip');
+          await this.archive.extract(zip, manifest, workspace, ctx.signal);
+          let outputDir = join(workspace, analysis.outputDir);
+          if (builder) {
+            const env = await this.environment.forBuild(
+              ctx.operation.id,
+              ctx.project.id,
+              deploymentTarget(ctx.version, ctx.operation),
+            );
+            redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
+            const caches = this.caches;
+            const cache = caches && join(await dir(), 'cache');
+            if (cache && ctx.version.options.clear_cache) {
+              await caches.clear(ctx.operation.accountId);
+              write('Build cache: cleared (clear_cache): this build starts without one.');
+            }
+            if (cache && (await caches.take(ctx.operation.accountId, cache)))
+              write('Build cache: restored (what earlier builds of this account kept).');
+            try {
+              ({ outputDir } = await builder.build({
+                workspace,
+                detection: analysis,
+                env,
+                signal: ctx.signal,
+                log: write,
+                progress: (f) => ctx.progress(0.1 + 0.8 * f),
+                ...(cache && { cache }),
+              }));
+            } finally {
+              if (cache) {
+                const kept = await caches.giveBack(ctx.operation.accountId, cache).catch((err) => {
+                  this.logger.warn({ err, buildId: build }, 'the build cache was not kept');
+                  return null;
+                });
+                if (kept && (kept.bytes || !kept.kept)) write(cacheLine(kept, caches.maxBytes));
+              }
             }
           }
-        }
-        // skip_build packs the upload as it is: the folder it serves must be in it (a builder checks its own output).
-        if (
-          !builder &&
-          !(await stat(outputDir).then(
-            (s) => s.isDirectory(),
-            () => false,
-          ))
-        )
-          throw new StageError(
-            'build_output_missing',
-            `The upload has no output directory "${analysis.outputDir}" to deploy as it is (skip_build). ` +
-              'Upload the built files, or check output_directory.',
+          // skip_build packs the upload as it is: the folder it serves must be in it (a builder checks its own output).
+          if (
+            !builder &&
+            !(await stat(outputDir).then(
+              (s) => s.isDirectory(),
+              () => false,
+            ))
+          )
+            throw new StageError(
+              'build_output_missing',
+              `The upload has no output directory "${analysis.outputDir}" to deploy as it is (skip_build). ` +
+                'Upload the built files, or check output_directory.',
+            );
+          await this.archive.pack(outputDir, artifact);
+          // Shared only within the account: another account's deletion, or retention, never finds these bytes unused
+          // while this build is storing them, and no account learns what another's builds made.
+          const stored = await this.storage.putContentAddressed(
+            `artifacts/${ctx.operation.accountId}`,
+            createReadStream(artifact),
+            { suffix: '.zip' },
           );
-        await this.archive.pack(outputDir, artifact);
-        // Shared only within the account: another account's deletion, or retention, never finds these bytes unused
-        // while this build is storing them, and no account learns what another's builds made.
-        const stored = await this.storage.putContentAddressed(
-          `artifacts/${ctx.operation.accountId}`,
-          createReadStream(artifact),
-          { suffix: '.zip' },
-        );
-        write(`Artifact ${stored.key} (${stored.size} bytes)`);
-        packed = { artifactKey: stored.key, artifactSha256: stored.sha256, artifactSize: stored.size };
-      });
+          write(`Artifact ${stored.key} (${stored.size} bytes)`);
+          packed = { artifactKey: stored.key, artifactSha256: stored.sha256, artifactSize: stored.size };
+          // A workspace that cannot be removed (tenant code made it deep or unreadable) is logged, never this build's
+          // result: its success, failure or cancel stands.
+        },
+        this.logger,
+      );
     } catch (err) {
       // Stopped from outside (a cancel, or the worker stopping) is not the build's failure.
       const stopped = ctx.signal.aborted;
@@ -258,7 +265,7 @@ export class BuildStage implements StageImpl {
       await this.storeLog(logKey, log);
       const end = stopped
         ? { status: 'canceled' }
-        : { status: 'failed', error: e ? { code: e.code, message: redactor.text(e.message) } : null };
+        : { status: 'failed', error: e ? { code: e.code, message: capMessage(redactor.text(e.message)) } : null };
       await this.builds.update(build, { ...end, log: log.summary, finished: true });
       throw err;
     }

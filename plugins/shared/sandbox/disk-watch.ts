@@ -1,5 +1,6 @@
-import { lstat, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { lstat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 
 /**
  * The least one entry (a file, a folder, a link...) counts for, in bytes: a block of the file system. Allocated blocks
@@ -12,21 +13,48 @@ export const ENTRY_BYTES = 4096;
 /**
  * Bytes the entries under `dir` count for: each its allocated blocks, or a regular file's length when that is more
  * (a sparse file: a copy or an archive of it reads and writes all of it; 30 of 60 MiB took no block and half a
- * minute of the host's packing), and at least ENTRY_BYTES. Counting stops once past `cap`.
+ * minute of the host's packing), and at least ENTRY_BYTES. Counting stops once past `cap`. GNU find walks the tree by
+ * open folders (fts), so a tree deeper than PATH_MAX is counted whole; what it cannot read (a folder the tenant made
+ * unreadable, when Hoist runs unprivileged) counts as Infinity, over any limit: data there would go uncounted. A
+ * missing `dir` counts 0; an entry removed while it is counted is skipped.
  */
-export async function treeBytes(dir: string, cap: number): Promise<number> {
-  let total = 0;
-  const walk = async (d: string): Promise<void> => {
-    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
-      if (total > cap) return;
-      const p = join(d, e.name);
-      const st = await lstat(p).catch(() => null);
-      if (st) total += Math.max(ENTRY_BYTES, st.blocks * 512, st.isFile() ? st.size : 0);
-      if (e.isDirectory()) await walk(p);
-    }
-  };
-  await walk(dir);
-  return total;
+export function treeBytes(dir: string, cap: number): Promise<number> {
+  return lstat(dir).then(
+    () => countWithFind(resolve(dir), cap),
+    () => 0,
+  );
+}
+
+function countWithFind(dir: string, cap: number): Promise<number> {
+  return new Promise((done) => {
+    // Neither a link nor another file system is followed; entries only, not `dir` itself.
+    const find = spawn('find', [dir, '-mindepth', '1', '-xdev', '-ignore_readdir_race', '-printf', '%y %s %b\\n'], {
+      env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let total = 0;
+    let rest = '';
+    let stopped = false;
+    let complaint = false;
+    find.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      if (stopped) return;
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop()!;
+      for (const line of lines) {
+        const [type, size, blocks] = line.split(' ');
+        total += Math.max(ENTRY_BYTES, Number(blocks) * 512 || 0, type === 'f' ? Number(size) || 0 : 0);
+        if (total > cap) {
+          stopped = true;
+          find.kill('SIGKILL');
+          return;
+        }
+      }
+    });
+    find.stderr.on('data', () => (complaint = true));
+    // Not there (no find on this host) or killed by another: nothing says the tree is within the limit.
+    find.once('error', () => done(Infinity));
+    find.once('close', (code) => done(stopped ? total : code === 0 && !complaint ? total : Infinity));
+  });
 }
 
 /** Whether the host folders `dirs` together count for more than `limitBytes` (see treeBytes). */
@@ -54,7 +82,7 @@ export function watchDisk(dirs: string[], limitBytes: number, over: () => void):
           over();
         }
       })
-      // treeBytes skips what it cannot read, so this is hardly reached; the next tick measures again.
+      // treeBytes counts what it cannot read as over, so this is hardly reached; the next tick measures again.
       .catch(() => {})
       .finally(() => (busy = false));
   }, 2000);

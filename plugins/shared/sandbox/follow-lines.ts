@@ -1,11 +1,11 @@
 import { createInterface } from 'node:readline';
 
-const MAX_LINE = 4000;
-
 /**
- * Follows a run's output streams (stdout and stderr): each line goes to `log` as it arrives, cut at
- * 4,000 characters. Once more than `limitBytes` have come in all, `over` is called (once) and no
- * more lines are passed on. Resolves when every stream has ended and its lines are out.
+ * Follows a run's output streams (stdout and stderr): each line goes to `log` whole, as it arrives. It is not cut
+ * here: `log` redacts it (a secret cut in two is no longer recognised, and its first characters would show) and cuts
+ * it after that; the line is no longer than `limitBytes`, past which nothing is passed on. Once more than
+ * `limitBytes` have come in all, `over` is called (once) and no more lines are passed on. Resolves when every stream
+ * has ended and its lines are out.
  */
 export function followLines(
   streams: NodeJS.ReadableStream[],
@@ -26,7 +26,7 @@ export function followLines(
           });
           const lines = createInterface({ input: s, crlfDelay: Infinity });
           lines.on('line', (l) => {
-            if (!passed) o.log(l.length > MAX_LINE ? `${l.slice(0, MAX_LINE)}…` : l);
+            if (!passed) o.log(l);
           });
           lines.once('close', resolve);
         }),

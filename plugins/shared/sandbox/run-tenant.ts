@@ -63,7 +63,8 @@ export async function runTenant(sandbox: Sandbox, command: string, c: TenantComm
     case 'disk':
       throw new StageError(
         `${p}_disk_limit`,
-        `"${command}" wrote more than ${c.limits.diskMb} MiB and was stopped (${c.settings.diskMb})`,
+        `"${command}" wrote more than ${c.limits.diskMb} MiB, or files Hoist cannot measure (in a folder without ` +
+          `read permission), and was stopped (${c.settings.diskMb})`,
       );
   }
 }

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
+  utimesSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
-  rmSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -13,12 +13,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { BuildCaches } from '../../../core/deployments/build-cache.js';
+import { BuildCaches, ENTRY_BYTES } from '../../../core/deployments/build-cache.js';
+import { makeDeepTree } from '../../helpers/deep-tree.js';
 
 const root = mkdtempSync(join(tmpdir(), 'hoist-build-cache-'));
-test.after(() => rmSync(root, { recursive: true, force: true }));
+// rm(1): trees deeper than PATH_MAX are made below.
+test.after(() => void execFileSync('rm', ['-rf', root]));
 const dataDir = join(root, 'data');
-const caches = new BuildCaches(dataDir, 1000);
+// Each entry counts for at least a block (ENTRY_BYTES): 16 of them at most.
+const LIMIT = 16 * ENTRY_BYTES;
+const caches = new BuildCaches(dataDir, LIMIT);
 let n = 0;
 /** A path in a fresh build folder, as the Build stage gives take(). */
 const buildDir = () => {
@@ -33,7 +37,7 @@ test("a build takes the account's cache and gives it back; the next one finds wh
   assert.equal(readdirSync(first), []);
   mkdirSync(join(first, 'npm'));
   writeFileSync(join(first, 'npm', 'blob'), 'x'.repeat(100));
-  assert.equal(await caches.giveBack('acct-1', first), { kept: true, bytes: 100 });
+  assert.equal(await caches.giveBack('acct-1', first), { kept: true, bytes: 2 * ENTRY_BYTES }, 'a folder and a file');
   assert.not.ok(existsSync(first));
 
   const second = buildDir();
@@ -53,8 +57,8 @@ test('a build of the account that starts meanwhile gets an empty one; the first 
   assert.is(await caches.take('acct-3', a), true);
   assert.is(await caches.take('acct-3', b), false);
   writeFileSync(join(b, 'other'), 'b');
-  assert.equal(await caches.giveBack('acct-3', b), { kept: true, bytes: 1 });
-  assert.equal(await caches.giveBack('acct-3', a), { kept: false, why: 'newer_kept', bytes: 1 });
+  assert.equal(await caches.giveBack('acct-3', b), { kept: true, bytes: ENTRY_BYTES });
+  assert.equal(await caches.giveBack('acct-3', a), { kept: false, why: 'newer_kept', bytes: ENTRY_BYTES });
   assert.not.ok(existsSync(a), 'removed');
   const c = buildDir();
   await caches.take('acct-3', c);
@@ -63,18 +67,29 @@ test('a build of the account that starts meanwhile gets an empty one; the first 
 
 test('a cache over the limit, or holding a link or a FIFO, is removed, not kept', async () => {
   const cases: [string, (dir: string) => void, string][] = [
-    ['too large', (dir) => writeFileSync(join(dir, 'big'), Buffer.alloc(1001)), 'too_large'],
+    ['too large', (dir) => writeFileSync(join(dir, 'big'), Buffer.alloc(LIMIT + 1)), 'too_large'],
     [
       'too large in all',
       (dir) => {
         mkdirSync(join(dir, 'a/b'), { recursive: true });
-        for (let i = 0; i < 3; i++) writeFileSync(join(dir, 'a/b', String(i)), Buffer.alloc(400));
+        for (let i = 0; i < 3; i++) writeFileSync(join(dir, 'a/b', String(i)), Buffer.alloc(LIMIT / 3));
       },
       'too_large',
     ],
     ['a link', (dir) => symlinkSync('/etc/passwd', join(dir, 'passwd')), 'not_plain_files'],
     ['a link to a folder', (dir) => symlinkSync(dataDir, join(dir, 'data')), 'not_plain_files'],
     ['a FIFO', (dir) => execFileSync('mkfifo', [join(dir, 'fifo')]), 'not_plain_files'],
+    [
+      // An inode and a block each, though their bytes are 0.
+      'empty folders and files',
+      (dir) => {
+        for (let i = 0; i < 10; i++) mkdirSync(join(dir, `d${i}`));
+        for (let i = 0; i < 10; i++) writeFileSync(join(dir, `e${i}`), '');
+      },
+      'too_large',
+    ],
+    // Node.js cannot remove a path that long with fs.rm (ENAMETOOLONG); 1,400 folders are over the limit too.
+    ['a tree deeper than PATH_MAX', (dir) => makeDeepTree(dir, { depth: 1400 }), 'too_large'],
   ];
   for (const [name, fill, why] of cases) {
     const dir = buildDir();
@@ -88,6 +103,25 @@ test('a cache over the limit, or holding a link or a FIFO, is removed, not kept'
   }
   assert.ok(existsSync('/etc/passwd'), 'a link is removed, not what it points to');
   assert.ok(existsSync(join(dataDir, 'work')));
+});
+
+test('the sweep removes an old cache deeper than PATH_MAX', async () => {
+  const dir = buildDir();
+  await caches.take('acct-deep', dir);
+  assert.equal(await caches.giveBack('acct-deep', dir), { kept: true, bytes: 0 });
+  const kept = join(dataDir, 'build-cache', 'acct-deep');
+  makeDeepTree(kept, { depth: 1400 }); // as if it was kept deep, or Hoist's rules changed since
+  utimesSync(kept, new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
+  assert.ok((await caches.sweep(60_000)) >= 1);
+  assert.not.ok(existsSync(kept));
+});
+
+test('clear_cache removes a cache deeper than PATH_MAX', async () => {
+  const kept = join(dataDir, 'build-cache', 'acct-deep-2');
+  mkdirSync(kept, { recursive: true });
+  makeDeepTree(kept, { depth: 1400 });
+  await caches.clear('acct-deep-2');
+  assert.not.ok(existsSync(kept));
 });
 
 test('an account id that is not one names no folder', async () => {

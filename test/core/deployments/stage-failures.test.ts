@@ -13,7 +13,12 @@ import { OPERATION_STORE } from '../../../adapters/deployment-services.js';
 import type { Kernel } from '../../../adapters/kernel.js';
 import { STAGE_TOPIC, type OperationStore, type StageJob } from '../../../core/deployments/operation-store.js';
 import { REDACTION, type Redaction } from '../../../core/deployments/redaction.js';
-import { StageRunner, type StageContext, type StageImpl } from '../../../core/deployments/stage-runner.js';
+import {
+  STAGE_MESSAGE_MAX,
+  StageRunner,
+  type StageContext,
+  type StageImpl,
+} from '../../../core/deployments/stage-runner.js';
 import { Operation } from '../../../core/entities/operation.js';
 import { ENVIRONMENT_SERVICE, type EnvironmentService } from '../../../core/environment/environment-service.js';
 import { StageError } from '../../../core/errors.js';
@@ -188,6 +193,27 @@ test("a StageError quoting a value of the operation's environment stores it mask
   const state = await terminal(id);
   assert.is(state.stages.analyze.error!.message, 'the app printed token=*** and ***');
   assert.not.ok(JSON.stringify(state).includes(secret));
+});
+
+test('a very long stage error message (a deep host path) is stored cut, with a marker, after redaction', async () => {
+  const secret = `sk_${randomUUID()}`;
+  const environment = kernel.get<EnvironmentService>(ENVIRONMENT_SERVICE);
+  const deep = `${dataDir()}/work/build-1-x/src/${'aaaaa/'.repeat(1400)}f`;
+  const id = await deployment(
+    async (ctx) => {
+      const env = await environment.forBuild(ctx.operation.id, ctx.project.id, 'production');
+      // The secret straddles the cap: redacted whole first, it cannot show in part.
+      const pad = 'p'.repeat(STAGE_MESSAGE_MAX - 'token='.length - 10);
+      throw new StageError('analyze_long', `token=${pad}${env.TOKEN} cannot write ${deep}`);
+    },
+    (projectId) => environment.storeNew(projectId, [{ name: 'TOKEN', value: secret, scope: 'both', target: 'all' }]),
+  );
+  const state = await terminal(id);
+  const { message } = state.stages.analyze.error!;
+  assert.ok(message.length < STAGE_MESSAGE_MAX + 50, String(message.length));
+  assert.match(message, /… \[cut: \d+ characters in all\]$/);
+  assert.not.ok(message.includes(secret.slice(0, 8)), message.slice(STAGE_MESSAGE_MAX - 40));
+  assert.equal(state.error, state.stages.analyze.error);
 });
 
 test.run();

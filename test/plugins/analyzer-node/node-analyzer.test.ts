@@ -208,4 +208,20 @@ test('the upload option skip_build drops the build but keeps the output director
   assert.is(d?.outputDir, 'dist');
 });
 
+test('a long packageManager is an analysis error naming it; long scripts are quoted cut in the reasons', async () => {
+  const err = await refused({
+    'package.json': { packageManager: 'npm@10.' + '1'.repeat(1000), scripts: { start: 'x' } },
+  });
+  assert.is(err.code, 'analyze_invalid_package_json');
+  assert.match(err.message, '"packageManager" is 1007 characters long; Hoist reads at most 256');
+  const long = 'echo ' + 'x'.repeat(400_000);
+  const d = await detect({
+    'package.json': { packageManager: 'left@' + 'y'.repeat(250), scripts: { build: long, start: long } },
+  });
+  for (const text of [...Object.values(d!.reasons), ...d!.warnings]) assert.ok(text.length < 400, text.slice(0, 80));
+  assert.match(d!.reasons.build_command, `scripts.build in package.json ("echo ${'x'.repeat(195)}…")`);
+  assert.match(d!.reasons.start_command, '…")');
+  assert.ok(d!.warnings.some((w) => w.includes('"packageManager" is "left@')));
+});
+
 test.run();

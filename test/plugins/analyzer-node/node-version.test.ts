@@ -90,4 +90,20 @@ test('something that is not a version is analyze_invalid_node_version', async ()
   }
 });
 
+test('a 1 MB engines.node or a long .nvmrc is an analysis error naming it, before semver reads it', async () => {
+  const started = performance.now();
+  const err = await refused(app('1 || '.repeat(170_000) + '1'));
+  assert.ok(performance.now() - started < 300, `${Math.round(performance.now() - started)} ms`);
+  assert.is(err.code, 'analyze_invalid_package_json');
+  assert.match(err.message, '"engines.node" is 850001 characters long; Hoist reads at most 256');
+  const nvmrc = await refused({ ...app(), '.nvmrc': `${'>=1 '.repeat(100)}\n` });
+  assert.is(nvmrc.code, 'analyze_invalid_node_version');
+  assert.match(nvmrc.message, '.nvmrc is 399 characters long');
+  assert.ok(nvmrc.message.length < 300, nvmrc.message);
+  assert.is(
+    (await detect(app(`>=${Number(HOST_MAJOR) - 2}`.padEnd(256, ' '))))?.nodeVersion,
+    `>=${Number(HOST_MAJOR) - 2}`,
+  );
+});
+
 test.run();

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -13,7 +13,8 @@ import { testSandbox } from '../../helpers/sandbox.js';
 // Hostile install scripts that write little the disk's blocks show, but much for the host: sparse files (which the
 // host's packing of the artifact reads in full), folders and empty files (inodes). HOIST_BUILD_DISK_MB is 64 here.
 const root = mkdtempSync(join(tmpdir(), 'hoist-builder-node-disk-'));
-test.after(() => rmSync(root, { recursive: true, force: true }));
+// rm(1): a build below makes a tree deeper than PATH_MAX, which Node.js' rm cannot remove.
+test.after(() => void execFileSync('rm', ['-rf', root]));
 const sandbox = await testSandbox(root);
 let n = 0;
 
@@ -75,6 +76,17 @@ test('20,000 folders (80 MiB of blocks) fail with build_disk_limit', async () =>
 
 test('empty files past the limit (an inode each) fail with build_disk_limit', async () => {
   const { error, log } = await install('mkdir out; cd out; seq 1 20000 | xargs touch');
+  assert.is(error?.code, 'build_disk_limit', `${error?.message}\n${log.join('\n')}`);
+});
+
+test('data written below a folder deeper than PATH_MAX counts: the build fails with build_disk_limit', async () => {
+  // 800 folders of 6 characters: 4,800 bytes of path, past PATH_MAX (4,096); then 5 x 20 MiB there (a file is capped
+  // at the limit), over the 64 MiB limit.
+  const deep =
+    "const fs = require('fs'); for (let i = 0; i < 800; i++) { fs.mkdirSync('aaaaa'); process.chdir('aaaaa'); } " +
+    "for (let i = 0; i < 5; i++) fs.writeFileSync('f' + i, Buffer.alloc(20 * 1048576, 1)); console.log('wrote deep')";
+  const { error, log } = await install(`mkdir out; cd out; node -e "${deep}"`);
+  assert.ok(log.includes('wrote deep'), log.join('\n'));
   assert.is(error?.code, 'build_disk_limit', `${error?.message}\n${log.join('\n')}`);
 });
 
