@@ -240,15 +240,18 @@ export class SiteAccessService {
     linkFor: (email: string, code: string) => string,
   ): Promise<void> {
     const grant = await this.em.findOne(AccessGrant, { projectId, email }, { disableIdentityMap: true });
-    if (!grant) return;
+    // A grant is in effect only while its project is private (on a draft or public one it is kept, unused).
+    const project = grant
+      ? await this.em.findOne(
+          Project,
+          { id: projectId, visibility: 'private' },
+          { fields: ['id', 'name'], disableIdentityMap: true },
+        )
+      : null;
+    if (!grant || !project) return;
     // A granted address cannot be flooded with mail, through one project or many: past mailMaxPerRecipient codes to
     // it (all projects together), requests are ignored silently.
     if (!(await mailAllowed(this.limiter, this.config, CODE_MAIL_KIND, email, undefined))) return;
-    const project = await this.em.findOneOrFail(
-      Project,
-      { id: projectId },
-      { fields: ['id', 'name'], disableIdentityMap: true },
-    );
     const code = String(randomInt(0, 10 ** CODE_DIGITS)).padStart(CODE_DIGITS, '0');
     const id = randomUUID();
     const codeHash = this.codeDigest(id, code);

@@ -155,11 +155,12 @@ export class RoutingTable implements HostRoutes {
       'select m.project_id, m.hostname from domains m join projects p on p.id = m.project_id',
       " and m.status = 'active'",
     );
-    // Grants prove access to private entries only: a private live release, or a preview behind the gate.
+    // Grants prove access to the private entries of a private project only (its live release, its previews behind
+    // the gate): on a draft or public project they are kept, unused, as the API says (in_effect false), and its
+    // previews behind the gate open with the access password alone.
     const grants = await rows<{ id: string; project_id: string }>(
       'select g.id, g.project_id from access_grants g join projects p on p.id = g.project_id',
-      ` and (p.visibility = 'private' or (p.preview_visibility <> 'public' and ${PREVIEWED}))`,
-      [now],
+      " and p.visibility = 'private'",
     );
     const targets = new Map(deployments.map((d) => [d.id, json(d.target)]));
     const grantsOf = byProject(grants);

@@ -557,6 +557,31 @@ test('a public project is not gated', async () => {
   }
 });
 
+test('on a project made public its grants are dormant: its private previews open with the password alone', async () => {
+  const dormant = await deploy('dormant-grants', { 'index.html': '<h1>dormant</h1>' }, { access_password: PASSWORD });
+  const email = 'former-contractor@example.com';
+  assert.is((await api('POST', `/projects/${dormant.id}/access-grants`, { email })).status, 201);
+  const granted = await signInByCode(dormant, email);
+  assert.is((await api('PATCH', `/projects/${dormant.id}/`, { visibility: 'public' })).status, 200);
+  const up = await h.upload(token, `/api/v1/projects/${dormant.id}/local-to-live`, await zipOf({ 'index.html': 'p' }), {
+    target: 'preview',
+  });
+  const preview = hostOf((await up.json()).preview.url);
+  const listed = await api('GET', `/projects/${dormant.id}/access-grants`);
+  assert.is(listed.body.in_effect, false);
+  for (let i = 0; i < 100 && (await get(preview, '/')).status === 404; i++)
+    await new Promise((r) => setTimeout(r, 100));
+  // The grant's cookie does not open the preview, and no code is mailed for it.
+  assert.is((await get(preview, '/', withCookie(granted))).status, 401);
+  const mailed = (await mailFor(h.running.kernel, email)).length;
+  assert.is((await post(preview, 'email', { email, next: '/' })).status, 200);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.is((await mailFor(h.running.kernel, email)).length, mailed, 'no code mailed for a dormant grant');
+  const right = await post(preview, 'password', { password: PASSWORD, next: '/' });
+  assert.is(right.status, 303, right.body);
+  assert.is((await get(preview, '/', withCookie(cookieOf(right)!.value))).body, 'p');
+});
+
 test(
   'Local-to-Live takes access_password only when it creates the project, and checks ' + 'it before creating anything',
   async () => {

@@ -156,7 +156,7 @@ test("a private project's entry carries what opens it: its password and grants, 
   assert.is(t.lookup('pub.apps.test')!.accessProofs.size, 0, 'a public project has no proofs');
 });
 
-test("a public project's gated preview carries its grants; its live entry and a public preview none", async () => {
+test("a public project's grants are dormant: its gated preview, live entry and public preview carry none", async () => {
   const p = await liveProject('gated');
   const grant = Object.assign(new AccessGrant(), { projectId: p.projectId, email: 'g@example.test', createdAt: now() });
   await em().insert(AccessGrant, grant);
@@ -174,8 +174,15 @@ test("a public project's gated preview carries its grants; its live entry and a 
   await em().insert(Deployment, preview);
   const t = await table();
   const host = `${previewLabel('gated', preview.operationId)}.apps.test`;
-  assert.equal([...t.lookup(host)!.accessProofs], [...accessProofs(null, [grant.id])]);
+  assert.is(t.lookup(host)!.visibility, 'private', 'the preview is behind the gate');
+  assert.is(t.lookup(host)!.accessProofs.size, 0, 'kept, unused: the grant opens nothing');
   assert.is(t.lookup('gated.apps.test')!.accessProofs.size, 0, 'the public live entry has no proofs');
+  // Private again, the grant opens the live site and the preview.
+  await change(p.projectId, { visibility: 'private' });
+  await until(() => t.lookup(host)!.accessProofs.size === 1, 'the grant in effect again');
+  assert.equal([...t.lookup(host)!.accessProofs], [...accessProofs(null, [grant.id])]);
+  await change(p.projectId, { visibility: 'public' });
+  await until(() => t.lookup(host)!.accessProofs.size === 0, 'dormant again');
   await change(p.projectId, { previewVisibility: 'public' });
   await until(() => t.lookup(host)!.visibility === 'draft', 'the preview made public');
   assert.is(t.lookup(host)!.accessProofs.size, 0, 'a public preview has no proofs');
