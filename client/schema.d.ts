@@ -3879,6 +3879,11 @@ export interface paths {
                             deploy_hooks: {
                                 /** Format: date-time */
                                 created_at: string;
+                                /** @description The member who made it (and the e-mail it had then); null for a hook made before this was recorded. A hook stays the account's when that member is removed: they knew its URL, so remove it (or make a new one) then. */
+                                created_by: {
+                                    email: string;
+                                    user_id: string;
+                                } | null;
                                 /** Format: uuid */
                                 id: string;
                                 /** Format: date-time */
@@ -3941,6 +3946,11 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
+                            /** @description The member who made it (and the e-mail it had then); null for a hook made before this was recorded. A hook stays the account's when that member is removed: they knew its URL, so remove it (or make a new one) then. */
+                            created_by: {
+                                email: string;
+                                user_id: string;
+                            } | null;
                             /** Format: uuid */
                             id: string;
                             /** Format: date-time */
@@ -6124,6 +6134,11 @@ export interface paths {
                             webhooks: {
                                 /** Format: date-time */
                                 created_at: string;
+                                /** @description The member who made it (and the e-mail it had then); null for a webhook made before this was recorded. A webhook stays the account's when that member is removed: they knew its URL and secret, so remove it (or make a new one) then. */
+                                created_by: {
+                                    email: string;
+                                    user_id: string;
+                                } | null;
                                 events: ("deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.canceled")[];
                                 /** Format: uuid */
                                 id: string;
@@ -6220,6 +6235,11 @@ export interface paths {
                         "application/json": {
                             /** Format: date-time */
                             created_at: string;
+                            /** @description The member who made it (and the e-mail it had then); null for a webhook made before this was recorded. A webhook stays the account's when that member is removed: they knew its URL and secret, so remove it (or make a new one) then. */
+                            created_by: {
+                                email: string;
+                                user_id: string;
+                            } | null;
                             events: ("deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.canceled")[];
                             /** Format: uuid */
                             id: string;
@@ -6680,7 +6700,7 @@ export interface paths {
         put?: never;
         /**
          * Create a short-lived, one-time upload URL
-         * @description Prepares an upload: the ZIP is then sent to upload_url without a bearer token (the URL is the credential; an Authorization header sent to it is ignored). The URL expires after 900 s (configurable) and works once: a used or expired URL answers 410, an unknown one 404. Only a hash of its token is stored. The upload deploys to project_id, or to the project called name (created when the account has none). Transports: proxied_multipart (default; one multipart POST, ZIP at most 95,000,000 bytes) and direct_storage_resumable (at most 100000000 bytes; size required): on S3 storage (storage=minio) its bytes never pass through the API: the answer lists presigned part URLs (parts) to PUT the ZIP to, in parts, and a JSON POST of their ETags to upload_url completes it; on local storage it is tus 1.0.0 core (HEAD and PATCH to upload_url). A session cannot carry environment variables or an access password (400): create the project first, or use the authenticated POST /api/v1/local-to-live. An account holds at most 10 sessions open (neither used nor expired) at once: past it 429 rate_limited with Retry-After (the seconds until the first of them expires) and `details.limit`, and nothing is created.
+         * @description Prepares an upload: the ZIP is then sent to upload_url without a bearer token (the URL is the credential; an Authorization header sent to it is ignored). The URL expires after 900 s (configurable) and works once: a used or expired URL answers 410, an unknown one 404. It also expires at once when the member who created it is removed from the account. Only a hash of its token is stored. The upload deploys to project_id, or to the project called name (created when the account has none). Transports: proxied_multipart (default; one multipart POST, ZIP at most 95,000,000 bytes) and direct_storage_resumable (at most 100000000 bytes; size required): on S3 storage (storage=minio) its bytes never pass through the API: the answer lists presigned part URLs (parts) to PUT the ZIP to, in parts, and a JSON POST of their ETags to upload_url completes it; on local storage it is tus 1.0.0 core (HEAD and PATCH to upload_url). A session cannot carry environment variables or an access password (400): create the project first, or use the authenticated POST /api/v1/local-to-live. An account holds at most 10 sessions open (neither used nor expired) at once: past it 429 rate_limited with Retry-After (the seconds until the first of them expires) and `details.limit`, and nothing is created.
          */
         post: {
             parameters: {

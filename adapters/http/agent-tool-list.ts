@@ -129,6 +129,7 @@ export const AGENT_TOOLS: AgentTool[] = [
       const name = text(args.project, 'project', 100);
       const preview = previewOf(args.preview);
       const created = await kernel.get(UPLOAD_SESSION_SERVICE).create(principal.accountId, {
+        userId: principal.userId,
         name,
         options: preview ? { target: 'preview' } : {},
       });

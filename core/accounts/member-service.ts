@@ -19,6 +19,7 @@ import type { ChangeFeed } from '../ports/change-feed.js';
 import type { Clock } from '../ports/clock.js';
 import { isUuid } from '../projects/keyset-cursor.js';
 import { token } from '../tokens.js';
+import { expireSessionsOpenedBy } from '../uploads/upload-session-service.js';
 import { accountChanged, accountKey } from './account-changes.js';
 import { isEmail } from './account-service.js';
 import { dropLapsedInvitation, lapsed } from './invitations.js';
@@ -142,9 +143,11 @@ export class MemberService {
   }
 
   /**
-   * Removes a member: their sessions end and their tokens are refused at once; what they made stays the account's.
-   * An owner removes anyone; a member only themselves (leaving). Throws forbidden, not_found or conflict (the last
-   * owner).
+   * Removes a member: their sessions end and their tokens are refused at once, and the upload sessions they opened
+   * that are still open expire at once (their URLs answer gone). What they made stays the account's: projects, and
+   * deploy hooks and webhooks (their `createdBy` names them, for an owner to remove or recreate: the member knew
+   * their URLs and secrets). An owner removes anyone; a member only themselves (leaving). Throws forbidden,
+   * not_found or conflict (the last owner).
    */
   async remove(principal: Principal, userId: string): Promise<void> {
     const now = this.clock.now();
@@ -154,6 +157,7 @@ export class MemberService {
       if (member.role === 'owner') await this.assertAnotherOwner(tx, principal, member);
       await tx.nativeUpdate(Session, { userId: member.id, revokedAt: null }, { revokedAt: now });
       await revokeAgentGrants(tx, member.id, now);
+      await expireSessionsOpenedBy(tx, principal.accountId, member.id, now);
       await tx.nativeDelete(OneTimeToken, { userId: member.id });
       await tx.nativeDelete(User, { id: member.id });
     });

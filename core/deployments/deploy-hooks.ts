@@ -4,7 +4,7 @@ import type { EntitlementService } from '../billing/entitlement-service.js';
 import { underOwnerLock } from '../billing/owner-lock.js';
 import { DeployHook } from '../entities/deploy-hook.js';
 import { Deployment } from '../entities/deployment.js';
-import type { Operation } from '../entities/operation.js';
+import type { Operation, StartedBy } from '../entities/operation.js';
 import { insertRow, loadById, loadOne } from '../entities/plain-sql.js';
 import { Project } from '../entities/project.js';
 import { conflict, invalid, notFound } from '../errors.js';
@@ -20,6 +20,8 @@ export const DEPLOY_HOOKS = token<DeployHooks>('hoist.DeployHooks');
 export interface DeployHookView {
   id: string;
   name: string;
+  /** Who made it; null for a hook made before it was recorded. */
+  created_by: StartedBy | null;
   created_at: string;
   last_triggered_at: string | null;
 }
@@ -34,6 +36,7 @@ const hashOf = (secret: string) => createHash('sha256').update(secret).digest('h
 const view = (h: DeployHook): DeployHookView => ({
   id: h.id,
   name: h.name,
+  created_by: h.createdBy,
   created_at: h.createdAt.toISOString(),
   last_triggered_at: h.lastTriggeredAt?.toISOString() ?? null,
 });
@@ -54,10 +57,16 @@ export class DeployHooks {
   ) {}
 
   /**
-   * Makes a hook `name` on the project, under the plan's deploy_hooks_per_project; resolves it with its token (the
-   * URL's last segment), shown this once. Throws invalid_request, plan_restricted or not_found.
+   * Makes a hook `name` on the project, recording `createdBy` (the user who makes it), under the plan's
+   * deploy_hooks_per_project; resolves it with its token (the URL's last segment), shown this once. Throws
+   * invalid_request, plan_restricted or not_found.
    */
-  async create(accountId: string, projectId: string, name: unknown): Promise<{ hook: DeployHookView; token: string }> {
+  async create(
+    accountId: string,
+    projectId: string,
+    name: unknown,
+    createdBy: StartedBy,
+  ): Promise<{ hook: DeployHookView; token: string }> {
     if (typeof name !== 'string' || !name.trim() || name.length > HOOK_NAME_MAX || /[\p{Cc}]/u.test(name))
       throw invalid(`name must be 1 to ${HOOK_NAME_MAX} characters without control characters`, { field: 'name' });
     const project = await this.projects.get(accountId, projectId);
@@ -67,6 +76,7 @@ export class DeployHooks {
       projectId: project.id,
       name: name.trim(),
       tokenHash: hashOf(secret),
+      createdBy: { user_id: createdBy.user_id, email: createdBy.email },
       createdAt: this.clock.now(),
     });
     await underOwnerLock(this.em, Project, project.id, async (tx) => {

@@ -1,5 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
+import type { StartedBy } from './operation.js';
 
 /** A secret URL that builds a project's live version again when anything POSTs to it (a CMS, a scheduler). */
 export class DeployHook {
@@ -9,6 +10,8 @@ export class DeployHook {
   name!: string;
   /** SHA-256 (hex) of the URL's token: the token itself is shown once, when the hook is made. */
   tokenHash!: string;
+  /** Who made it (null: made before it was recorded). The hook stays the account's when that member leaves. */
+  createdBy: StartedBy | null = null;
   createdAt!: Date;
   lastTriggeredAt: Date | null = null;
 }
@@ -22,6 +25,7 @@ export const DeployHookSchema = new EntitySchema<DeployHook>({
     projectId: { type: 'uuid', index: true },
     name: { type: 'string', length: 100 },
     tokenHash: { type: 'string', length: 64, unique: true },
+    createdBy: { type: 'json', nullable: true },
     createdAt: { type: 'Date' },
     lastTriggeredAt: { type: 'Date', nullable: true },
   },

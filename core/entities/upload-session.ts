@@ -29,6 +29,8 @@ export interface UploadPart {
 export class UploadSession {
   id: string = randomUUID();
   accountId!: string;
+  /** The user who opened it (null: opened before it was recorded); removing that member expires it. */
+  userId: string | null = null;
   tokenHash!: string;
   /** The project to deploy to; null when `name` selects or creates it at upload time. */
   projectId: string | null = null;
@@ -61,6 +63,7 @@ export const UploadSessionSchema = new EntitySchema<UploadSession>({
   properties: {
     id: { type: 'uuid', primary: true },
     accountId: { type: 'uuid' },
+    userId: { type: 'uuid', nullable: true },
     tokenHash: { type: 'string', length: 64, unique: true },
     projectId: { type: 'uuid', nullable: true },
     name: { type: 'string', length: 100, nullable: true },

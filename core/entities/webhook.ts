@@ -1,5 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
+import type { StartedBy } from './operation.js';
 
 /** A URL a project's owner asked Hoist to post its deployment events to, with the secret that signs them. */
 export class Webhook {
@@ -11,6 +12,8 @@ export class Webhook {
   events!: string;
   /** The signing secret, sealed with the project's data key (Cipher); shown once, when the webhook is made. */
   secretSealed!: string;
+  /** Who made it (null: made before it was recorded). The webhook stays the account's when that member leaves. */
+  createdBy: StartedBy | null = null;
   createdAt!: Date;
 }
 
@@ -24,6 +27,7 @@ export const WebhookSchema = new EntitySchema<Webhook>({
     url: { type: 'string', length: 2048 },
     events: { type: 'string', length: 255 },
     secretSealed: { type: 'text' },
+    createdBy: { type: 'json', nullable: true },
     createdAt: { type: 'Date' },
   },
 });

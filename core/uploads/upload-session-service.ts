@@ -55,8 +55,13 @@ export interface CompletedPart {
   etag: string;
 }
 
-/** What creating an upload session takes: `name` (create or select) or `projectId`, and the upload's settings. */
+/**
+ * What creating an upload session takes: who opens it, `name` (create or select) or `projectId`, and the upload's
+ * settings.
+ */
 export interface NewUploadSession {
+  /** The user who opens it: removing that member from the account expires it (expireSessionsOpenedBy). */
+  userId: string;
   name?: string;
   projectId?: string;
   visibility?: string;
@@ -162,6 +167,7 @@ export class UploadSessionService {
     const direct = transport === 'direct_storage_resumable' ? this.storage.direct : undefined;
     const session = Object.assign(new UploadSession(), {
       accountId,
+      userId: input.userId,
       tokenHash: sha256(token),
       projectId: project?.id ?? null,
       name: project ? null : input.name!.trim(),
@@ -486,4 +492,22 @@ export class UploadSessionService {
       .direct!.abortMultipart(key, uploadId)
       .catch((err) => this.log.warn({ err, key }, 'an unfinished multipart upload could not be aborted'));
   }
+}
+
+/**
+ * Expires at once, in `em` (the caller's transaction), every session of the account that `userId` opened and that is
+ * still open (neither used nor expired): their URLs then answer gone, as an expired one does, and the next sweep
+ * removes what they received. Resolves how many it expired.
+ */
+export function expireSessionsOpenedBy(
+  em: EntityManager,
+  accountId: string,
+  userId: string,
+  now: Date,
+): Promise<number> {
+  return em.nativeUpdate(
+    UploadSession,
+    { accountId, userId, usedAt: null, expiresAt: { $gt: now } },
+    { expiresAt: now },
+  );
 }

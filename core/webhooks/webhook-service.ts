@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { EntitlementService } from '../billing/entitlement-service.js';
 import { underOwnerLock } from '../billing/owner-lock.js';
 import { insertRow } from '../entities/plain-sql.js';
+import type { StartedBy } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { Webhook, WebhookDelivery } from '../entities/webhook.js';
 import type { EnvironmentService } from '../environment/environment-service.js';
@@ -35,6 +36,8 @@ export interface WebhookView {
   id: string;
   url: string;
   events: string[];
+  /** Who made it; null for a webhook made before it was recorded. */
+  created_by: StartedBy | null;
   created_at: string;
   last_delivery: DeliveryView | null;
 }
@@ -76,13 +79,15 @@ export class WebhookService {
   ) {}
 
   /**
-   * Makes a webhook of the project for `url` and `events` (all when left out), under the plan's webhooks_per_project.
-   * Throws invalid_request, plan_restricted or not_found. The answer carries the signing secret, never shown again.
+   * Makes a webhook of the project for `url` and `events` (all when left out), recording `createdBy` (the user who
+   * makes it), under the plan's webhooks_per_project. Throws invalid_request, plan_restricted or not_found. The answer
+   * carries the signing secret, never shown again.
    */
   async create(
     accountId: string,
     projectId: string,
     input: { url?: unknown; events?: unknown },
+    createdBy: StartedBy,
   ): Promise<WebhookView & { secret: string }> {
     const url = checkUrl(input.url, this.privateAddresses);
     const events = checkEvents(input.events);
@@ -92,6 +97,7 @@ export class WebhookService {
       projectId: project.id,
       url,
       events: storedEvents(events),
+      createdBy: { user_id: createdBy.user_id, email: createdBy.email },
       createdAt: this.clock.now(),
     });
     const secret = newSecret();
@@ -194,6 +200,7 @@ export class WebhookService {
       id: w.id,
       url: w.url,
       events: eventsOf(w.events),
+      created_by: w.createdBy,
       created_at: w.createdAt.toISOString(),
       last_delivery: last ? deliveryView(last) : null,
     };

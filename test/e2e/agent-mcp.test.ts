@@ -3,26 +3,31 @@
 // initializes, lists the tools, deploys files and waits for the outcome, reads the operation and its projects; a REST
 // token, a bad request, an unknown method or tool, and bad files are refused with their errors, nothing deployed.
 import { RequestContext } from '@mikro-orm/core';
+import { createHash } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ACCOUNT_SERVICE, type AccountService } from '../../core/accounts/account-service.js';
 import { AGENT_AUTH_SERVICE } from '../../core/auth/agent-auth-service.js';
 import { OPERATION_VIEWS } from '../../core/deployments/operation-views.js';
 import { Operation } from '../../core/entities/operation.js';
+import { UploadSession } from '../../core/entities/upload-session.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 
 let h: LiveHoist;
 let agent: string;
 let rest: string;
 let accountId: string;
+let userId: string;
 test.before(async () => {
   h = await liveHoist();
   const kernel = h.running.kernel;
   const email = `agent-${process.pid}@example.com`;
   await RequestContext.create(kernel.orm.em.fork(), async () => {
-    accountId = (
-      await kernel.get<AccountService>(ACCOUNT_SERVICE).create({ email, password: 'an agent password', plan: 'pro' })
-    ).account.id;
+    const made = await kernel
+      .get<AccountService>(ACCOUNT_SERVICE)
+      .create({ email, password: 'an agent password', plan: 'pro' });
+    ({ id: accountId } = made.account);
+    ({ id: userId } = made.user);
     agent = (await kernel.get(AGENT_AUTH_SERVICE).mint(email, 3600)).token;
   });
   ({ token: rest } = await h.login());
@@ -314,6 +319,9 @@ test('create_upload_url: a one-time URL takes a ZIP without a token and deploys 
   assert.is(made.body.result.isError, undefined, JSON.stringify(out));
   assert.match(out.upload_url, `${h.api}/api/v1/upload-sessions/`);
   assert.match(out.how, out.upload_url);
+  const tokenHash = createHash('sha256').update(out.upload_url.split('/').at(-2)).digest('hex');
+  const session = await h.running.kernel.orm.em.fork().findOneOrFail(UploadSession, { tokenHash });
+  assert.is(session.userId, userId, 'the session records the user the agent acts for (removing them expires it)');
   const post = () => {
     const form = new FormData();
     return zipOf({ 'index.html': 'from a zip' }).then((zip) => {

@@ -84,7 +84,7 @@ test('add prints the URL alone on stdout, once; --json prints the whole hook', a
   assert.is(j.code, 0, j.stderr);
   assert.is(j.stderr, '');
   const other = JSON.parse(j.stdout);
-  assert.equal(Object.keys(other).sort(), ['created_at', 'id', 'last_triggered_at', 'name', 'url']);
+  assert.equal(Object.keys(other).sort(), ['created_at', 'created_by', 'id', 'last_triggered_at', 'name', 'url']);
   assert.equal([other.name, other.last_triggered_at], ['Nightly rebuild', null]);
   assert.match(other.url, URL_OF_HOOK);
   assert.is.not(other.url, url);

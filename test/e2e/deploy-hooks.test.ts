@@ -5,6 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
+import { liveMember } from '../helpers/live-member.js';
 
 let h: LiveHoist;
 let token: string;
@@ -41,9 +42,16 @@ test('a POST to the URL builds and deploys the live version again; the URL shows
   assert.match(made.body.url, new RegExp(`^${h.api}/api/v1/deploy-hooks/dh_[A-Za-z0-9_-]{43}$`));
   assert.equal([made.body.name, made.body.last_triggered_at], ['CMS publish', null]);
   const secret = made.body.url.split('/').pop();
+  const me = (await call('GET', '/api/v1/me')).body.user;
   const listed = await call('GET', `/api/v1/projects/${projectId}/deploy-hooks`);
   assert.equal(listed.body.deploy_hooks, [
-    { id: made.body.id, name: 'CMS publish', created_at: made.body.created_at, last_triggered_at: null },
+    {
+      id: made.body.id,
+      name: 'CMS publish',
+      created_by: { user_id: me.id, email: me.email },
+      created_at: made.body.created_at,
+      last_triggered_at: null,
+    },
   ]);
   const rows = await h.running.kernel.orm.em.fork().getConnection().execute('select * from deploy_hooks');
   assert.not.ok(JSON.stringify(rows).includes(secret), 'only its hash is stored');
@@ -140,6 +148,33 @@ test("bad names 400, another account's project 404, the plan's cap 403: nothing 
     ['h1', 'h2'],
   );
   assert.is((await call('DELETE', `/api/v1/projects/${id}/deploy-hooks/${hooks[0].id}`, undefined, other)).status, 404);
+});
+
+test('created_by names the member who made a hook, kept when they are removed; null for older ones', async () => {
+  const { token: owner } = await h.login('pro');
+  const projectId = (await call('POST', '/api/v1/projects/', { name: 'hooks-by-member' }, owner)).body.id;
+  const member = await liveMember(h, owner);
+  const path = `/api/v1/projects/${projectId}/deploy-hooks`;
+  const made = await call('POST', path, { name: 'member CMS' }, member.token);
+  assert.is(made.status, 201, JSON.stringify(made.body));
+  const by = { user_id: member.id, email: member.email };
+  assert.equal(made.body.created_by, by);
+  const ownerMe = (await call('GET', '/api/v1/me', undefined, owner)).body.user;
+  const mine = (await call('POST', path, { name: 'owner CMS' }, owner)).body;
+  assert.equal(mine.created_by, { user_id: ownerMe.id, email: ownerMe.email });
+
+  assert.is((await call('DELETE', `/api/v1/account/members/${member.id}`, undefined, owner)).status, 204);
+  // The hook stays the account's (its URL works on): the owner sees who made it, to remove or recreate it.
+  const makers = async () =>
+    Object.fromEntries(
+      (await call('GET', path, undefined, owner)).body.deploy_hooks.map((x: any) => [x.id, x.created_by]),
+    );
+  assert.equal(await makers(), { [made.body.id]: by, [mine.id]: mine.created_by });
+  await h.running.kernel.orm.em
+    .fork()
+    .getConnection()
+    .execute(`update deploy_hooks set created_by = null where id = '${mine.id}'`);
+  assert.equal(await makers(), { [made.body.id]: by, [mine.id]: null });
 });
 
 test.run();

@@ -1,18 +1,33 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { DEPLOY_HOOKS, HOOK_NAME_MAX, type DeployHooks } from '../../../core/deployments/deploy-hooks.js';
 import { startedDeployment } from '../../../core/deployments/started-deployment.js';
-import { bearer, principalOf } from '../auth.js';
+import { bearer, principalOf, startedByOf } from '../auth.js';
 import { queuedSchema, sendQueued } from '../queued-answer.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
 import { publicBase } from '../public-base.js';
 import type { RouteOptions } from './index.js';
 
+const CreatedBy = {
+  anyOf: [
+    {
+      type: 'object',
+      required: ['user_id', 'email'],
+      properties: { user_id: { type: 'string' }, email: { type: 'string' } },
+    },
+    { type: 'null' },
+  ],
+  description:
+    'The member who made it (and the e-mail it had then); null for a hook made before this was recorded. A hook ' +
+    "stays the account's when that member is removed: they knew its URL, so remove it (or make a new one) then.",
+} as const;
+
 const Hook = {
   type: 'object',
-  required: ['id', 'name', 'created_at', 'last_triggered_at'],
+  required: ['id', 'name', 'created_by', 'created_at', 'last_triggered_at'],
   properties: {
     id: Uuid,
     name: { type: 'string' },
+    created_by: CreatedBy,
     created_at: Timestamp,
     last_triggered_at: { type: ['string', 'null'], format: 'date-time' },
   },
@@ -97,7 +112,12 @@ const deployHooks: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
         },
       },
       async (req, reply) => {
-        const { hook, token } = await hooks.create(principalOf(req).accountId, req.params.projectID, req.body.name);
+        const { hook, token } = await hooks.create(
+          principalOf(req).accountId,
+          req.params.projectID,
+          req.body.name,
+          startedByOf(req),
+        );
         const base = publicBase(config, req);
         reply.header('cache-control', 'no-store');
         return reply.status(201).send({ ...hook, url: `${base}/api/v1/deploy-hooks/${token}` });

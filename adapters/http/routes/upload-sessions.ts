@@ -226,6 +226,7 @@ const uploadSessions: FastifyPluginAsync<RouteOptions> = async (app, { kernel })
           '(the URL is the credential; an Authorization header sent to it is ignored). ' +
           `The URL expires after ${config.uploadSessionTtlSeconds} s (configurable) and ` +
           `works once: a used or expired URL answers 410, an unknown one 404. ` +
+          'It also expires at once when the member who created it is removed from the account. ' +
           'Only a hash of its token is stored. The upload deploys to project_id, or to the ' +
           'project called name (created when the account has none). ' +
           `Transports: proxied_multipart (default; one multipart POST, ZIP at most ` +
@@ -246,7 +247,7 @@ const uploadSessions: FastifyPluginAsync<RouteOptions> = async (app, { kernel })
       },
     },
     async (req, reply) => {
-      const { accountId } = principalOf(req);
+      const { accountId, userId } = principalOf(req);
       const b = req.body;
       const options = uploadOptions({
         root_directory: b.root_directory,
@@ -257,6 +258,7 @@ const uploadSessions: FastifyPluginAsync<RouteOptions> = async (app, { kernel })
         target: b.target,
       });
       const { session, token, project, maxBytes, parts } = await sessions.create(accountId, {
+        userId,
         name: b.name,
         projectId: b.project_id,
         visibility: b.visibility,

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { RETRY_DELAYS_MS } from '../../../core/webhooks/webhook-deliveries.js';
 import { DEFAULT_EVENTS, URL_MAX, WEBHOOK_EVENTS } from '../../../core/webhooks/webhook-rules.js';
 import { DELIVERIES_MAX, WEBHOOK_SERVICE, type WebhookService } from '../../../core/webhooks/webhook-service.js';
-import { bearer, principalOf } from '../auth.js';
+import { bearer, principalOf, startedByOf } from '../auth.js';
 import { errorResponses, Timestamp, Uuid } from '../schemas.js';
 import type { RouteOptions } from './index.js';
 
@@ -50,13 +50,29 @@ const Delivery = {
   },
 } as const;
 
+const CreatedBy = {
+  anyOf: [
+    {
+      type: 'object',
+      required: ['user_id', 'email'],
+      properties: { user_id: { type: 'string' }, email: { type: 'string' } },
+    },
+    { type: 'null' },
+  ],
+  description:
+    'The member who made it (and the e-mail it had then); null for a webhook made before this was recorded. A ' +
+    "webhook stays the account's when that member is removed: they knew its URL and secret, so remove it (or make " +
+    'a new one) then.',
+} as const;
+
 const Webhook = {
   type: 'object',
-  required: ['id', 'url', 'events', 'created_at', 'last_delivery'],
+  required: ['id', 'url', 'events', 'created_by', 'created_at', 'last_delivery'],
   properties: {
     id: Uuid,
     url: { type: 'string' },
     events: { type: 'array', items: { type: 'string', enum: WEBHOOK_EVENTS } },
+    created_by: CreatedBy,
     created_at: Timestamp,
     last_delivery: { anyOf: [Delivery, { type: 'null' }] },
   },
@@ -165,7 +181,9 @@ const webhooks: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) => {
       },
     },
     async (req, reply) =>
-      reply.status(201).send(await service.create(principalOf(req).accountId, req.params.projectID, req.body)),
+      reply
+        .status(201)
+        .send(await service.create(principalOf(req).accountId, req.params.projectID, req.body, startedByOf(req))),
   );
 
   app.delete<{ Params: HookParams }>(

@@ -6,9 +6,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AccessRequest } from '../../../core/entities/access-request.js';
 import { OneTimeToken } from '../../../core/entities/one-time-token.js';
+import { Operation } from '../../../core/entities/operation.js';
+import { UploadSession } from '../../../core/entities/upload-session.js';
 import { User } from '../../../core/entities/user.js';
 import { testApi, type TestAccount, type TestApi } from '../../helpers/api.js';
+import { zipOf } from '../../helpers/live.js';
 import { mailTo, tokenIn } from '../../helpers/mail.js';
+import { Form } from '../../helpers/raw-http.js';
 
 let t: TestApi;
 test.before(async () => {
@@ -159,6 +163,73 @@ test('a removed member is refused at once; a member may leave; the projects stay
     (await usersOf(owner.accountId)).map((u) => u.id),
     [owner.userId],
   );
+});
+
+test("a removed member's open upload URLs expire at once: refused as expired (410), nothing deployed", async () => {
+  const owner = await t.account({ plan: 'pro' });
+  const project = (await call(owner, 'POST', '/projects/', { name: 'upload-site' })).json();
+  const member = await join(owner, address());
+  const open = async (who: TestAccount | string, body: object) => {
+    const res = await call(who, 'POST', '/upload-sessions', { project_id: project.id, ...body });
+    assert.is(res.statusCode, 201, res.body);
+    return { id: res.json().id as string, path: new URL(res.json().upload_url).pathname };
+  };
+  const multipart = await open(member.token, {});
+  const resumable = await open(member.token, { transport: 'direct_storage_resumable', size: 1_000_000 });
+  const owners = await open(owner, {});
+  const sessions = () =>
+    t.inContext(() => t.kernel.orm.em.find(UploadSession, { id: { $in: [multipart.id, resumable.id, owners.id] } }));
+  const byId = new Map((await sessions()).map((s) => [s.id, s]));
+  assert.equal(
+    [multipart.id, resumable.id, owners.id].map((id) => byId.get(id)!.userId),
+    [member.id, member.id, owner.userId],
+    'each session records who opened it',
+  );
+  const zip = await zipOf({ 'index.html': '<h1>from a removed member</h1>' });
+  const piece = Buffer.alloc(1024, 1);
+  const patch = (path: string) =>
+    t.app.inject({
+      method: 'PATCH',
+      url: path,
+      headers: {
+        'tus-resumable': '1.0.0',
+        'content-type': 'application/offset+octet-stream',
+        'upload-offset': '0',
+      },
+      payload: piece,
+    });
+  assert.is((await patch(resumable.path)).statusCode, 204, 'a piece arrives while the member is one');
+
+  assert.is((await call(owner, 'DELETE', `/account/members/${member.id}`)).statusCode, 204);
+  const send = (path: string) => {
+    const form = new Form();
+    return t.app.inject({
+      method: 'POST',
+      url: path,
+      headers: { 'content-type': form.contentType },
+      payload: form.body([['file', zip, 'site.zip']]),
+    });
+  };
+  for (const [what, res] of [
+    ['multipart', await send(multipart.path)],
+    ['resumable', await patch(resumable.path)],
+  ] as const) {
+    assert.is(res.statusCode, 410, `${what}: ${res.body}`);
+    assert.is(res.json().error.code, 'gone', what);
+  }
+  const after = new Map((await sessions()).map((s) => [s.id, s]));
+  for (const id of [multipart.id, resumable.id]) {
+    assert.ok(after.get(id)!.expiresAt < byId.get(id)!.expiresAt, 'expired at removal');
+    assert.is(after.get(id)!.usedAt, null, 'never used');
+  }
+  assert.equal(after.get(owners.id)!.expiresAt, byId.get(owners.id)!.expiresAt, "the owner's session stays open");
+  const deployments = () => t.inContext(() => t.kernel.orm.em.count(Operation, { projectId: project.id }));
+  assert.is(await deployments(), 0, 'nothing is deployed');
+
+  // The owner's URL works on: only what the removed member opened expired.
+  const theirs = await send(owners.path);
+  assert.is(theirs.statusCode, 202, theirs.body);
+  assert.is(await deployments(), 1);
 });
 
 test('bad input, taken addresses, other accounts and the plan cap are refused, and nothing is written', async () => {

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { liveHoist, type LiveHoist } from '../../helpers/live.js';
+import { liveMember } from '../../helpers/live-member.js';
 
 let h: LiveHoist;
 let pro: string;
@@ -163,6 +164,32 @@ test('a webhook takes 10 pings an hour: the 11th answers 429 with Retry-After, a
   assert.ok(wait > 3500 && wait <= 3600, `Retry-After ${wait}`);
   const listed = (await call(pro, 'GET', `/projects/${id}/webhooks/${hook.id}/deliveries?limit=100`)).body.deliveries;
   assert.is(listed.length, 10);
+});
+
+test('created_by names the member who made a webhook, kept when they are removed; null for older ones', async () => {
+  const { token: owner } = await h.login('pro');
+  const id = await newProject(owner, 'hooks-by-member');
+  const member = await liveMember(h, owner);
+  const made = await call(member.token, 'POST', `/projects/${id}/webhooks`, { url: 'https://member.example.com/x' });
+  assert.is(made.status, 201, JSON.stringify(made.body));
+  const by = { user_id: member.id, email: member.email };
+  assert.equal(made.body.created_by, by);
+  const ownerMe = (await call(owner, 'GET', '/me')).body.user;
+  const mine = (await call(owner, 'POST', `/projects/${id}/webhooks`, { url: 'https://owner.example.com/x' })).body;
+  assert.equal(mine.created_by, { user_id: ownerMe.id, email: ownerMe.email });
+
+  assert.is((await call(owner, 'DELETE', `/account/members/${member.id}`)).status, 204);
+  // The webhook stays the account's (it is still delivered to): the owner sees who made it, to remove or recreate it.
+  const makers = async () =>
+    Object.fromEntries(
+      (await call(owner, 'GET', `/projects/${id}/webhooks`)).body.webhooks.map((w: any) => [w.id, w.created_by]),
+    );
+  assert.equal(await makers(), { [made.body.id]: by, [mine.id]: mine.created_by });
+  await h.running.kernel.orm.em
+    .fork()
+    .getConnection()
+    .execute(`update webhooks set created_by = null where id = '${mine.id}'`);
+  assert.equal(await makers(), { [made.body.id]: by, [mine.id]: null });
 });
 
 test.run();
