@@ -8,6 +8,7 @@ import { mcpRoutes } from './agent-mcp.js';
 import { RESOURCE_METADATA_PATH } from './oauth.js';
 import { publicBase } from './public-base.js';
 import { refusedCounter } from './rate-limit.js';
+import { openToBrowsers } from './cors.js';
 
 /**
  * The agent-tool interface, under /agent/v1 beside the REST API: it takes only agent tokens (OAuth's, oauth.ts, or
@@ -18,6 +19,8 @@ import { refusedCounter } from './rate-limit.js';
 export const agentTools: FastifyPluginAsync<{ kernel: Kernel }> = async (app, { kernel }) => {
   const agents = kernel.get<AgentAuthService>(AGENT_AUTH_SERVICE);
   const countRefused = refusedCounter(app, kernel.config);
+  // Before the authentication below: a browser's preflight carries no token.
+  await openToBrowsers(app, () => true);
   app.addHook('onRequest', async (req, reply) => {
     const token = bearerToken(req);
     try {

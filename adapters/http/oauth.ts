@@ -12,6 +12,7 @@ import {
 import { HoistError } from '../../core/errors.js';
 import { CLOCK, type Clock } from '../../core/ports/clock.js';
 import type { Kernel } from '../kernel.js';
+import { openToBrowsers } from './cors.js';
 import { errorHandler, statusOf } from './error-handler.js';
 import { consentPage, destination, PAGE_HEADERS, refusedPage } from './oauth-page.js';
 import { publicBase } from './public-base.js';
@@ -22,6 +23,8 @@ export const RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource/age
 type Fields = Record<string, unknown>;
 const hide = { schema: { hide: true } };
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+/** The OAuth endpoints a page of another origin may call (not the consent page). */
+const BROWSER_OAUTH = ['/oauth/register', '/oauth/token', '/oauth/revoke'];
 
 /** The form's or query's fields that are strings (checked: none is given twice). */
 const strings = (v: unknown): Record<string, string> =>
@@ -40,6 +43,9 @@ export const oauthRoutes: FastifyPluginAsync<{ kernel: Kernel }> = async (app, {
   const clock = kernel.get<Clock>(CLOCK);
   const base = (req: FastifyRequest) => publicBase(kernel.config, req);
   await app.register(formbody, { bodyLimit: 16 * 1024 });
+  // Browser-based MCP clients discover, register, get and revoke tokens across origins; the consent page is a
+  // page of Hoist's own, reached by navigation.
+  await openToBrowsers(app, (path) => path.startsWith('/.well-known/oauth-') || BROWSER_OAUTH.includes(path));
   app.setErrorHandler((err, req, reply) => {
     if (!(err instanceof OAuthError)) return errorHandler(err as Error, req, reply);
     return reply.status(err.status).headers(NO_STORE).send({ error: err.error, error_description: err.description });

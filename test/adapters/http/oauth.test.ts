@@ -426,6 +426,43 @@ test('the metadata URL in WWW-Authenticate cannot be broken out of by the Host h
   assert.match(header, /^Bearer resource_metadata="[^"\\]+"$/);
 });
 
+test('browser-based clients: CORS on discovery, registration, tokens and the MCP server; not on consent or REST', async () => {
+  const origin = 'https://inspector.example';
+  const preflight = (url: string, method = 'POST') =>
+    t.app.inject({
+      method: 'OPTIONS',
+      url,
+      headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'authorization' },
+    });
+  for (const url of ['/oauth/register', '/oauth/token', '/oauth/revoke', '/agent/v1/mcp']) {
+    const res = await preflight(url);
+    assert.is(res.statusCode, 204, url);
+    assert.is(res.headers['access-control-allow-origin'], '*', url);
+    assert.match(String(res.headers['access-control-allow-headers']), 'authorization', url);
+  }
+  const metadata = await t.app.inject({
+    method: 'GET',
+    url: '/.well-known/oauth-authorization-server',
+    headers: { origin },
+  });
+  assert.is(metadata.statusCode, 200);
+  assert.is(metadata.headers['access-control-allow-origin'], '*');
+  // The MCP server's 401 tells a page where to get a token: the header is exposed to it.
+  const refused = await t.app.inject({ method: 'POST', url: '/agent/v1/mcp', headers: { origin }, payload: {} });
+  assert.is(refused.statusCode, 401);
+  assert.is(refused.headers['access-control-allow-origin'], '*');
+  assert.match(String(refused.headers['access-control-expose-headers']), 'www-authenticate');
+  // The consent page and the REST API are not for other origins: no CORS header, preflights 404.
+  for (const url of ['/oauth/authorize', '/api/v1/me', '/api/v1/projects/']) {
+    const res = await preflight(url);
+    assert.is(res.statusCode, 404, url);
+    assert.is(res.headers['access-control-allow-origin'], undefined, url);
+  }
+  const me = await t.app.inject({ method: 'GET', url: '/api/v1/me', headers: { origin, ...a.auth } });
+  assert.is(me.statusCode, 200);
+  assert.is(me.headers['access-control-allow-origin'], undefined);
+});
+
 test('a pending consent (code not exchanged) is no token and is not listed', async () => {
   const u = await t.account();
   const { code } = await codeFor(u, verifier());
