@@ -15,6 +15,11 @@ import { codePage, GATE_PREFIX, gateMessagePage, signInPage } from './access-pag
 import { accessCookies, ACCESS_COOKIE, withoutAccessCookie } from './edge-cookies.js';
 import { notFoundPage } from './pages.js';
 
+/** How long the sign-in page shows a project as read (its name, whether it has a password, that it is active). */
+const SHOWN_PROJECT_MS = 1000;
+/** Projects remembered for the sign-in page at most (all forgotten at once past it). */
+const SHOWN_PROJECTS_MAX = 10_000;
+
 /** The access cookie: host-only (no Domain), so it goes to the one project host that set it. */
 export { ACCESS_COOKIE } from './edge-cookies.js';
 const FORM_MAX_BYTES = 8192;
@@ -58,6 +63,19 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: 
   const service = kernel.get<SiteAccessService>(SITE_ACCESS_SERVICE);
   // Each request's own entity manager, given to the service: no request context (see SiteAccessService.on).
   const forRequest = () => service.on(kernel.orm.em.fork());
+  // What the sign-in page shows of a project, read at most once a second per project: visitors without a cookie,
+  // however many, cost the database one query a second for each private project they ask.
+  const shown = new Map<string, { at: number; project: Promise<GatedProject | null> }>();
+  const recent = (projectId: string): Promise<GatedProject | null> => {
+    const now = Date.now();
+    const hit = shown.get(projectId);
+    if (hit && now - hit.at < SHOWN_PROJECT_MS) return hit.project;
+    if (shown.size >= SHOWN_PROJECTS_MAX) shown.clear();
+    const project = forRequest().project(projectId);
+    shown.set(projectId, { at: now, project });
+    project.catch(() => shown.delete(projectId));
+    return project;
+  };
   // Whether one of the request's access cookies (a planted one cannot shadow the real one) opens the project.
   const opens = async (target: GateTarget, req: IncomingMessage) => {
     for (const token of accessCookies(req.headers.cookie))
@@ -223,7 +241,9 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: 
         return false;
       }
       const access = forRequest();
-      const project = await access.project(target.projectId);
+      const gate = path.startsWith(GATE_PREFIX);
+      // The gate's own forms read it fresh; the sign-in page (every visitor without a cookie) through `recent`.
+      const project = gate ? await access.project(target.projectId) : await recent(target.projectId);
       // No active project (its deletion began before this edge's routing table reloaded): closed, never open.
       if (!project) {
         reply
@@ -234,7 +254,7 @@ export function createAccessGate(kernel: Kernel, app: FastifyInstance, cookies: 
           .send(notFoundPage());
         return true;
       }
-      if (path.startsWith(GATE_PREFIX)) {
+      if (gate) {
         try {
           await handle(req, reply, access, project, path);
         } catch (err) {

@@ -3,6 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { AbstractSqlConnection } from '@mikro-orm/knex';
 import { AccessCode } from '../../core/entities/access-code.js';
 import { Project } from '../../core/entities/project.js';
 import { ACCESS_COOKIE } from '../../adapters/edge/access-gate.js';
@@ -475,6 +476,9 @@ test('a project that is no longer active (deletion begun, routes not reloaded) i
   // A direct write announces nothing: the edge's routing table still holds the project, as in the window between
   // a deletion's commit and the edge's reload.
   await em.nativeUpdate(Project, { id: other.id }, { status: 'deleting' });
+  // The sign-in page shows a project as it was read within the last second.
+  const shown = () => new Promise((r) => setTimeout(r, 1100));
+  await shown();
   try {
     for (const path of ['/', '/.hoist/access/']) {
       const res = await get(other.host, path);
@@ -486,6 +490,7 @@ test('a project that is no longer active (deletion begun, routes not reloaded) i
   } finally {
     await em.nativeUpdate(Project, { id: other.id }, { status: 'active' });
   }
+  await shown();
   assert.is((await get(other.host, '/')).status, 401, 'active again: the sign-in page');
 });
 
@@ -544,6 +549,24 @@ test('password checks past the slots of the edge are answered at once: 503 page 
     delete (hasher as Partial<PasswordHasher>).verify;
   }
   assert.is((await post(site.host, 'password', { password: PASSWORD, next: '/' })).status, 303, 'slots given back');
+});
+
+test('visitors without a cookie, however many, cost one project read a second: the sign-in page', async () => {
+  const knex = (h.running.kernel.orm.em.getConnection() as AbstractSqlConnection).getKnex();
+  let reads = 0;
+  const seen = (q: { sql: string }) => {
+    if (/from [`"]projects[`"]/.test(q.sql)) reads++;
+  };
+  knex.on('query', seen);
+  try {
+    await new Promise((r) => setTimeout(r, 1100));
+    const answers = await Promise.all(Array.from({ length: 30 }, () => get(other.host, '/')));
+    assert.equal([...new Set(answers.map((a) => a.status))], [401]);
+    assert.match(answers[0].body, /the other site|sign in/i);
+  } finally {
+    knex.off('query', seen);
+  }
+  assert.ok(reads >= 1 && reads <= 2, `${reads} reads of projects`);
 });
 
 test('a public project is not gated', async () => {
