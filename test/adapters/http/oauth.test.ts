@@ -426,7 +426,7 @@ test('the metadata URL in WWW-Authenticate cannot be broken out of by the Host h
   assert.match(header, /^Bearer resource_metadata="[^"\\]+"$/);
 });
 
-test('browser-based clients: CORS on discovery, registration, tokens and the MCP server; not on consent or REST', async () => {
+test('browser-based clients: CORS on discovery, registration, tokens and MCP; not on consent or REST', async () => {
   const origin = 'https://inspector.example';
   const preflight = (url: string, method = 'POST') =>
     t.app.inject({
