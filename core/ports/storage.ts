@@ -41,6 +41,9 @@ export interface UploadedPart {
   etag: string;
 }
 
+/** The largest part of a multipart upload (S3's limit): `DirectUploads.partUrl` takes no larger size. */
+export const MAX_PART_BYTES = 5 * 1024 * 1024 * 1024;
+
 /**
  * Uploads and downloads that bypass Hoist: presigned, time-limited URLs that let a client move
  * an object's bytes straight to or from the backend (S3 multipart uploads). Offered by
@@ -54,9 +57,11 @@ export interface DirectUploads {
   createMultipart(key: string): Promise<string>;
   /**
    * A URL that takes part `number` (1 to 10,000) of the upload as the body of a plain HTTP PUT for `expiresInSeconds`;
-   * the answer's ETag header names the part.
+   * the answer's ETag header names the part. The URL is bound to `size` (1 to MAX_PART_BYTES), the part's planned
+   * length: the backend refuses a PUT whose Content-Length is any other (or absent, as with a chunked body) and
+   * stores nothing of it, so one URL never holds more than `size` bytes.
    */
-  partUrl(key: string, uploadId: string, number: number, expiresInSeconds: number): Promise<string>;
+  partUrl(key: string, uploadId: string, number: number, size: number, expiresInSeconds: number): Promise<string>;
   /**
    * The parts received so far, by ascending number; HoistError('not_found') when the upload is unknown (completed or
    * aborted).

@@ -28,6 +28,13 @@ export const MAX_OPEN_SESSIONS = 10;
 /** Days a session's row stays after it expired (its URL answers gone meanwhile, then not found). */
 export const SESSION_ROW_DAYS = 7;
 
+/**
+ * Pieces a tus upload may be stored in: each is an object of its own and an entry of the session row, so their number
+ * is bounded. The piece that reaches the cap must complete the upload; one that would not is refused (conflict) and
+ * nothing of it is kept. Pieces of RESUMABLE_MAX_BYTES / MAX_UPLOAD_PIECES (100 kB) or more never meet it.
+ */
+export const MAX_UPLOAD_PIECES = 1_000;
+
 /** Size of every part but the last of a resumable upload sent straight to storage (presigned parts). */
 export const DIRECT_PART_BYTES = 8 * 1024 * 1024;
 
@@ -103,6 +110,13 @@ const pastSize = (size: number) =>
   new HoistError('payload_too_large', `This would take the upload past its declared size of ${size} bytes`, {
     limit: size,
   });
+const tooManyPieces = (pieces: number, remaining: number) =>
+  new HoistError(
+    'conflict',
+    `This upload holds ${pieces} pieces and takes at most ${MAX_UPLOAD_PIECES}: the next PATCH must carry all ` +
+      `${remaining} remaining bytes. Send larger pieces (a few MiB each), or start again with a new upload session`,
+    { limit: MAX_UPLOAD_PIECES, remaining },
+  );
 const how: Record<UploadMode, string> = {
   multipart: 'a multipart/form-data POST',
   tus: 'tus 1.0.0 (HEAD and PATCH)',
@@ -244,7 +258,9 @@ export class UploadSessionService {
    * offset (conflict with details.offset otherwise). The piece must not take the upload past its
    * declared size: payload_too_large, before a byte is read when `length` says so. Whatever `body`
    * yields before it ends is kept, so a piece cut short by a dropped connection counts. The piece
-   * that completes the upload spends the session (`complete`); `assemble` comes next.
+   * that completes the upload spends the session (`complete`); `assemble` comes next. An upload is stored in at most
+   * MAX_UPLOAD_PIECES pieces: the last of them must complete it, else conflict (details.limit and .remaining, the
+   * bytes it must carry), before a byte is read when `length` says so, and nothing of it is kept.
    */
   async append(
     session: UploadSession,
@@ -259,15 +275,22 @@ export class UploadSessionService {
       throw offset !== session.offset ? wrongOffset(session.offset) : pastSize(size);
     }
     const number = session.parts.length + 1;
+    // The last piece the cap allows must complete the upload.
+    const last = number >= MAX_UPLOAD_PIECES;
+    if (number > MAX_UPLOAD_PIECES || (last && length !== undefined && length !== room)) {
+      body.destroy();
+      throw tooManyPieces(session.parts.length, room);
+    }
     // A random suffix: a concurrent piece at the same offset must not overwrite this one before the compare-and-set
     // decides.
     const key = `uploads/${session.id}/part-${number}-${randomBytes(6).toString('hex')}`;
     const stored = await this.storage.put(key, body, { maxBytes: room }).catch((err) => {
       throw err instanceof HoistError && err.code === 'payload_too_large' ? pastSize(size) : err;
     });
-    if (stored.size === 0) {
+    if (stored.size === 0 || (last && stored.size !== room)) {
       await this.storage.delete(key);
-      return { session, complete: false };
+      if (stored.size === 0) return { session, complete: false };
+      throw tooManyPieces(session.parts.length, room);
     }
     const parts: UploadPart[] = [...session.parts, { number, size: stored.size, key }];
     const next = session.offset + stored.size;
@@ -301,7 +324,10 @@ export class UploadSessionService {
     }
   }
 
-  /** Presigned URLs for every part of a `parts` session, valid until the session expires. */
+  /**
+   * Presigned URLs for every part of a `parts` session, valid until the session expires, each bound to its part's
+   * size: a PUT of any other length is refused by storage, so a session never holds more than its declared size.
+   */
   async partPlan(session: UploadSession): Promise<PartPlan> {
     const direct = this.storage.direct!;
     const size = session.declaredSize!;
@@ -309,10 +335,12 @@ export class UploadSessionService {
     const ttl = Math.max(1, Math.ceil((session.expiresAt.getTime() - this.clock.now().getTime()) / 1000));
     const urls = [];
     for (let number = 1; (number - 1) * partSize < size; number++) {
+      const bytes = Math.min(partSize, size - (number - 1) * partSize);
+      // Bound to its planned size: storage refuses a PUT of any other length to it.
       urls.push({
         number,
-        url: await direct.partUrl(session.storageKey, session.multipartUploadId!, number, ttl),
-        size: Math.min(partSize, size - (number - 1) * partSize),
+        url: await direct.partUrl(session.storageKey, session.multipartUploadId!, number, bytes, ttl),
+        size: bytes,
       });
     }
     return { partSize, urls };

@@ -9,6 +9,7 @@ import {
   checkRange,
   contentAddressedKey,
   isStorageKey,
+  MAX_PART_BYTES,
   metered,
   type ByteRange,
   type DirectUploads,
@@ -18,6 +19,7 @@ import {
   type StoredObject,
   type UploadedPart,
 } from '../../core/ports/storage.js';
+import { presignWithHeaders, type SigningKeys } from './presign.js';
 
 /** S3's smallest part (every part of a multipart upload but the last). */
 const MIN_PART_BYTES = 5 * 1024 * 1024;
@@ -362,12 +364,34 @@ class MinioDirectUploads implements DirectUploads {
     return s3('start an upload', () => this.client.initiateNewMultipartUpload(this.bucket, key, {}));
   }
 
-  partUrl(key: string, uploadId: string, number: number, expiresInSeconds: number): Promise<string> {
+  /**
+   * The minio client's presigned UploadPart URL (its addressing style, region and credentials), signed again with
+   * Content-Length among the signed headers, as the minio client never does: S3 then refuses a PUT of any other
+   * length with 403 SignatureDoesNotMatch and stores nothing of it.
+   */
+  async partUrl(
+    key: string,
+    uploadId: string,
+    number: number,
+    size: number,
+    expiresInSeconds: number,
+  ): Promise<string> {
     checkKey(key);
     if (!Number.isInteger(number) || number < 1 || number > 10_000)
       throw invalid(`Part number ${number} is not between 1 and 10,000`, { part_number: number });
-    return s3('presign a part URL', () =>
-      this.presigner.presignedUrl('PUT', this.bucket, key, expiresInSeconds, { partNumber: String(number), uploadId }),
+    if (!Number.isSafeInteger(size) || size < 1 || size > MAX_PART_BYTES)
+      throw invalid(`Part size ${size} is not between 1 and ${MAX_PART_BYTES} bytes`, { size });
+    return s3('presign a part URL', async () =>
+      presignWithHeaders(
+        'PUT',
+        await this.presigner.presignedUrl('PUT', this.bucket, key, expiresInSeconds, {
+          partNumber: String(number),
+          uploadId,
+        }),
+        { 'content-length': String(size) },
+        // Read after presignedUrl, which refreshes them when a credentials provider supplies them.
+        this.presigner as unknown as SigningKeys,
+      ),
     );
   }
 

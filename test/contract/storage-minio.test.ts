@@ -154,7 +154,7 @@ test(
       [1, bytes.subarray(0, 5 * MiB)],
       [2, bytes.subarray(5 * MiB)],
     ] as const) {
-      const res = await fetch(await d.partUrl('uploads/direct.zip', id, n, 60), {
+      const res = await fetch(await d.partUrl('uploads/direct.zip', id, n, part.length, 60), {
         method: 'PUT',
         body: new Uint8Array(part),
       });
@@ -171,7 +171,7 @@ test(
     assert.equal(await s3.pendingUploads(s.bucket), []);
 
     const dropped = await d.createMultipart('uploads/dropped.zip');
-    await fetch(await d.partUrl('uploads/dropped.zip', dropped, 1, 60), { method: 'PUT', body: 'x' });
+    await fetch(await d.partUrl('uploads/dropped.zip', dropped, 1, 1, 60), { method: 'PUT', body: 'x' });
     await d.abortMultipart('uploads/dropped.zip', dropped);
     await d.abortMultipart('uploads/dropped.zip', dropped);
     assert.equal(await s3.pendingUploads(s.bucket), []);

@@ -175,7 +175,11 @@ test(
         [2, site.length - PART],
       ],
     );
-    for (const p of session.parts.urls) assert.ok(p.url.startsWith(`${s3.endpoint}/${bucket}/uploads/`), p.url);
+    for (const p of session.parts.urls) {
+      assert.ok(p.url.startsWith(`${s3.endpoint}/${bucket}/uploads/`), p.url);
+      // Bound to the part's size: storage refuses a PUT of any other length.
+      assert.is(new URL(p.url).searchParams.get('X-Amz-SignedHeaders'), 'content-length;host');
+    }
     assert.match(session.next_step, /parts\.urls/);
     const row = await sessionOf(session.upload_url);
     assert.ok(row.multipartUploadId);
@@ -317,8 +321,22 @@ test('completing with bad parts → 400/413 and nothing is kept; the session can
     'no tus HEAD',
   );
 
-  // Part 2 stored with a byte too many: past the declared size.
-  const big = await putPart(two.url, Buffer.concat([zip.subarray(PART), Buffer.from('!')]));
+  // A part URL takes its planned size only: a byte too many, or the part of another session, is refused by storage.
+  for (const body of [Buffer.concat([zip.subarray(PART), Buffer.from('!')]), zip.subarray(0, PART)]) {
+    const res = await fetch(two.url, { method: 'PUT', body: new Uint8Array(body) });
+    assert.is(res.status, 403, await res.text());
+    assert.equal(await snapshot([uploadId!]), before);
+    assert.equal(
+      (await storage().direct!.listParts(storageKey, uploadId!)).map((p) => p.number),
+      [1],
+    );
+  }
+  // Part 2 stored with a byte too many all the same (by a client holding Hoist's S3 keys, or by a server that does
+  // not check signed headers): completion still refuses what passes the declared size.
+  const { etag: big } = await s3.client.uploadPart(
+    { bucketName: bucket, objectName: storageKey, uploadID: uploadId!, partNumber: 2, headers: {} },
+    Buffer.concat([zip.subarray(PART), Buffer.from('!')]),
+  );
   await check([
     [
       'a wrong ETag',

@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { UploadSession } from '../../core/entities/upload-session.js';
 import {
   MAX_OPEN_SESSIONS,
+  MAX_UPLOAD_PIECES,
   SESSION_ROW_DAYS,
   UPLOAD_SESSION_SERVICE,
 } from '../../core/uploads/upload-session-service.js';
@@ -642,6 +643,58 @@ test('tus: an expired session answers 410 and its stored pieces are deleted', as
   refused(await patch(url, 10, zip.subarray(10)), 410, 'gone');
   assert.equal(filesUnder(kernel(), `uploads/${id}`), []);
 });
+
+test(
+  `tus: an upload is stored in at most ${MAX_UPLOAD_PIECES} pieces; the last must complete it, else 409 and ` +
+    'nothing of it is kept',
+  async () => {
+    const site = await zipOf({ 'index.html': '<h1>in many pieces</h1>', 'pad.bin': randomBytes(2000) });
+    const url = await urlOf({ name: 'tus-pieces', transport: 'direct_storage_resumable', size: site.length });
+    const id = await sessionIdOf(url);
+    // One byte a PATCH, as the review's client did: every piece but the last the cap allows is taken.
+    let offset = 0;
+    for (; offset < MAX_UPLOAD_PIECES - 1; offset++) {
+      const res = await patch(url, offset, site.subarray(offset, offset + 1));
+      assert.is(res.status, 204, `piece ${offset + 1}: ${JSON.stringify(res.body)}`);
+    }
+    assert.is(filesUnder(kernel(), `uploads/${id}`).length, MAX_UPLOAD_PIECES - 1);
+    const before = await snapshot();
+    const remaining = site.length - offset;
+    const chunked = async (bytes: Buffer) => {
+      const conn = await rawRequest(h.api, 'PATCH', pathOf(url), {
+        'content-type': 'application/offset+octet-stream',
+        'upload-offset': offset,
+        'transfer-encoding': 'chunked',
+      });
+      await conn.write(`${bytes.length.toString(16)}\r\n`);
+      await conn.write(bytes);
+      await conn.write('\r\n0\r\n\r\n');
+      return conn.response;
+    };
+    const cases: [string, () => Promise<{ status: number; body: any }>][] = [
+      ['one more byte', () => patch(url, offset, site.subarray(offset, offset + 1))],
+      ['all but the last byte', () => patch(url, offset, site.subarray(offset, -1))],
+      ['one more byte, chunked (no Content-Length)', () => chunked(site.subarray(offset, offset + 1))],
+      ['all but the last byte, chunked', () => chunked(site.subarray(offset, -1))],
+    ];
+    for (const [what, request] of cases) {
+      const error = refused(await request(), 409, 'conflict');
+      assert.equal([error.details.limit, error.details.remaining], [MAX_UPLOAD_PIECES, remaining], what);
+      assert.match(error.message, /larger pieces/, what);
+      assert.is((await head(url)).headers.get('upload-offset'), String(offset), what);
+    }
+    await unchanged(before);
+    assert.is(filesUnder(kernel(), `uploads/${id}`).length, MAX_UPLOAD_PIECES - 1);
+    // A piece of all the rest completes it.
+    const last = await patch(url, offset, site.subarray(offset));
+    assert.is(last.status, 202, JSON.stringify(last.body));
+    assert.is(last.body.version.sha256, sha256(site));
+    assert.equal(filesUnder(kernel(), `uploads/${id}`), []);
+    const op = await h.waitFor(token, last.body.operation.id);
+    assert.is(op.status, 'succeeded', JSON.stringify(op));
+    assert.is((await h.site(hostOf(last.body.project.url))).body, '<h1>in many pieces</h1>');
+  },
+);
 
 test(
   'tus, exactly 100,000,000 bytes: a cut connection resumes from the stored offset, ' +

@@ -7,6 +7,7 @@ import { UPLOAD_DEPLOYMENTS, type UploadTarget } from '../../../core/deployments
 import type { UploadSession } from '../../../core/entities/upload-session.js';
 import { HoistError, invalid } from '../../../core/errors.js';
 import {
+  MAX_UPLOAD_PIECES,
   modeOf,
   UPLOAD_SESSION_SERVICE,
   type UploadMode,
@@ -75,7 +76,11 @@ const tusDescription =
   'Tus-Resumable: 1.0.0 (another version → 412) ' +
   'and the next bytes as the body, all of the rest or any part of it. A body that would pass Upload-Length → 413 ' +
   '(before it is read when Content-Length says so); ' +
-  'the piece is then not stored. Bytes that arrive before a connection drops are kept: HEAD gives the offset to go ' +
+  'the piece is then not stored. An upload is stored in at most ' +
+  `${MAX_UPLOAD_PIECES.toLocaleString('en-US')} pieces (PATCHes; send a few MiB each): the last of them must ` +
+  'complete it, else 409 conflict (details.limit, and details.remaining: the bytes it must carry), before the body ' +
+  'is read when Content-Length says so, and nothing of it is kept. ' +
+  'Bytes that arrive before a connection drops are kept: HEAD gives the offset to go ' +
   'on from; so are those of a body cut for ' +
   'coming slower than the minimum rate (408 request_timeout, with their Upload-Offset). ' +
   'A PATCH that leaves the upload unfinished → 204 with the new Upload-Offset; the PATCH that completes it starts ' +

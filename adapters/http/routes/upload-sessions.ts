@@ -5,6 +5,7 @@ import { NAME_MAX, VISIBILITIES } from '../../../core/projects/project-service.j
 import { projectUrl } from '../../../core/projects/project-url.js';
 import {
   MAX_OPEN_SESSIONS,
+  MAX_UPLOAD_PIECES,
   modeOf,
   RESUMABLE_MAX_BYTES,
   UPLOAD_SESSION_SERVICE,
@@ -133,6 +134,8 @@ const Created = {
         "Only for direct_storage_resumable on S3 storage: where the ZIP's bytes go, " +
         'straight to storage. Part n is bytes (n-1)·part_size to n·part_size-1 of the ZIP ' +
         '(the last part takes the rest). PUT each part as the raw body to its url, with ' +
+        'exactly its size bytes and that Content-Length (a body of known length, not chunked): the url is signed ' +
+        'for that length, and storage refuses a PUT of any other (403) and keeps nothing of it. Send it with ' +
         'no Authorization header, in any order or in parallel, before expires_at; ' +
         'a part PUT again replaces it. Keep the ETag header of each answer for the completing POST to upload_url.',
       properties: {
@@ -148,9 +151,13 @@ const Created = {
               url: {
                 type: 'string',
                 description:
-                  'Presigned storage URL for an HTTP PUT of this part; a credential, valid until expires_at.',
+                  'Presigned storage URL for an HTTP PUT of this part, of exactly size bytes (Content-Length: size); ' +
+                  'a credential, valid until expires_at.',
               },
-              size: { type: 'integer', description: 'Bytes this part holds.' },
+              size: {
+                type: 'integer',
+                description: 'Bytes this part holds: the Content-Length its PUT must carry, no more and no less.',
+              },
             },
           },
         },
@@ -197,12 +204,14 @@ const nextStep: Record<UploadMode, string> = {
     'Send the ZIP with tus 1.0.0 to upload_url, with no Authorization header, before ' +
     'expires_at: PATCH the bytes from Upload-Offset 0 ' +
     '(Content-Type: application/offset+octet-stream, Tus-Resumable: 1.0.0), in one ' +
-    'request or several; after a dropped connection, ' +
+    `request or several (at most ${MAX_UPLOAD_PIECES.toLocaleString('en-US')} pieces: send a few MiB each); ` +
+    'after a dropped connection, ' +
     'HEAD upload_url for the Upload-Offset to resume from. The PATCH that completes ' +
     'the upload answers 202 with the deployment operation to poll.',
   parts:
     'PUT each part of the ZIP (part n: bytes (n-1)·part_size to n·part_size-1) as the ' +
-    'raw body to its URL in parts.urls, with no Authorization header, ' +
+    'raw body of exactly its size bytes (Content-Length: size, not chunked; storage refuses any other length) ' +
+    'to its URL in parts.urls, with no Authorization header, ' +
     "before expires_at, and keep each answer's ETag header; a failed PUT can be sent " +
     'again. Then POST upload_url with Content-Type: application/json and ' +
     '{"parts": [{"part_number": 1, "etag": "..."}, ...]} (optionally "sha256": the ' +
