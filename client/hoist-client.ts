@@ -54,6 +54,9 @@ export type MemberRole = Member['role'];
 export type AgentToken = Answer<'/api/v1/auth/agent-tokens', 'get', 200>['agent_tokens'][number];
 export type CreatedAgentToken = Answer<'/api/v1/auth/agent-tokens', 'post', 201>;
 export type Usage = Answer<'/api/v1/projects/{projectID}/usage', 'get', 200>;
+/** A custom domain of a project: its state, what is wrong (message) and the DNS records to create. */
+export type Domain = Answer<'/api/v1/projects/{projectID}/domains/{domainID}', 'get', 200>;
+export type DeletionAnswer = Answer<'/api/v1/projects/{projectID}/', 'delete', 202>;
 export type UsageQuery = NonNullable<paths['/api/v1/projects/{projectID}/usage']['get']['parameters']['query']>;
 export type PromoteAnswer = Answer<'/api/v1/projects/{projectID}/releases/{releaseID}/promote', 'post', 202>;
 export type LocalToLiveAnswer = Answer<'/api/v1/local-to-live', 'post', 202>;
@@ -305,6 +308,51 @@ export class HoistClient {
     this.ok(
       await this.api.DELETE('/api/v1/projects/{projectID}/deploy-hooks/{hookID}', {
         params: { path: { projectID: projectId, hookID: hookId } },
+      }),
+    );
+  }
+
+  /**
+   * Queues the deletion of a project: it leaves the API at once and its teardown runs as the `delete_project`
+   * operation the answer names (wait for it with waitForOperation).
+   */
+  async deleteProject(projectId: string): Promise<DeletionAnswer> {
+    return this.ok(
+      await this.api.DELETE('/api/v1/projects/{projectID}/', { params: { path: { projectID: projectId } } }),
+    );
+  }
+
+  /** The project's custom domains, oldest first, each with its state and the DNS records to create. */
+  async domains(projectId: string): Promise<Domain[]> {
+    return this.ok(
+      await this.api.GET('/api/v1/projects/{projectID}/domains', { params: { path: { projectID: projectId } } }),
+    ).domains;
+  }
+
+  /** Adds a custom domain (a subdomain), pending until its DNS records are found; the answer names them. */
+  async addDomain(projectId: string, hostname: string): Promise<Domain> {
+    return this.ok(
+      await this.api.POST('/api/v1/projects/{projectID}/domains', {
+        params: { path: { projectID: projectId } },
+        body: { hostname },
+      }),
+    );
+  }
+
+  /** Looks the domain's DNS records up now; resolves to the domain in its new state. */
+  async verifyDomain(projectId: string, domainId: string): Promise<Domain> {
+    return this.ok(
+      await this.api.POST('/api/v1/projects/{projectID}/domains/{domainID}/verify', {
+        params: { path: { projectID: projectId, domainID: domainId } },
+      }),
+    );
+  }
+
+  /** Removes a custom domain: the edge stops serving the hostname at once. */
+  async removeDomain(projectId: string, domainId: string): Promise<void> {
+    this.ok(
+      await this.api.DELETE('/api/v1/projects/{projectID}/domains/{domainID}', {
+        params: { path: { projectID: projectId, domainID: domainId } },
       }),
     );
   }

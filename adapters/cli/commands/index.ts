@@ -15,6 +15,7 @@ import operations from './operations.js';
 import secrets from './secrets.js';
 import webhooks from './webhooks.js';
 import deployHooks from './deploy-hooks.js';
+import domains from './domains.js';
 import members from './members.js';
 import usage from './usage.js';
 
@@ -34,6 +35,7 @@ export const commands: ((program: Command) => void)[] = [
   env,
   webhooks,
   deployHooks,
+  domains,
   members,
   usage,
   operations,

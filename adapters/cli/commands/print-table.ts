@@ -2,8 +2,10 @@ import type { Command } from 'commander';
 import type { HoistClient } from '../../../client/hoist-client.js';
 import { projectAction } from '../remote/remote-action.js';
 
-/** Prints rows as aligned columns under upper-case headers, or `empty` when there are no rows. */
-export function printTable(headers: string[], rows: string[][], empty: string): void {
+/**
+ * Prints rows as aligned columns under upper-case headers, or `empty` when there are no rows; each line after `indent`.
+ */
+export function printTable(headers: string[], rows: string[][], empty: string, indent = ''): void {
   if (!rows.length) {
     console.log(empty);
     return;
@@ -12,10 +14,11 @@ export function printTable(headers: string[], rows: string[][], empty: string): 
   const widths = headers.map((_, i) => Math.max(...all.map((r) => r[i].length)));
   for (const r of all)
     console.log(
-      r
-        .map((cell, i) => cell.padEnd(widths[i]))
-        .join('  ')
-        .trimEnd(),
+      indent +
+        r
+          .map((cell, i) => cell.padEnd(widths[i]))
+          .join('  ')
+          .trimEnd(),
     );
 }
 
