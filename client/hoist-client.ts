@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import createClient, { type Client } from 'openapi-fetch';
 import { apiErrorOf, HoistApiError, HoistGuidanceError } from './errors.js';
@@ -99,6 +99,9 @@ export interface UploadOptions {
   filename?: string;
   onProgress?: (sent: number, total: number) => void;
 }
+
+/** Parts of an upload session sent to storage at once. */
+const PARALLEL_PARTS = 4;
 
 /**
  * A typed client of the Hoist REST API. `api` reaches every route with types generated from the
@@ -530,6 +533,67 @@ export class HoistClient {
   /** Creates an upload session (a one-time upload URL). */
   async createUploadSession(body: UploadSessionRequest): Promise<UploadSession> {
     return this.ok(await this.api.POST('/api/v1/upload-sessions', { body }));
+  }
+
+  /**
+   * Sends `zip` through upload session `session` the way it asks: straight to storage when it lists presigned parts
+   * (`parts`, on S3 storage: uploadParts), else tus PATCHes to its upload_url (uploadResumable). Returns the 202
+   * answer with the deployment operation.
+   */
+  uploadToSession(
+    session: Pick<UploadSession, 'upload_url' | 'parts'>,
+    zip: Uint8Array,
+    options: UploadOptions = {},
+  ): Promise<LocalToLiveAnswer> {
+    return session.parts
+      ? this.uploadParts(session.upload_url, session.parts, zip, options)
+      : this.uploadResumable(session.upload_url, zip, options);
+  }
+
+  /**
+   * PUTs each part of `zip` to its presigned storage URL, exactly its size bytes (each URL is signed for that
+   * length), at most PARALLEL_PARTS at once and each retried on network errors and 5xx; then POSTs their ETags and
+   * the ZIP's SHA-256 to `uploadUrl`, which answers 202 with the deployment operation. No bearer token goes to
+   * storage or to `uploadUrl`: the URLs are the credentials.
+   */
+  async uploadParts(
+    uploadUrl: string,
+    parts: NonNullable<UploadSession['parts']>,
+    zip: Uint8Array,
+    options: UploadOptions = {},
+  ): Promise<LocalToLiveAnswer> {
+    let sent = 0;
+    const etags: { part_number: number; etag: string }[] = [];
+    const queue = [...parts.urls];
+    const putOne = async (part: (typeof parts.urls)[number]) => {
+      const start = (part.part_number - 1) * parts.part_size;
+      const body = zip.slice(start, start + part.size);
+      const res = await this.send(() => new Request(part.url, { method: 'PUT', body }));
+      const etag = res.headers.get('etag');
+      if (!res.ok || !etag) {
+        const why = (await res.text().catch(() => '')).slice(0, 300);
+        throw new Error(`storage refused part ${part.part_number} of the upload: ${res.status} ${why}`.trim());
+      }
+      etags.push({ part_number: part.part_number, etag });
+      sent += part.size;
+      options.onProgress?.(sent, zip.length);
+    };
+    const worker = async () => {
+      for (let part = queue.shift(); part; part = queue.shift()) await putOne(part);
+    };
+    await Promise.all(Array.from({ length: Math.min(PARALLEL_PARTS, queue.length) }, worker));
+    etags.sort((a, b) => a.part_number - b.part_number);
+    const sha256 = createHash('sha256').update(zip).digest('hex');
+    const res = await this.send(
+      () =>
+        new Request(uploadUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ parts: etags, sha256 }),
+        }),
+    );
+    if (res.status !== 202) throw await apiErrorOf(res);
+    return (await res.json()) as LocalToLiveAnswer;
   }
 
   /**

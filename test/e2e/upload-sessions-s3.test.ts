@@ -1,6 +1,9 @@
 // legs: db
 import { createHash, randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Operation } from '../../core/entities/operation.js';
@@ -10,6 +13,7 @@ import { Version } from '../../core/entities/version.js';
 import { STORAGE, type Storage } from '../../core/ports/storage.js';
 import { noise } from '../helpers/big-zip.js';
 import { hostOf, liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
+import { remoteCli } from '../helpers/remote-cli.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 
 const MiB = 1 << 20;
@@ -229,6 +233,25 @@ test(
     assert.equal(await snapshot(), again);
   },
 );
+
+test('hoist deploy --resumable on S3: the CLI PUTs the parts straight to storage and the site deploys', async () => {
+  const dir = join(mkdtempSync(join(tmpdir(), 'hoist-s3-site-')), 'cli-s3-site');
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'index.html'), '<h1>the CLI went straight to storage</h1>');
+  writeFileSync(join(dir, 'blob.bin'), Buffer.concat([...noise(9 * MiB)]));
+  const before = api.bytesIn();
+  const r = await remoteCli(h).run(['deploy', dir, '--json', '--resumable', '--name', 'cli-s3-site'], undefined, {
+    HOIST_TOKEN: token,
+    HOIST_API_URL: api.url,
+  });
+  assert.is(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
+  assert.is(out.status, 'succeeded', r.stdout);
+  const sent = api.bytesIn() - before;
+  assert.ok(sent < 1 << 20, `the API received ${sent} bytes of a 9 MiB site`);
+  assert.is((await h.site(hostOf(out.url))).body, '<h1>the CLI went straight to storage</h1>');
+  assert.equal(await s3.pendingUploads(bucket), []);
+});
 
 test('completing with bad parts → 400/413 and nothing is kept; the session can still be completed', async () => {
   const zip = Buffer.concat([site, Buffer.alloc(100)]);

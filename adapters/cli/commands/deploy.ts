@@ -122,7 +122,7 @@ async function run({ client }: Connection, o: DeployOptions, dir: string): Promi
         filename,
       });
       onProgress(0, size);
-      queued = await client.uploadResumable(session.upload_url, zip, { onProgress });
+      queued = await client.uploadToSession(session, zip, { onProgress });
     } else {
       onProgress(0, size);
       queued = await client.localToLive(zip, fields, upload);
