@@ -72,8 +72,11 @@ export interface Archive {
    * archive fails here as it would there), and keeps the archive open to read single files.
    */
   read(zipPath: string, manifest: ArchiveManifest, signal?: AbortSignal): Promise<ArchiveReader>;
-  /** Packs the directory as a deterministic ZIP at `destZipPath`; refuses symlinks. */
-  pack(srcDir: string, destZipPath: string): Promise<void>;
+  /**
+   * Packs the directory as a deterministic ZIP at `destZipPath`; refuses symlinks. Given `maxBytes`, it stops as
+   * soon as the ZIP passes them and rejects with HoistError('payload_too_large', {limit}); a failure leaves no file.
+   */
+  pack(srcDir: string, destZipPath: string, opts?: { maxBytes?: number }): Promise<void>;
 }
 
 export const ARCHIVE = token<Archive>('hoist.Archive');

@@ -5,7 +5,8 @@ import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { rateLimited, type RateLimiter } from '../auth/rate-limiter.js';
-import type { EntitlementService } from '../billing/entitlement-service.js';
+import { assertPlanAllows, type EntitlementService } from '../billing/entitlement-service.js';
+import type { Plan } from '../billing/plans.js';
 import type { UploadedArchive } from '../deployments/deployment-service.js';
 import { HoistError, invalid, StageError } from '../errors.js';
 import type { Archive } from '../ports/archive.js';
@@ -37,12 +38,25 @@ interface StoredManifest {
   expiresAt: string;
 }
 
+/** The answer of the upload that spent a manifest, kept so that a repeat of that request can be replayed. */
+interface StoredAnswer {
+  /** SHA-256 (hex) of the request's Idempotency-Key. */
+  idempotencyKey: string;
+  /** The assembled archive's SHA-256 and size, as the first request deployed it. */
+  sha256: string;
+  size: number;
+}
+
 const SHA256 = /^[0-9a-f]{64}$/;
 const ID = /^[0-9a-f-]{36}$/;
 /** Storage lookups (and downloads) at once while checking or assembling a manifest. */
 const PARALLEL = 16;
 /** How many missing hashes an error lists. */
 const LISTED = 100;
+/** How long a spent manifest is remembered as spent: as long as it could be used, and a margin for clocks. */
+const SPENT_SECONDS = (MANIFEST_TTL_MS + 10 * 60 * 1000) / 1000;
+/** The Retry-After of an upload refused while another of the account is being assembled. */
+const BUSY_RETRY_SECONDS = 5;
 
 /**
  * Uploads that send only what is new. A client first sends a manifest (path → SHA-256 and size);
@@ -51,8 +65,16 @@ const LISTED = 100;
  * Hoist checks every byte against the manifest, keeps each file by hash (per account, so no account
  * learns what another one stores, within the plan's bounds: see KeptFiles), assembles the whole site as a ZIP and
  * deploys it like any upload, every archive check included.
+ *
+ * What one manifest may cost is bounded: its files add up to no more than the largest ZIP the account could upload
+ * (the server's maxArchiveBytes, or the plan's archive_bytes when lower); it serves one upload (spent by the first,
+ * whatever then happens to it); packing stops once the ZIP passes maxArchiveBytes; and an account assembles one
+ * site at a time on each process.
  */
 export class UploadManifests {
+  /** The accounts with a site being assembled on this process. */
+  private readonly assembling = new Set<string>();
+
   constructor(
     private readonly storage: Storage,
     private readonly kept: KeptFiles,
@@ -69,17 +91,16 @@ export class UploadManifests {
    * Checks `files` (a site's whole tree), keeps the manifest for an hour and answers which hashes
    * the account has not sent before. Every manifest sent counts against the plan's
    * upload_manifests_per_hour, in a sliding hour, before it is read: past it this throws rate_limited
-   * (with `retry_after` and `limit`). Throws invalid_request naming the first bad entry, or
-   * payload_too_large when the site is larger than an upload may be. Writes nothing when it throws.
+   * (with `retry_after` and `limit`). Throws invalid_request naming the first bad entry, or, when the files add up
+   * to more than the largest ZIP the account could upload, payload_too_large (past the server's maxArchiveBytes) or
+   * plan_restricted (past the plan's archive_bytes), each with `limit`. Writes nothing when it throws.
    */
   async create(accountId: string, files: unknown): Promise<CreatedManifest> {
-    await this.assertRate(accountId);
+    const plan = await this.limits.entitlements.planOf(accountId);
+    await this.assertRate(accountId, plan);
     const checked = checkFiles(files);
-    const totalSize = checked.reduce((sum, f) => sum + f.size, 0);
-    if (totalSize > MANIFEST_MAX_BYTES)
-      throw new HoistError('payload_too_large', `The site holds ${totalSize} bytes; at most ${MANIFEST_MAX_BYTES}`, {
-        limit: MANIFEST_MAX_BYTES,
-      });
+    const totalSize = sizeOf(checked);
+    this.assertWithinUpload(plan, totalSize);
     const id = uuidV7(this.clock.now());
     const expiresAt = new Date(this.clock.now().getTime() + MANIFEST_TTL_MS);
     const hashes = [...new Set(checked.map((f) => f.sha256))];
@@ -100,50 +121,111 @@ export class UploadManifests {
    * files the client sent, or null when nothing was new) checked against the manifest and kept, the
    * others taken from what the account sent before. The assembled ZIP passes every archive check
    * before this answers. Deletes `partial`. Throws not_found (no such manifest for the account),
-   * gone (expired) or invalid_request (a file that does not match, a hash still missing, a path the
-   * archive checks refuse).
+   * gone (expired, or used already: see `spend`), rate_limited (with `retry_after`, the manifest unspent) while
+   * another site of the account is being assembled on this process, payload_too_large or plan_restricted (the
+   * manifest's files, or the ZIP, larger than an upload may be) or invalid_request (a file that does not match, a
+   * hash still missing, a path the archive checks refuse).
    */
   async assemble(accountId: string, id: string, partial: UploadedArchive | null): Promise<UploadedArchive> {
     try {
       const manifest = await this.load(accountId, id);
-      return await this.workspaces.run('manifest', async (dir) => {
-        const site = join(dir, 'site');
-        const sent = partial ? await this.takeSent(accountId, manifest, partial.key, dir, site) : new Set<string>();
-        // The other files, each content fetched once (held to the manifest's size) and linked at every path holding it.
-        const paths = new Map<string, string[]>();
-        const sizes = new Map<string, number>();
-        for (const f of manifest.files)
-          if (!sent.has(f.path)) {
-            paths.set(f.sha256, [...(paths.get(f.sha256) ?? []), join(site, f.path)]);
-            sizes.set(f.sha256, f.size);
-          }
-        const hashes = [...paths.keys()];
-        await this.kept.use(accountId, hashes);
-        const found = await atMost(PARALLEL, hashes, (sha256) =>
-          this.fetchBlob(accountId, sha256, sizes.get(sha256)!, paths.get(sha256)!),
+      // Held again to what an upload may be now: a manifest sent before the plan changed.
+      this.assertWithinUpload(await this.limits.entitlements.planOf(accountId), sizeOf(manifest.files));
+      if (this.assembling.has(accountId))
+        throw rateLimited(
+          'Another upload of this account is being assembled from a manifest; try again once it is done',
+          BUSY_RETRY_SECONDS,
+          { limit: 1 },
         );
-        const missing = hashes.filter((_, i) => !found[i]);
-        if (missing.length)
-          throw invalid(`${missing.length} file(s) of the manifest were neither sent nor sent before; send them`, {
-            field: 'file',
-            missing: missing.slice(0, LISTED),
-          });
-        const zip = join(dir, 'site.zip');
-        await this.archive.pack(site, zip);
-        await this.archive.inspect(zip, {}).catch((err) => {
-          throw asInvalid(err);
-        });
-        const { size } = await stat(zip);
-        if (size > this.maxArchiveBytes)
-          throw new HoistError('payload_too_large', `The assembled ZIP is larger than ${this.maxArchiveBytes} bytes`, {
-            limit: this.maxArchiveBytes,
-          });
-        const stored = await this.storage.put(`uploads/${randomUUID()}.zip`, createReadStream(zip));
-        return { ...stored, filename: null };
-      });
+      this.assembling.add(accountId);
+      try {
+        await this.spend(accountId, id);
+        return await this.build(accountId, manifest, partial);
+      } finally {
+        this.assembling.delete(accountId);
+      }
     } finally {
       if (partial) await this.storage.delete(partial.key).catch(() => undefined); // swept with stale uploads
     }
+  }
+
+  /**
+   * Keeps the answer of the upload that spent manifest `id` with `idempotencyKey` (its archive's hash and size), so
+   * that a repeat of that request (`repeatOf`) is answered as the first was. Call it once the deployment started.
+   */
+  async answered(
+    accountId: string,
+    id: string,
+    idempotencyKey: string,
+    upload: Pick<UploadedArchive, 'sha256' | 'size'>,
+  ): Promise<void> {
+    const answer: StoredAnswer = { idempotencyKey: hashOf(idempotencyKey), sha256: upload.sha256, size: upload.size };
+    await this.storage.put(this.answerKey(accountId, id), bufferStream(JSON.stringify(answer)));
+  }
+
+  /**
+   * For a request that repeats (same `idempotencyKey`) the upload that spent manifest `id` and started a deployment:
+   * the archive to give the deployment use case, which then replays that deployment's answer (the key names no
+   * stored object: nothing is assembled again). Null for any other request. Deletes `partial` when it answers one.
+   * Throws not_found or gone as `assemble` does for an unknown or expired manifest.
+   */
+  async repeatOf(
+    accountId: string,
+    id: string,
+    idempotencyKey: string,
+    partial: UploadedArchive | null,
+  ): Promise<UploadedArchive | null> {
+    await this.load(accountId, id);
+    const body = await this.storage.get(this.answerKey(accountId, id)).catch((err) => {
+      if (err instanceof HoistError && err.code === 'not_found') return null;
+      throw err;
+    });
+    if (!body) return null;
+    const answer = JSON.parse((await bytesOf(body)).toString()) as StoredAnswer;
+    if (answer.idempotencyKey !== hashOf(idempotencyKey)) return null;
+    if (partial) await this.storage.delete(partial.key).catch(() => undefined);
+    return { key: `uploads/${randomUUID()}.zip`, sha256: answer.sha256, size: answer.size, filename: null };
+  }
+
+  /** Assembles the site of `manifest` (see assemble) in a workspace and stores it as an upload. */
+  private async build(accountId: string, manifest: StoredManifest, partial: UploadedArchive | null) {
+    return this.workspaces.run('manifest', async (dir): Promise<UploadedArchive> => {
+      const site = join(dir, 'site');
+      const sent = partial ? await this.takeSent(accountId, manifest, partial.key, dir, site) : new Set<string>();
+      // The other files, each content fetched once (held to the manifest's size) and linked at every path holding it.
+      const paths = new Map<string, string[]>();
+      const sizes = new Map<string, number>();
+      for (const f of manifest.files)
+        if (!sent.has(f.path)) {
+          paths.set(f.sha256, [...(paths.get(f.sha256) ?? []), join(site, f.path)]);
+          sizes.set(f.sha256, f.size);
+        }
+      const hashes = [...paths.keys()];
+      await this.kept.use(accountId, hashes);
+      const found = await atMost(PARALLEL, hashes, (sha256) =>
+        this.fetchBlob(accountId, sha256, sizes.get(sha256)!, paths.get(sha256)!),
+      );
+      const missing = hashes.filter((_, i) => !found[i]);
+      if (missing.length)
+        throw invalid(`${missing.length} file(s) of the manifest were neither sent nor sent before; send them`, {
+          field: 'file',
+          missing: missing.slice(0, LISTED),
+        });
+      const zip = join(dir, 'site.zip');
+      // Stopped as soon as the ZIP passes the largest upload; checked again for an Archive that does not stop.
+      await this.archive.pack(site, zip, { maxBytes: this.maxArchiveBytes }).catch((err) => {
+        throw err instanceof HoistError && err.code === 'payload_too_large'
+          ? assembledTooLarge(this.maxArchiveBytes)
+          : err;
+      });
+      const { size } = await stat(zip);
+      if (size > this.maxArchiveBytes) throw assembledTooLarge(this.maxArchiveBytes);
+      await this.archive.inspect(zip, {}).catch((err) => {
+        throw asInvalid(err);
+      });
+      const stored = await this.storage.put(`uploads/${randomUUID()}.zip`, createReadStream(zip));
+      return { ...stored, filename: null };
+    });
   }
 
   /**
@@ -162,11 +244,44 @@ export class UploadManifests {
   }
 
   /** Counts one manifest of the account; throws rate_limited past its plan's upload_manifests_per_hour. */
-  private async assertRate(accountId: string): Promise<void> {
-    const limit = (await this.limits.entitlements.planOf(accountId)).limits.upload_manifests_per_hour;
+  private async assertRate(accountId: string, plan: Plan): Promise<void> {
+    const limit = plan.limits.upload_manifests_per_hour;
     const { allowed, retryAfter } = await this.limits.limiter.hit(`manifests:${accountId}`, limit, 3600);
     if (allowed) return;
     throw rateLimited(`At most ${limit} upload manifests an hour on this plan; try again later`, retryAfter, { limit });
+  }
+
+  /**
+   * Throws unless a site of `totalSize` bytes could be uploaded as a ZIP: payload_too_large past the server's
+   * maxArchiveBytes, plan_restricted past the plan's archive_bytes (the refusals of a ZIP that large), each with
+   * `limit`. A manifest declares the bytes its upload packs: they are held to what an upload may send.
+   */
+  private assertWithinUpload(plan: Plan, totalSize: number): void {
+    const what = `The manifest's files add up to ${totalSize} bytes`;
+    if (totalSize > this.maxArchiveBytes)
+      throw new HoistError('payload_too_large', `${what}; an upload holds at most ${this.maxArchiveBytes}`, {
+        limit: this.maxArchiveBytes,
+      });
+    try {
+      assertPlanAllows(plan, 'archive_bytes', totalSize, 0);
+    } catch (err) {
+      if (!(err instanceof HoistError)) throw err;
+      const limit = plan.limits.archive_bytes;
+      throw new HoistError(err.code, `${what}; the ${plan.name} plan's uploads hold at most ${limit}`, err.details);
+    }
+  }
+
+  /**
+   * Spends manifest `id`: the first use passes, any later one throws gone. A compare-and-set in rate_hits (a limit of
+   * one use in the manifest's lifetime), shared by every process: of two uses at once, never both pass.
+   */
+  private async spend(accountId: string, id: string): Promise<void> {
+    const { allowed } = await this.limits.limiter.hit(`manifest-used:${accountId}:${id}`, 1, SPENT_SECONDS);
+    if (!allowed)
+      throw new HoistError(
+        'gone',
+        'This upload manifest was used already: each serves one upload; send a new manifest for this one',
+      );
   }
 
   /** The manifest `id` of the account, unexpired. */
@@ -182,9 +297,7 @@ export class UploadManifests {
         ? new HoistError('gone', 'This upload manifest has expired; send the manifest again')
         : new HoistError('not_found', 'Upload manifest not found');
     });
-    const chunks: Buffer[] = [];
-    for await (const c of body) chunks.push(c as Buffer);
-    const m = JSON.parse(Buffer.concat(chunks).toString()) as StoredManifest;
+    const m = JSON.parse((await bytesOf(body)).toString()) as StoredManifest;
     if (new Date(m.expiresAt) <= this.clock.now())
       throw new HoistError('gone', 'This upload manifest has expired; send the manifest again');
     return m;
@@ -273,13 +386,16 @@ export class UploadManifests {
   private manifestKey(accountId: string, id: string): string {
     return `upload-manifests/${accountId}/${id}.json`;
   }
+
+  private answerKey(accountId: string, id: string): string {
+    return `upload-manifests/${accountId}/${id}.answer.json`;
+  }
 }
 
 export const UPLOAD_MANIFESTS = token<UploadManifests>('hoist.UploadManifests');
 
-/** Most files a manifest may list, and most bytes they may add up to: the archive checks' own bounds. */
+/** Most files a manifest may list: the archive checks' own bound. */
 export const MANIFEST_MAX_FILES = 20_000;
-export const MANIFEST_MAX_BYTES = 1_000_000_000;
 const MAX_NAME_BYTES = 255;
 const MAX_PATH_BYTES = 1024;
 
@@ -337,6 +453,23 @@ function checkFiles(files: unknown): ManifestFile[] {
         });
   }
   return checked;
+}
+
+/** The bytes a manifest's files add up to. */
+const sizeOf = (files: ManifestFile[]) => files.reduce((sum, f) => sum + f.size, 0);
+
+/** The refusal of an assembled ZIP larger than the largest upload (archive-zip's pack stops with it too). */
+const assembledTooLarge = (limit: number) =>
+  new HoistError('payload_too_large', `The assembled ZIP is larger than ${limit} bytes`, { limit });
+
+/** SHA-256 (hex) of a text. */
+const hashOf = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** A stream's bytes. */
+async function bytesOf(body: AsyncIterable<unknown>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
 }
 
 /** An archive check's failure as the 400 of the request that brought the archive. */

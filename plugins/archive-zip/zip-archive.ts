@@ -5,7 +5,7 @@ import type { ArchiveManifest as ZipManifest } from './archive-types.js';
 import { eachFile, eachKept, type FileContent } from './each-file.js';
 import { extractZip } from './extract-zip.js';
 import { inspectZip } from './inspect-zip.js';
-import { packDirectory } from './pack-directory.js';
+import { packDirectory, type PackOptions } from './pack-directory.js';
 import { keptBytesOf, readZip, type CheckedBytes } from './read-zip.js';
 import { StageError } from '../../core/errors.js';
 import type { Archive, ArchiveContent, ArchiveManifest, ArchiveReader } from '../../core/ports/archive.js';
@@ -169,7 +169,11 @@ export class ZipArchive implements Archive {
     };
   }
 
-  async pack(srcDir: string, destZipPath: string): Promise<void> {
-    return packDirectory(srcDir, destZipPath).catch((err) => Promise.reject(asStageError(err)));
+  /**
+   * Packs `srcDir` as a deterministic ZIP at `destZipPath` (see packDirectory); with `opts.maxBytes` it stops as soon
+   * as the ZIP passes them, rejecting with HoistError('payload_too_large', {limit}) and leaving no file.
+   */
+  async pack(srcDir: string, destZipPath: string, opts: PackOptions = {}): Promise<void> {
+    return packDirectory(srcDir, destZipPath, opts).catch((err) => Promise.reject(asStageError(err)));
   }
 }

@@ -1,5 +1,5 @@
 // legs: db
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -101,12 +101,13 @@ test('a gzip-compressed manifest is read, and files are kept per account', async
 
 test('mismatched bytes, unlisted paths and missing files are refused, and nothing is kept', async () => {
   const files = { 'index.html': 'fresh page ' + Date.now() };
-  const m = await sendManifest(manifestOf(files));
+  // Each attempt sends a manifest of its own: a refused upload spends its manifest too.
+  const fresh = async () => (await sendManifest(manifestOf(files))).body.id as string;
   const before = await footprint(h.running.kernel);
 
   const wrong = await h.upload(token, '/api/v1/local-to-live', await zipOf({ 'index.html': 'other bytes' }), {
     name: 'bad',
-    manifest_id: m.body.id,
+    manifest_id: await fresh(),
   });
   const wrongBody = await wrong.json();
   assert.is(wrong.status, 400, JSON.stringify(wrongBody));
@@ -117,15 +118,21 @@ test('mismatched bytes, unlisted paths and missing files are refused, and nothin
     token,
     '/api/v1/local-to-live',
     await zipOf({ ...files, 'extra.html': 'not in the manifest' }),
-    { name: 'bad', manifest_id: m.body.id },
+    { name: 'bad', manifest_id: await fresh() },
   );
   assert.is(unlisted.status, 400);
   assert.match((await unlisted.json()).error.message, /does not list/);
 
-  const missing = await h.upload(token, '/api/v1/local-to-live', null, { name: 'bad', manifest_id: m.body.id });
+  const spent = await fresh();
+  const missing = await h.upload(token, '/api/v1/local-to-live', null, { name: 'bad', manifest_id: spent });
   const missingBody = await missing.json();
   assert.is(missing.status, 400);
   assert.equal(missingBody.error.details.missing, [sha(files['index.html'])]);
+  // Refused after it was assembled, the manifest is spent all the same: sending the file now needs a new one.
+  const again = await h.upload(token, '/api/v1/local-to-live', await zipOf(files), { name: 'bad', manifest_id: spent });
+  const againBody = await again.json();
+  assert.is(again.status, 410, JSON.stringify(againBody));
+  assert.match(againBody.error.message, /send a new manifest/);
 
   assert.equal(await footprint(h.running.kernel), before, 'no upload, version, operation or project was left');
   // The refused bytes were not kept: the hash is still missing.
@@ -157,6 +164,69 @@ test('a kept file named at a size it does not have is refused, before the site i
   assert.is(twoSizes.status, 400);
   assert.match(twoSizes.body.error.message, /differs from another entry with the same sha256/);
   assert.equal(await footprint(h.running.kernel), before, 'no upload, version, operation or project was left');
+});
+
+const ONCE = 'a manifest serves one upload: another use is 410 gone';
+test(`${ONCE}; a repeat with its Idempotency-Key gets the same 202`, async () => {
+  const files = { 'index.html': '<h1>once</h1>', 'app.js': 'console.log("once")' };
+  const first = await deploy('manifest-once', files);
+  assert.is(first.status, 202, JSON.stringify(first.body));
+  assert.is((await h.waitFor(token, first.body.operation.id)).status, 'succeeded');
+  const m = await sendManifest(manifestOf(files));
+  assert.equal(m.body.missing, []);
+  const before = await footprint(h.running.kernel);
+  // The request the review's proof of concept repeats: no file part, a manifest used before.
+  const use = (headers: Record<string, string> = {}) =>
+    h.upload(token, '/api/v1/local-to-live', null, { name: 'manifest-once', manifest_id: m.body.id }, headers);
+  const key = { 'idempotency-key': `manifest-once-${Date.now()}` };
+  const once = await use(key);
+  const onceBody = await once.json();
+  assert.is(once.status, 202, JSON.stringify(onceBody));
+  assert.is((await h.waitFor(token, onceBody.operation.id)).status, 'succeeded');
+  for (const headers of [{}, { 'idempotency-key': 'another-key' }] as Record<string, string>[]) {
+    const reused = await use(headers);
+    const body = await reused.json();
+    assert.is(reused.status, 410, JSON.stringify(body));
+    assert.is(body.error.code, 'gone');
+    assert.match(body.error.message, /used already.*send a new manifest/);
+  }
+  // A retry of the first request (its answer lost on the way): replayed, nothing assembled or started again.
+  const repeat = await use(key);
+  const repeatBody = await repeat.json();
+  assert.is(repeat.status, 202, JSON.stringify(repeatBody));
+  assert.is(repeatBody.operation.id, onceBody.operation.id);
+  const after = await footprint(h.running.kernel);
+  assert.is(after.versions, before.versions + 1, 'one deployment for the four uses');
+  assert.is(after.projects, before.projects);
+});
+
+const BUSY = "an account's manifest uploads are assembled one at a time: another one meanwhile is 429";
+test(`${BUSY}, its manifest unspent`, async () => {
+  // A kept file of 8 MiB, then sites listing it at several paths: each upload packs 24 MiB, with no file part.
+  const big = randomBytes(8 << 20)
+    .toString('base64')
+    .slice(0, 8 << 20);
+  const seeded = await deploy('assemble-seed', { 'index.html': '<h1>seed</h1>', 'big.bin': big });
+  assert.is(seeded.status, 202, JSON.stringify(seeded.body));
+  const site = (n: number) => ({ 'index.html': `<h1>${n}</h1>`, 'a/big.bin': big, 'b/big.bin': big, 'c/big.bin': big });
+  const [a, b] = [manifestOf(site(1)), manifestOf(site(2))];
+  const [ma, mb] = [await sendManifest(a), await sendManifest(b)];
+  assert.is(ma.body.missing.length, 1);
+  const zips = [await zipOf({ 'index.html': '<h1>1</h1>' }), await zipOf({ 'index.html': '<h1>2</h1>' })];
+  const send = (i: number, id: string) =>
+    h.upload(token, '/api/v1/local-to-live', zips[i], { name: `assemble-${i}`, manifest_id: id });
+  const answers = await Promise.all([send(0, ma.body.id), send(1, mb.body.id)]);
+  const statuses = answers.map((r) => r.status).sort();
+  assert.equal(statuses, [202, 429], `statuses ${statuses}`);
+  const busy = answers.find((r) => r.status === 429)!;
+  const busyBody = await busy.json();
+  assert.is(busyBody.error.code, 'rate_limited');
+  assert.match(busyBody.error.message, /being assembled/);
+  assert.ok(Number(busy.headers.get('retry-after')) >= 1, `Retry-After ${busy.headers.get('retry-after')}`);
+  // The refused one did not spend its manifest: sent again once the other is done, it deploys.
+  const i = answers.indexOf(busy);
+  const retried = await send(i, [ma, mb][i].body.id);
+  assert.is(retried.status, 202, JSON.stringify(await retried.json()));
 });
 
 test('a manifest path the archive checks would refuse is refused with 400', async () => {

@@ -269,8 +269,9 @@ async function watch(
 
 /**
  * Sends the folder's manifest, then a ZIP of only the files the server has not seen from this
- * account (one per content), with the manifest's id. Null when the server has no manifest uploads,
- * or when the new files are large enough for a resumable upload of the whole folder.
+ * account (one per content), with the manifest's id. Null when the server has no manifest uploads, when the
+ * files add up to more than an upload may hold (the whole folder's ZIP, compressed, may be within it), or when the
+ * new files are large enough for a resumable upload of the whole folder.
  */
 async function sendOnlyNew(
   client: HoistClient,
@@ -281,7 +282,11 @@ async function sendOnlyNew(
   dir: string,
 ): Promise<{ answer: LocalToLiveAnswer; bytes: number } | null> {
   const entries = await manifestOf(files);
-  const manifest = await manifestWithin(client, entries, view);
+  const manifest = await manifestWithin(client, entries, view).catch((err: unknown) => {
+    // The files add up to more than one upload may hold: the whole folder's ZIP, compressed, may not.
+    if (err instanceof HoistApiError && (err.status === 413 || err.details.feature === 'archive_bytes')) return null;
+    throw err;
+  });
   if (!manifest) return null;
   const missing = new Set(manifest.missing);
   const fresh = files.filter((_, i) => missing.delete(entries[i].sha256));

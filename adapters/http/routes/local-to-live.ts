@@ -19,7 +19,11 @@ const description = (scope: string) =>
   'dropped before this build, which starts without one and leaves a new one), `runtime` (static|node), ' +
   '`framework`, `manifest_id` (the id ' +
   'POST /api/v1/upload-manifests answered: the file part then holds only the files it named missing, and may be ' +
-  'left out when none were), `target` (production, the default, or preview: the release goes to its own host ' +
+  'left out when none were; a manifest serves one upload: the first that names it spends it, whether it is then ' +
+  'deployed or refused, and another use → 410 gone (send a new manifest), except a repeat of that request with its ' +
+  'Idempotency-Key once it answered 202, which gets the same answer; while another upload of the account is being ' +
+  'assembled from a manifest → 429 rate_limited with Retry-After, the manifest unspent), ' +
+  '`target` (production, the default, or preview: the release goes to its own host ' +
   "`<slug>--<short id>.<apps domain>` and the live release is not touched; private behind the project's gate unless " +
   "the project's preview_visibility is public; it expires after the plan's preview_ttl_hours, or when the " +
   "account's previews pass the plan's previews_per_account (the oldest go first); the same ZIP uploaded " +
@@ -82,11 +86,19 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
   const uploads = kernel.get(UPLOAD_DEPLOYMENTS);
   const manifests = kernel.get(UPLOAD_MANIFESTS);
   const ingest = new UploadIngest(kernel);
-  /** The upload a request brought: its ZIP, or with `manifest_id` the site assembled from the manifest. */
-  const uploadOf = async (accountId: string, parsed: ParsedUpload) => {
+  /**
+   * The upload a request brought: its ZIP, or with `manifest_id` the site assembled from the manifest (or, for a
+   * repeat of the request that spent the manifest, the archive whose answer is replayed).
+   */
+  const uploadOf = async (accountId: string, parsed: ParsedUpload, idempotencyKey?: string) => {
     const { manifest_id: manifestId, ...options } = parsed.fields;
     if (manifestId === undefined) return { upload: parsed.upload!, options };
-    return { upload: await manifests.assemble(accountId, manifestId, parsed.upload), options };
+    const repeat =
+      idempotencyKey === undefined
+        ? null
+        : await manifests.repeatOf(accountId, manifestId, idempotencyKey, parsed.upload);
+    const upload = repeat ?? (await manifests.assemble(accountId, manifestId, parsed.upload));
+    return { upload, options, manifestId };
   };
 
   app.addHook('onRequest', app.authenticate);
@@ -104,12 +116,27 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
     consumes: ['multipart/form-data'],
     headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', maxLength: 255 } } },
     ...(params ? { params } : {}),
-    response: { 202: Queued, ...errorResponses(400, 401, 403, 404, 408, 409, 413, 422) },
+    response: { 202: Queued, ...errorResponses(400, 401, 403, 404, 408, 409, 410, 413, 422, 429) },
   });
 
-  /** Deploys the upload (recording who sent it) and answers 202. */
-  const deploy = async (req: FastifyRequest, reply: FastifyReply, input: Omit<UploadDeployment, 'startedBy'>) =>
-    sendQueued(reply, config, 'local_to_live_queued', await uploads.deploy({ ...input, startedBy: startedByOf(req) }));
+  /**
+   * Deploys the upload (recording who sent it) and answers 202. The answer of an upload that spent a manifest under an
+   * Idempotency-Key is kept with the manifest, for a repeat of the request (a retry whose first answer was lost).
+   */
+  const deploy = async (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    input: Omit<UploadDeployment, 'startedBy'>,
+    manifestId?: string,
+  ) => {
+    const started = await uploads.deploy({ ...input, startedBy: startedByOf(req) });
+    const { accountId, idempotencyKey, upload } = input;
+    if (manifestId !== undefined && idempotencyKey !== undefined && !started.replayed)
+      await manifests.answered(accountId, manifestId, idempotencyKey, upload).catch((err) => {
+        req.log.warn({ err, manifestId }, 'The answer of a manifest upload could not be kept; a repeat will get 410');
+      });
+    return sendQueued(reply, config, 'local_to_live_queued', started);
+  };
 
   app.post(
     '/local-to-live',
@@ -121,14 +148,14 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
       const parsed = await ingest.parse(req, ALLOWED.account, undefined, async (name, value) => {
         if (name === 'name') await uploads.assertCanStart(accountId, { name: value }, idempotencyKey);
       });
-      const { upload, options: fields } = await uploadOf(accountId, parsed);
+      const { upload, options: fields, manifestId } = await uploadOf(accountId, parsed, idempotencyKey);
       const target = {
         name: fields.name ?? '',
         visibility: fields.visibility,
         accessPassword: fields.access_password,
         environment: fields.environment,
       };
-      return deploy(req, reply, { accountId, target, upload, options: fields, idempotencyKey });
+      return deploy(req, reply, { accountId, target, upload, options: fields, idempotencyKey }, manifestId);
     },
   );
 
@@ -147,8 +174,9 @@ const localToLive: FastifyPluginAsync<RouteOptions> = async (app, { kernel }) =>
       const target = { projectId: req.params.projectID };
       // One chain per project, decided before the ZIP is read.
       await uploads.assertCanStart(accountId, target, idempotencyKey);
-      const { upload, options: fields } = await uploadOf(accountId, await ingest.parse(req, ALLOWED.project));
-      return deploy(req, reply, { accountId, target, upload, options: fields, idempotencyKey });
+      const parsed = await ingest.parse(req, ALLOWED.project);
+      const { upload, options: fields, manifestId } = await uploadOf(accountId, parsed, idempotencyKey);
+      return deploy(req, reply, { accountId, target, upload, options: fields, idempotencyKey }, manifestId);
     },
   );
 };

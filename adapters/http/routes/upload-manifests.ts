@@ -42,7 +42,15 @@ const uploadManifests: FastifyPluginAsync<RouteOptions> = async (app, { kernel }
           'route with the text part `manifest_id` (the file part may be left out when nothing is missing): Hoist ' +
           "checks every file against the manifest (400 when a file's bytes do not match its hash, or a path is not " +
           'listed), assembles the whole site and deploys it like any ZIP, every archive check included. A manifest ' +
-          'can be used for an hour (then 410 gone). Files are kept per account: no account learns what another ' +
+          'serves one upload within an hour: the first upload that names it spends it, whether it is then deployed ' +
+          'or refused (a refused one needs a new manifest); another use, or one after the hour, → 410 gone (send a ' +
+          'new manifest); a repeat of the upload that spent it, with its Idempotency-Key, gets its 202 again. An ' +
+          "account's uploads are assembled one at a time on each API process (another one meanwhile → 429 " +
+          'rate_limited with ' +
+          'Retry-After, the manifest unspent). The files may add up to no more than the largest ZIP the account ' +
+          "could upload: the server's largest upload (→ 413 payload_too_large) or the plan's `archive_bytes` when " +
+          'lower (→ 403 plan_restricted), each naming it in `details.limit`. Files are kept per account: no account ' +
+          'learns what another ' +
           "one sent. They are kept within the plan's limits: a file goes `kept_file_days` after the last manifest " +
           'or upload that used it, and an account keeps at most `kept_file_bytes` (the least recently used go ' +
           'first; a new file there is no room for is deployed but not kept): a file sent before may be `missing` ' +
@@ -70,7 +78,7 @@ const uploadManifests: FastifyPluginAsync<RouteOptions> = async (app, { kernel }
               total_size: { type: 'integer' },
             },
           },
-          ...errorResponses(400, 401, 413, 415, 429),
+          ...errorResponses(400, 401, 403, 413, 415, 429),
         },
       },
     },

@@ -51,11 +51,56 @@ test("past the plan's upload_manifests_per_hour: 429 rate_limited with Retry-Aft
   assert.is(await stored(b.accountId), 1);
 });
 
+/** A manifest of `n` files of `size` bytes each (distinct contents, none sent before). */
+const sized = (a: TestAccount, n: number, size: number) =>
+  t.app.inject({
+    method: 'POST',
+    url: '/api/v1/upload-manifests',
+    headers: a.auth,
+    payload: {
+      files: Array.from({ length: n }, (_, i) => ({ path: `f${i}.bin`, sha256: sha(`${size}:${i}`), size })),
+    },
+  });
+
+const LARGER = "a manifest larger than the largest ZIP the account could upload: 403 past the plan's archive_bytes";
+test(`${LARGER}, 413 past the server's`, async () => {
+  const max = t.kernel.config.maxArchiveBytes;
+  const free = plans.free.limits.archive_bytes;
+  assert.ok(free < max && plans.pro.limits.archive_bytes > max, 'free is bound by its plan, pro by the server');
+  const [a, b] = [await t.account({ plan: 'free' }), await t.account({ plan: 'pro' })];
+  // One copy of a content at many paths counts at every path: what the upload would pack.
+  const atLimit = await sized(a, 5, free / 5);
+  assert.is(atLimit.statusCode, 201, atLimit.body);
+  assert.is(atLimit.json().total_size, free);
+  const overPlan = await sized(a, 5, free / 5 + 1);
+  assert.is(overPlan.statusCode, 403, overPlan.body);
+  const { error } = overPlan.json();
+  assert.is(error.code, 'plan_restricted');
+  assert.match(error.message, `at most ${free}`);
+  assert.is(error.details.limit, free);
+  assert.is(error.details.feature, 'archive_bytes');
+  assert.is(error.details.usage, free + 5);
+  assert.is(error.details.required_plan, 'pro');
+
+  assert.is((await sized(b, 1, max)).statusCode, 201);
+  const overServer = await sized(b, 1, max + 1);
+  assert.is(overServer.statusCode, 413, overServer.body);
+  assert.is(overServer.json().error.code, 'payload_too_large');
+  assert.match(overServer.json().error.message, `at most ${max}`);
+  assert.is(overServer.json().error.details.limit, max);
+  assert.is(await stored(b.accountId), 1, 'the refused manifest was not stored');
+});
+
 test('the OpenAPI document names the 429', async () => {
   const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
   const op = doc.paths['/api/v1/upload-manifests'].post;
   assert.ok(op.responses['429'], Object.keys(op.responses).join());
+  assert.ok(op.responses['403'] && op.responses['413'], Object.keys(op.responses).join());
   assert.match(op.description, 'upload_manifests_per_hour');
+  assert.match(op.description, '`archive_bytes`');
+  assert.match(op.description, 'serves one upload');
+  const upload = doc.paths['/api/v1/local-to-live'].post;
+  assert.ok(upload.responses['410'] && upload.responses['429'], Object.keys(upload.responses).join());
 });
 
 test.run();

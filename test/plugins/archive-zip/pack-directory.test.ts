@@ -1,6 +1,7 @@
 import {
   chmodSync,
   existsSync,
+  linkSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -15,11 +16,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { randomBytes } from 'node:crypto';
 import yauzl from 'yauzl';
+import { HoistError } from '../../../core/errors.js';
 import { ArchiveError } from '../../../plugins/archive-zip/archive-error.js';
 import { extractZip } from '../../../plugins/archive-zip/extract-zip.js';
 import { inspectZip } from '../../../plugins/archive-zip/inspect-zip.js';
-import { packDirectory } from '../../../plugins/archive-zip/pack-directory.js';
+import { IN_MEMORY_BYTES, packDirectory } from '../../../plugins/archive-zip/pack-directory.js';
+import { ZipArchive } from '../../../plugins/archive-zip/zip-archive.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hoist-pack-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -128,6 +132,61 @@ test('already compressed formats are stored as they are; the rest is deflated', 
   for await (const entry of z.eachEntry()) methods[entry.fileName] = entry.compressionMethod;
   z.close();
   assert.equal(methods, { 'app.js': 8, 'font.woff2': 0, 'index.html': 8, 'logo.png': 0, 'photo.JPG': 0 });
+});
+
+/** Packing `src` to a fresh path with `maxBytes`: the error it rejects with (fails the test when it resolves). */
+async function refusal(src: string, maxBytes: number, pack = packDirectory): Promise<{ err: unknown; zip: string }> {
+  const zip = fresh('capped.zip');
+  try {
+    await pack(src, zip, { maxBytes });
+  } catch (err) {
+    return { err, zip };
+  }
+  assert.unreachable(`packing ${src} within ${maxBytes} bytes resolved`);
+  throw new Error('unreachable');
+}
+
+const openFiles = () => readdirSync('/proc/self/fd').length;
+
+test('with maxBytes, a ZIP that passes them stops packing: payload_too_large with the limit, no file', async () => {
+  // A small tree (packed from memory) and a large one (streamed): one 4 MiB file that does not compress, at 50 paths.
+  const small = tree();
+  writeFileSync(join(small, 'noise.bin'), randomBytes(256 * 1024));
+  const large = fresh('large');
+  mkdirSync(join(large, 'd'), { recursive: true });
+  writeFileSync(join(large, 'first.png'), randomBytes(4 << 20));
+  for (let i = 0; i < 50; i++) linkSync(join(large, 'first.png'), join(large, 'd', `copy-${i}.png`));
+  assert.ok(51 * (4 << 20) > IN_MEMORY_BYTES);
+  const before = openFiles();
+  for (const [src, maxBytes] of [
+    [small, 64 * 1024],
+    [large, 1 << 20],
+  ] as const) {
+    const { err, zip } = await refusal(src, maxBytes);
+    assert.instance(err, HoistError);
+    assert.is((err as HoistError).code, 'payload_too_large');
+    assert.equal((err as HoistError).details, { limit: maxBytes });
+    assert.match((err as Error).message, `larger than ${maxBytes} bytes`);
+    assert.not.ok(existsSync(zip), 'no partial ZIP');
+  }
+  // The files it was reading when it stopped were closed.
+  await new Promise((r) => setTimeout(r, 50));
+  assert.ok(openFiles() <= before, `${openFiles()} files open, ${before} before`);
+  // ZipArchive passes the cap on, and the error as it is.
+  const { err } = await refusal(large, 1 << 20, (src, zip, opts) => new ZipArchive().pack(src, zip, opts));
+  assert.is((err as HoistError).code, 'payload_too_large');
+});
+
+test('a ZIP of exactly maxBytes is written whole, the same bytes as without a cap', async () => {
+  const src = tree();
+  const free = fresh('free.zip');
+  await packDirectory(src, free);
+  const size = statSync(free).size;
+  const capped = fresh('capped.zip');
+  await packDirectory(src, capped, { maxBytes: size });
+  assert.ok(readFileSync(capped).equals(readFileSync(free)));
+  const { err } = await refusal(src, size - 1);
+  assert.is((err as HoistError).code, 'payload_too_large');
 });
 
 test.run();
