@@ -243,6 +243,9 @@ test("an account serves at most its plan's previews_per_account: one more expire
     rest.map((u) => u.operation.id).sort(),
     'the newest three serve',
   );
+  // Every edge stops serving it once the change reaches it (at once in one process, soon across processes).
+  const gone = async () => (await h.site(hostOf(oldest.preview.url))).status === 404;
+  for (let i = 0; i < 50 && !(await gone()); i++) await new Promise((r) => setTimeout(r, 100));
   assert.is((await h.site(hostOf(oldest.preview.url))).status, 404, 'the oldest stopped serving');
   for (const u of rest) assert.is((await h.site(hostOf(u.preview.url))).status, 200);
   const d = await h.running.kernel.orm.em.fork().findOneOrFail(Deployment, { operationId: oldest.operation.id });

@@ -119,15 +119,16 @@ export class DeployStage implements StageImpl {
         await this.routes?.preview(ctx.project.id, tx);
       },
       after: async () => {
-        await routesChanged(this.changes, ctx.project.id, this.log);
         const expired = await this.deployments
           .expireBeyond(ctx.operation.accountId, keep, ctx.operation.id)
           .catch((err) => {
             this.log.warn({ err }, 'previews beyond the plan were not expired');
             return [];
           });
-        for (const projectId of new Set(expired.map((d) => d.projectId)))
-          if (projectId !== ctx.project.id) await routesChanged(this.changes, projectId, this.log);
+        // Every edge learns of the new preview and of those expired (this project's among them) before their
+        // releases go, as when a preview's time is up.
+        for (const projectId of new Set([ctx.project.id, ...expired.map((d) => d.projectId)]))
+          await routesChanged(this.changes, projectId, this.log);
         for (const { id } of expired)
           await this.deployer
             .remove(id)
