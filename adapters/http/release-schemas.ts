@@ -1,4 +1,5 @@
 import { DeploymentRecord, PageQuery, ReleaseDetail } from './record-schemas.js';
+import { memberOrNull } from './schemas.js';
 
 /** A release's notes: where it went, where it came from, and whether promote can make it live again. */
 const notes = {
@@ -16,19 +17,10 @@ const notes = {
       "a retry of a record or a deploy hook (then started_by is null: the hook's URL is the credential); null for " +
       'releases older than the field.',
   },
-  started_by: {
-    anyOf: [
-      {
-        type: 'object',
-        required: ['user_id', 'email'],
-        properties: { user_id: { type: 'string' }, email: { type: 'string' } },
-      },
-      { type: 'null' },
-    ],
-    description:
-      'The user who started it; null for an upload session or a deploy hook (its URL is the credential) and older ' +
+  started_by: memberOrNull(
+    'The user who started it; null for an upload session or a deploy hook (its URL is the credential) and older ' +
       'releases.',
-  },
+  ),
   archive_sha256: { type: 'string', description: 'SHA-256 of the uploaded ZIP it was built from.' },
   promotable: {
     type: 'boolean',

@@ -48,3 +48,17 @@ export function errorResponses(...statuses: number[]) {
 
 export const Timestamp = { type: 'string', format: 'date-time' } as const;
 export const Uuid = { type: 'string', format: 'uuid' } as const;
+
+/** A member as a record names them (`{user_id, email}`, the e-mail it had then) or null, with `description`. */
+export const memberOrNull = (description: string) =>
+  ({
+    anyOf: [
+      {
+        type: 'object',
+        required: ['user_id', 'email'],
+        properties: { user_id: { type: 'string' }, email: { type: 'string' } },
+      },
+      { type: 'null' },
+    ],
+    description,
+  }) as const;

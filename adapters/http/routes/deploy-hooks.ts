@@ -3,23 +3,14 @@ import { DEPLOY_HOOKS, HOOK_NAME_MAX, type DeployHooks } from '../../../core/dep
 import { startedDeployment } from '../../../core/deployments/started-deployment.js';
 import { bearer, principalOf, startedByOf } from '../auth.js';
 import { queuedSchema, sendQueued } from '../queued-answer.js';
-import { errorResponses, Timestamp, Uuid } from '../schemas.js';
+import { errorResponses, memberOrNull, Timestamp, Uuid } from '../schemas.js';
 import { publicBase } from '../public-base.js';
 import type { RouteOptions } from './index.js';
 
-const CreatedBy = {
-  anyOf: [
-    {
-      type: 'object',
-      required: ['user_id', 'email'],
-      properties: { user_id: { type: 'string' }, email: { type: 'string' } },
-    },
-    { type: 'null' },
-  ],
-  description:
-    'The member who made it (and the e-mail it had then); null for a hook made before this was recorded. A hook ' +
+const CreatedBy = memberOrNull(
+  'The member who made it (and the e-mail it had then); null for a hook made before this was recorded. A hook ' +
     "stays the account's when that member is removed: they knew its URL, so remove it (or make a new one) then.",
-} as const;
+);
 
 const Hook = {
   type: 'object',

@@ -3,7 +3,7 @@ import { RETRY_DELAYS_MS } from '../../../core/webhooks/webhook-deliveries.js';
 import { DEFAULT_EVENTS, URL_MAX, WEBHOOK_EVENTS } from '../../../core/webhooks/webhook-rules.js';
 import { DELIVERIES_MAX, WEBHOOK_SERVICE, type WebhookService } from '../../../core/webhooks/webhook-service.js';
 import { bearer, principalOf, startedByOf } from '../auth.js';
-import { errorResponses, Timestamp, Uuid } from '../schemas.js';
+import { errorResponses, memberOrNull, Timestamp, Uuid } from '../schemas.js';
 import type { RouteOptions } from './index.js';
 
 const NullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
@@ -50,20 +50,11 @@ const Delivery = {
   },
 } as const;
 
-const CreatedBy = {
-  anyOf: [
-    {
-      type: 'object',
-      required: ['user_id', 'email'],
-      properties: { user_id: { type: 'string' }, email: { type: 'string' } },
-    },
-    { type: 'null' },
-  ],
-  description:
-    'The member who made it (and the e-mail it had then); null for a webhook made before this was recorded. A ' +
+const CreatedBy = memberOrNull(
+  'The member who made it (and the e-mail it had then); null for a webhook made before this was recorded. A ' +
     "webhook stays the account's when that member is removed: they knew its URL and secret, so remove it (or make " +
     'a new one) then.',
-} as const;
+);
 
 const Webhook = {
   type: 'object',
