@@ -15,6 +15,12 @@ export interface BuildInput {
   /** Reports progress within the stage (0–1). */
   progress(fraction: number): void;
   /**
+   * The operation's redaction (server paths, the build's secret values and their encodings masked), for tenant output
+   * a stage error quotes: applied before any cut, so no secret is cut in two and partly shown. Absent: text goes as
+   * it is (the stage redacts the whole message).
+   */
+  redact?(text: string): string;
+  /**
    * A folder the builder may keep things in for the account's next builds (a package manager's download cache):
    * what an earlier build left there, or empty. Tenant code may write it; it goes back only as folders and regular
    * files within the configured size (HOIST_BUILD_CACHE_MB), and may be dropped at any time. Absent when off.

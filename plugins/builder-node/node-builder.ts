@@ -66,7 +66,7 @@ export class NodeBuilder implements Builder {
   }
 
   private async buildWith(
-    { workspace, detection: d, env, signal, log, progress }: BuildInput,
+    { workspace, detection: d, env, signal, log, progress, redact }: BuildInput,
     home: string,
     cached: boolean,
   ): Promise<BuildOutput> {
@@ -131,7 +131,7 @@ export class NodeBuilder implements Builder {
       // Without NODE_ENV=production: the build usually needs the dev dependencies (pruned afterwards).
       const { NODE_ENV: _, ...installEnv } = base;
       await run(d.installCommand, installEnv, lines).catch((err) =>
-        Promise.reject(installError(err, lines, d.installCommand!, registry, env)),
+        Promise.reject(installError(err, lines, d.installCommand!, registry, redact)),
       );
     } else log('No install command: the committed node_modules is used as is.');
     progress(1 / steps);
@@ -195,19 +195,19 @@ async function checkPackageManager(d: Detection): Promise<void> {
 
 /**
  * An install failure as a clear stage error: the missing package when the registry lacks one, else the first error
- * line of its output, quoted with the values of `env` masked and cut (quoteLine).
+ * line of its output, quoted redacted with `redact` and cut (quoteLine).
  */
 function installError(
   err: unknown,
   lines: string[],
   command: string,
   registry: string,
-  env: Record<string, string>,
+  redact?: (text: string) => string,
 ): unknown {
   if (!(err instanceof StageError) || err.code !== 'build_failed') return err;
   const named = missingPackage(lines);
   if (named) {
-    const pkg = quoteLine(named, env);
+    const pkg = quoteLine(named, redact);
     return new StageError(
       'build_dependency_unavailable',
       `The package ${pkg} is not available from the npm registry ${registry}, so ` +
@@ -221,7 +221,7 @@ function installError(
   return new StageError(
     'build_install_failed',
     `Installing dependencies ("${command}") failed with exit code ${err.details.exit_code ?? err.details.signal}` +
-      (first ? `: ${quoteLine(first, env)}` : ''),
+      (first ? `: ${quoteLine(first, redact)}` : ''),
     err.details,
     { cause: err },
   );

@@ -211,6 +211,7 @@ export class BuildStage implements StageImpl {
                 env,
                 signal: ctx.signal,
                 log: write,
+                redact: (text) => redactor.text(text),
                 progress: (f) => ctx.progress(0.1 + 0.8 * f),
                 ...(cache && { cache }),
               }));

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadConfig } from '../../../config/load.js';
+import { Redactor } from '../../../core/deployments/redaction.js';
 import { StageError } from '../../../core/errors.js';
 import type { Detection } from '../../../core/ports/analyzer.js';
 import { NodeBuilder } from '../../../plugins/builder-node/node-builder.js';
@@ -44,6 +45,8 @@ test('a secret around column 4,000 of the first npm error line is masked before 
       workspace,
       detection,
       env: { SECRET_TOKEN: SECRET },
+      // The operation's redaction, as the Build stage gives it: the build's values masked.
+      redact: (text) => new Redactor(null, [SECRET]).text(text),
       signal: new AbortController().signal,
       log: (l) => log.push(l),
       progress: () => {},
@@ -65,8 +68,9 @@ test('a secret around column 4,000 of the first npm error line is masked before 
   );
 });
 
-test('quoteLine masks the values and their encodings while the line is whole, then cuts it', () => {
-  const env = { TOKEN: SECRET, SHORT: 'abc' };
+test('quoteLine redacts the line (values and their encodings) while it is whole, then cuts it', () => {
+  const redactor = new Redactor(null, [SECRET, 'abc']);
+  const redact = (text: string) => redactor.text(text);
   const b64 = Buffer.from(SECRET).toString('base64');
   for (const line of [
     'x'.repeat(290) + SECRET,
@@ -74,13 +78,13 @@ test('quoteLine masks the values and their encodings while the line is whole, th
     'x'.repeat(290) + encodeURIComponent(SECRET),
     'npm error ' + SECRET + ' abc',
   ]) {
-    const q = quoteLine(line, env);
+    const q = quoteLine(line, redact);
     assert.is(leaked(q), 0, q);
     assert.not.ok(q.includes(b64.slice(0, 12)), q);
     assert.ok(q.length <= QUOTED_LINE_MAX + 1, String(q.length));
   }
-  assert.is(quoteLine('npm error ' + SECRET + ' abc', env), 'npm error *** abc', 'short values are not masked');
-  assert.is(quoteLine('y'.repeat(400), env), 'y'.repeat(QUOTED_LINE_MAX) + '…');
+  assert.is(quoteLine('npm error ' + SECRET + ' abc', redact), 'npm error *** abc', 'short values are not masked');
+  assert.is(quoteLine('y'.repeat(400), redact), 'y'.repeat(QUOTED_LINE_MAX) + '…');
 });
 
 test.run();
