@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import createClient, { type Client } from 'openapi-fetch';
+import { atMost } from '../core/at-most.js';
 import { apiErrorOf, HoistApiError, HoistGuidanceError } from './errors.js';
 import { followOperation, type OperationEvent } from './operation-stream.js';
 import { isTerminal, pollUntilTerminal, type PollOptions } from './poll.js';
@@ -563,9 +564,8 @@ export class HoistClient {
     options: UploadOptions = {},
   ): Promise<LocalToLiveAnswer> {
     let sent = 0;
-    const etags: { part_number: number; etag: string }[] = [];
-    const queue = [...parts.urls];
-    const putOne = async (part: (typeof parts.urls)[number]) => {
+    // In part order, as completing the upload lists them.
+    const etags = await atMost(PARALLEL_PARTS, parts.urls, async (part) => {
       const start = (part.part_number - 1) * parts.part_size;
       const body = zip.slice(start, start + part.size);
       const res = await this.send(() => new Request(part.url, { method: 'PUT', body }));
@@ -574,15 +574,10 @@ export class HoistClient {
         const why = (await res.text().catch(() => '')).slice(0, 300);
         throw new Error(`storage refused part ${part.part_number} of the upload: ${res.status} ${why}`.trim());
       }
-      etags.push({ part_number: part.part_number, etag });
       sent += part.size;
       options.onProgress?.(sent, zip.length);
-    };
-    const worker = async () => {
-      for (let part = queue.shift(); part; part = queue.shift()) await putOne(part);
-    };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL_PARTS, queue.length) }, worker));
-    etags.sort((a, b) => a.part_number - b.part_number);
+      return { part_number: part.part_number, etag };
+    });
     const sha256 = createHash('sha256').update(zip).digest('hex');
     const res = await this.send(
       () =>
