@@ -5,6 +5,7 @@ import { Deployment } from '../entities/deployment.js';
 import { Operation } from '../entities/operation.js';
 import { Project } from '../entities/project.js';
 import { Version } from '../entities/version.js';
+import { queryRows } from '../entities/plain-sql.js';
 import type { OperationState } from '../operations/state-machine.js';
 import type { Clock } from '../ports/clock.js';
 import type { Storage } from '../ports/storage.js';
@@ -143,6 +144,8 @@ export class FileRetention {
   async trimAccount(accountId: string, limitBytes: number): Promise<FilesRemoved> {
     const removed: FilesRemoved = { archives: 0, artifacts: 0, logs: 0 };
     const em = this.em.fork();
+    // One sum on every deployment's start; the rows only when the account is over.
+    if ((await storedBytes(em, accountId)) <= limitBytes) return removed;
     const [versions, builds] = await Promise.all([
       em.find(
         Version,
@@ -257,6 +260,23 @@ export class FileRetention {
       operations: new Set(ops.map((o) => o.id)),
     };
   }
+}
+
+/**
+ * Bytes the account's archives and artifacts take in Storage, each object once (a build that ships its upload as it is
+ * names the same key as its version).
+ */
+async function storedBytes(em: EntityManager, accountId: string): Promise<number> {
+  const [row] = await queryRows<{ bytes: number | string | null }>(
+    em,
+    'select sum(size) as bytes from (' +
+      'select archive_key as k, archive_size as size from versions ' +
+      'where account_id = ? and archive_removed_at is null ' +
+      'union select artifact_key, coalesce(artifact_size, 0) from builds ' +
+      'where account_id = ? and artifact_key is not null and artifact_removed_at is null) stored',
+    [accountId, accountId],
+  );
+  return Number(row?.bytes ?? 0);
 }
 
 /** What a chain operation's state says of the build it redeploys and the release it promotes. */
