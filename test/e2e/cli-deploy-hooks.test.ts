@@ -11,6 +11,7 @@ import { accountWithPassword, remoteCli, type RemoteCli } from '../helpers/remot
 
 let h: LiveHoist;
 let cli: RemoteCli;
+let user: { email: string; password: string };
 const project = ['--project', 'hooked-site'];
 const URL_OF_HOOK = /\/api\/v1\/deploy-hooks\/dh_[A-Za-z0-9_-]{43}$/;
 let hookId: string;
@@ -20,7 +21,7 @@ let url: string;
 test.before(async () => {
   h = await liveHoist({ healthTimeoutSeconds: 10 });
   cli = remoteCli(h);
-  const user = await accountWithPassword(h);
+  user = await accountWithPassword(h);
   const login = await cli.run(['login'], `${user.email}\n${user.password}\n`);
   assert.is(login.code, 0, login.stderr);
   const dir = join(mkdtempSync(join(tmpdir(), 'hoist-cli-deploy-hooks-')), 'hooked-site');
@@ -96,11 +97,11 @@ test('ls lists the hook, never used yet, and never a URL', async () => {
   const r = await cli.run(['deploy-hooks', 'ls', ...project]);
   assert.is(r.code, 0, r.stderr);
   const [head, row, ...rest] = r.stdout.trim().split('\n');
-  assert.equal(head.split(/\s+/), ['ID', 'NAME', 'CREATED', 'LAST', 'USED']);
+  assert.equal(head.split(/\s+/), ['ID', 'NAME', 'CREATED', 'BY', 'LAST', 'USED']);
   const cells = row.split(/\s+/);
-  assert.equal([cells[0], cells[1], cells[3]], [hookId, 'cms-publish', 'never']);
+  assert.equal([cells[0], cells[1], cells[3], cells[4]], [hookId, 'cms-publish', user.email, 'never']);
   assert.match(cells[2], /^\d{4}-\d\d-\d\dT/);
-  assert.is(cells.length, 4);
+  assert.is(cells.length, 5);
   assert.equal(rest, []);
   const json = await cli.run(['deploy-hooks', 'ls', ...project, '--json']);
   assert.is(json.code, 0, json.stderr);

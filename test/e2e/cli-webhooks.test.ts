@@ -17,6 +17,7 @@ interface Received {
 
 let h: LiveHoist;
 let cli: RemoteCli;
+let user: { email: string; password: string };
 let receiver: http.Server;
 let receiverUrl: string;
 const received: Received[] = [];
@@ -39,7 +40,7 @@ test.before(async () => {
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-  const user = await accountWithPassword(h);
+  user = await accountWithPassword(h);
   const login = await cli.run(['login'], `${user.email}\n${user.password}\n`);
   assert.is(login.code, 0, login.stderr);
   const dir = join(mkdtempSync(join(tmpdir(), 'hoist-cli-webhooks-')), 'hook-site');
@@ -122,11 +123,12 @@ test('ls lists the webhook with its events and no delivery yet, and never a secr
   const r = await cli.run(['webhooks', 'ls', ...project]);
   assert.is(r.code, 0, r.stderr);
   const [head, row, ...rest] = r.stdout.trim().split('\n');
-  assert.equal(head.split(/\s+/), ['ID', 'URL', 'EVENTS', 'LAST', 'DELIVERY']);
+  assert.equal(head.split(/\s+/), ['ID', 'URL', 'EVENTS', 'BY', 'LAST', 'DELIVERY']);
   assert.equal(row.split(/\s+/), [
     hookId,
     receiverUrl,
     'deployment.succeeded,deployment.failed,deployment.canceled',
+    user.email,
     'never',
   ]);
   assert.equal(rest, []);

@@ -9,10 +9,10 @@ export default function deployHooks(program: Command): void {
     .command('deploy-hooks')
     .description("manage a project's deploy hooks (secret URLs that build and deploy its live version when POSTed to)");
 
-  projectList(group, 'list ids, names and when each was last used (URLs are never shown)', {
+  projectList(group, 'list ids, names, who made each and when it was last used (URLs are never shown)', {
     list: (client, projectId) => client.deployHooks(projectId),
-    headers: ['id', 'name', 'created', 'last used'],
-    row: (h) => [h.id, h.name, h.created_at, h.last_triggered_at ?? 'never'],
+    headers: ['id', 'name', 'created', 'by', 'last used'],
+    row: (h) => [h.id, h.name, h.created_at, h.created_by?.email ?? '-', h.last_triggered_at ?? 'never'],
     none: 'deploy hooks',
   });
 

@@ -11,10 +11,10 @@ export default function webhooks(program: Command): void {
     .description("manage a project's webhooks (URLs Hoist posts signed deployment events to)");
   const withId = (c: Command) => c.argument('<webhookID>', 'webhook id (see hoist webhooks ls)');
 
-  projectList(group, 'list ids, URLs, events and how the last delivery went (secrets are never shown)', {
+  projectList(group, 'list ids, URLs, events, who made each and how the last delivery went (secrets are never shown)', {
     list: (client, projectId) => client.webhooks(projectId),
-    headers: ['id', 'url', 'events', 'last delivery'],
-    row: (w) => [w.id, w.url, w.events.join(','), w.last_delivery?.status ?? 'never'],
+    headers: ['id', 'url', 'events', 'by', 'last delivery'],
+    row: (w) => [w.id, w.url, w.events.join(','), w.created_by?.email ?? '-', w.last_delivery?.status ?? 'never'],
     none: 'webhooks',
   });
 
