@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/core';
+import type { EntityManager, FilterQuery } from '@mikro-orm/core';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { HoistConfig } from '../../config/schema.js';
@@ -477,41 +477,72 @@ export class UploadSessionService {
   /**
    * For every account (one that never comes back too): deletes the pieces of expired, unfinished resumable uploads,
    * and sessions expired more than SESSION_ROW_DAYS ago with whatever is left under their pieces' prefix (a process
-   * that stopped before joining or dropping them), `limit` of each at most. The workers run it periodically (any number
-   * of them: what one removed, another skips). Returns how many of each.
+   * that stopped before joining or dropping them), `batch` rows read at a time until none is left or `stopped()`. A
+   * session whose removal fails (storage refusing one key) is logged and passed over until the next call, so it never
+   * holds back the others. The workers run it periodically (any number of them: what one removed, another skips).
+   * Returns how many of each it removed, and how many failed.
    */
-  async removeExpired(limit = 500): Promise<{ uploads: number; sessions: number }> {
+  async removeExpired(
+    batch = 500,
+    stopped: () => boolean = () => false,
+  ): Promise<{ uploads: number; sessions: number; failed: number }> {
     // Outside any request: an entity manager of its own.
     const em = this.em.fork();
-    const uploads = await this.sweep(undefined, limit, em);
-    const before = new Date(this.clock.now().getTime() - SESSION_ROW_DAYS * 86_400_000);
-    const old = await em.find(
-      UploadSession,
-      { expiresAt: { $lt: before } },
-      { fields: ['id'], limit, disableIdentityMap: true },
-    );
-    let sessions = 0;
-    for (const { id } of old) {
+    const now = this.clock.now();
+    const uploads = await this.eachOf(em, batch, stopped, stale(now), (session) => this.dropParts(session, em));
+    const before = new Date(now.getTime() - SESSION_ROW_DAYS * 86_400_000);
+    const sessions = await this.eachOf(em, batch, stopped, { expiresAt: { $lt: before } }, async ({ id }) => {
       for await (const piece of this.storage.list(`uploads/${id}/`)) await this.storage.delete(piece.key);
-      sessions += await em.nativeDelete(UploadSession, { id });
-    }
-    return { uploads, sessions };
+      await em.nativeDelete(UploadSession, { id });
+    });
+    return { uploads: uploads.done, sessions: sessions.done, failed: uploads.failed + sessions.failed };
   }
 
-  /** Deletes the pieces of expired, unfinished resumable uploads (the account's, or every one's); how many. */
-  private async sweep(accountId?: string, limit?: number, em = this.em): Promise<number> {
-    const stale = await em.find(
+  /**
+   * Runs `act` on every session `where` finds, `batch` at a time in id order (each batch after the last id of the one
+   * before, so a session that failed is not read again in this call), until none is left or `stopped()`. Counts the
+   * sessions done and failed; a failure is logged.
+   */
+  private async eachOf(
+    em: EntityManager,
+    batch: number,
+    stopped: () => boolean,
+    where: FilterQuery<UploadSession>,
+    act: (session: UploadSession) => Promise<void>,
+  ): Promise<{ done: number; failed: number }> {
+    const count = { done: 0, failed: 0 };
+    for (let after = NIL_UUID; !stopped();) {
+      const rows = await em.find(
+        UploadSession,
+        { $and: [where, { id: { $gt: after } }] },
+        { orderBy: { id: 'asc' }, limit: batch, disableIdentityMap: true },
+      );
+      for (const session of rows) {
+        try {
+          await act(session);
+          count.done++;
+        } catch (err) {
+          count.failed++;
+          this.log.warn({ err, session: session.id }, 'what an expired upload session left could not be removed');
+        }
+      }
+      if (rows.length < batch) break;
+      after = rows[rows.length - 1].id;
+    }
+    return count;
+  }
+
+  /** Deletes the pieces of the account's expired, unfinished resumable uploads; how many. */
+  private async sweep(accountId: string): Promise<number> {
+    const expired = await this.em.find(
       UploadSession,
+      { $and: [{ accountId }, stale(this.clock.now())] },
       {
-        ...(accountId && { accountId }),
-        usedAt: null,
-        expiresAt: { $lte: this.clock.now() },
-        $or: [{ offset: { $gt: 0 } }, { multipartUploadId: { $ne: null } }],
+        disableIdentityMap: true,
       },
-      { disableIdentityMap: true, ...(limit && { limit }) },
     );
-    for (const session of stale) await this.dropParts(session, em);
-    return stale.length;
+    for (const session of expired) await this.dropParts(session);
+    return expired.length;
   }
 
   /** Aborts the multipart upload of a failed step; one left behind holds its parts in storage until removed. */
@@ -521,6 +552,16 @@ export class UploadSessionService {
       .catch((err) => this.log.warn({ err, key }, 'an unfinished multipart upload could not be aborted'));
   }
 }
+
+/** Below every session id: where the first batch of a sweep starts. */
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** Expired, unfinished resumable uploads that still hold pieces in storage at `now`. */
+const stale = (now: Date): FilterQuery<UploadSession> => ({
+  usedAt: null,
+  expiresAt: { $lte: now },
+  $or: [{ offset: { $gt: 0 } }, { multipartUploadId: { $ne: null } }],
+});
 
 /**
  * Expires at once, in `em` (the caller's transaction), every session of the account that `userId` opened and that is

@@ -1,6 +1,6 @@
 // legs: db
 import { createHash, randomBytes } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'uvu';
@@ -833,7 +833,7 @@ test('the workers remove what expired sessions leave, also for an account that n
   assert.is((await service.removeExpired()).uploads, 1);
   assert.equal(filesUnder(kernel(), `uploads/${unfinishedId}`), []);
   refused(await patch(unfinished, 0, piece), 410, 'gone');
-  assert.equal(await service.removeExpired(), { uploads: 0, sessions: 0 });
+  assert.equal(await service.removeExpired(), { uploads: 0, sessions: 0, failed: 0 });
 
   // Expired for longer: both rows go, with a piece a process that stopped before joining left of the used one; its
   // archive is the version's, and stays.
@@ -842,11 +842,42 @@ test('the workers remove what expired sessions leave, also for an account that n
     .put(`uploads/${usedId}/part-1-leftover`, Readable.from([piece]));
   const old = new Date(Date.now() - (SESSION_ROW_DAYS + 1) * 86_400_000);
   await em().nativeUpdate(UploadSession, { id: { $in: [unfinishedId, usedId] } }, { expiresAt: old });
-  assert.equal(await service.removeExpired(), { uploads: 0, sessions: 2 });
+  assert.equal(await service.removeExpired(), { uploads: 0, sessions: 2, failed: 0 });
   assert.is(await em().count(UploadSession, { id: { $in: [unfinishedId, usedId] } }), 0);
   assert.equal(filesUnder(kernel(), `uploads/${usedId}`), []);
   refused(await patch(unfinished, 0, piece), 404, 'not_found');
   assert.ok(await kernel().get(STORAGE).stat(archive), 'the version keeps its archive');
+});
+
+test('a session whose pieces cannot be removed is passed over: the sweep removes the others, in batches', async () => {
+  const service = kernel().get(UPLOAD_SESSION_SERVICE);
+  const { token: mine } = await h.login();
+  const ids: string[] = [];
+  for (const name of ['sweep-a', 'sweep-b', 'sweep-c']) {
+    const res = await create({ name, transport: 'direct_storage_resumable', size: 1_000_000 }, mine);
+    assert.is(res.status, 201, JSON.stringify(res.body));
+    assert.is((await patch(res.body.upload_url, 0, randomBytes(4096))).status, 204);
+    ids.push(await sessionIdOf(res.body.upload_url));
+  }
+  // The second one's piece is a folder now: storage refuses to delete it.
+  const [stuck] = filesUnder(kernel(), `uploads/${ids[1]}`);
+  rmSync(stuck);
+  mkdirSync(stuck);
+  writeFileSync(join(stuck, 'inside'), 'x');
+  await em().nativeUpdate(UploadSession, { id: { $in: ids } }, { expiresAt: new Date(Date.now() - 1000) });
+
+  // One row a batch: every batch is read, and the failure holds back none of the others.
+  assert.equal(await service.removeExpired(1), { uploads: 2, sessions: 0, failed: 1 });
+  assert.equal(filesUnder(kernel(), `uploads/${ids[0]}`), []);
+  assert.equal(filesUnder(kernel(), `uploads/${ids[2]}`), []);
+  assert.is(filesUnder(kernel(), `uploads/${ids[1]}`).length, 1);
+
+  // The rows' own removal, days later, takes what is left under the stuck one's prefix.
+  const old = new Date(Date.now() - (SESSION_ROW_DAYS + 1) * 86_400_000);
+  await em().nativeUpdate(UploadSession, { id: { $in: ids } }, { expiresAt: old });
+  assert.equal(await service.removeExpired(2), { uploads: 0, sessions: 3, failed: 0 });
+  assert.equal(filesUnder(kernel(), `uploads/${ids[1]}`), []);
+  assert.is(await em().count(UploadSession, { id: { $in: ids } }), 0);
 });
 
 // tus is the resumable transport of local storage; with HOIST_STORAGE=minio sessions take presigned
