@@ -1,5 +1,4 @@
 import {
-  Agent,
   type ClientRequest,
   type IncomingHttpHeaders,
   type IncomingMessage,
@@ -16,6 +15,7 @@ import { isProxyInstruction } from '../../core/ports/site-rules.cjs';
 import { answerHeaders, EDGE_WINS, reasonPhrase } from './answer-headers.js';
 import { tenantCookie } from './edge-cookies.js';
 import { badGatewayPage } from './pages.js';
+import { ReleaseAgent } from './release-agent.js';
 import { forwardUpgrade } from './upgrade.js';
 
 /** How the edge tells a release who asked: the client's scheme when the edge cannot see it itself. */
@@ -130,8 +130,9 @@ export function createReleaseProxy(options: ForwardingOptions) {
   // xfwd off: http-proxy would keep a client's X-Forwarded-Host and append to its other claims.
   // The agent keeps connections to releases open between requests (without one, http-proxy opens one
   // per request and closes it). Its pool is per release address, so a connection carries one release's
-  // traffic only; a dead release's sockets error out of it.
-  const agent = new Agent({ keepAlive: true, scheduling: 'lifo' });
+  // traffic only; a dead release's sockets error out of it. It skips the empty write that ends a request whose body
+  // is still going out (skipEmptyWrites): on a unix socket the release closed after answering, that failed it.
+  const agent = new ReleaseAgent();
   const proxy = createProxyServer({ xfwd: false, proxyTimeout: PROXY_TIMEOUT_MS, agent });
   // The request to the release, so a request cut on the edge's side is ended there too.
   const outgoing = new WeakMap<IncomingMessage, ClientRequest>();
