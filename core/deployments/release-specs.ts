@@ -25,6 +25,7 @@ export async function releaseSpec(
   if (!analysis || !build?.artifactKey || !project) return null;
   return {
     deploymentId: d.id,
+    accountId: d.accountId,
     projectId: d.projectId,
     slug: project.slug,
     runtime: analysis.runtime,

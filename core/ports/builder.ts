@@ -10,6 +10,8 @@ export interface BuildInput {
   env: Record<string, string>;
   /** Aborted on cancel or time-out: the builder stops its processes and rejects. */
   signal: AbortSignal;
+  /** The account whose build this is: the tenant of its sandboxed commands (SandboxRun.tenant). */
+  tenant?: string;
   /** Appends one line to the build log. */
   log(line: string): void;
   /** Reports progress within the stage (0–1). */

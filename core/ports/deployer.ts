@@ -9,6 +9,8 @@ export type ReleaseTarget = { kind: 'static'; root: string } | { kind: 'http'; u
 /** A release to run: one deployment of a built artifact. */
 export interface ReleaseSpec {
   deploymentId: string;
+  /** The account whose release it is: the tenant of its sandbox (SandboxRun.tenant). */
+  accountId: string;
   projectId: string;
   slug: string;
   runtime: 'static' | 'node';

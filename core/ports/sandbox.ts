@@ -85,6 +85,12 @@ export interface SandboxRun {
   env: Record<string, string>;
   network: NetworkPolicy;
   limits: SandboxLimits;
+  /**
+   * Whose code this is (the account id): a sandbox that can (bubblewrap with a cgroup's cpu controller) shares CPU
+   * time under contention between tenants rather than between runs, so that one running many runs gets no more of a
+   * busy host than one running one. Without it the run is a tenant of its own.
+   */
+  tenant?: string;
   /** Stops the run (every process) when aborted; the result's reason is then `canceled`. */
   signal?: AbortSignal;
   /** Receives each line of output as it is written. */

@@ -66,7 +66,7 @@ export class NodeBuilder implements Builder {
   }
 
   private async buildWith(
-    { workspace, detection: d, env, signal, log, progress, redact }: BuildInput,
+    { workspace, detection: d, env, signal, tenant, log, progress, redact }: BuildInput,
     home: string,
     cached: boolean,
   ): Promise<BuildOutput> {
@@ -104,6 +104,7 @@ export class NodeBuilder implements Builder {
         env: { ...childEnv, NODE_OPTIONS: nodeHeapCap(childEnv, this.config.buildMemoryMb) },
         network: 'egress',
         signal,
+        tenant,
         log: capture,
         ...buildCommand(this.config, deadline),
       }).catch((err) => {

@@ -20,7 +20,7 @@ export class StaticBuilder implements Builder {
     return detection.runtime === 'static';
   }
 
-  async build({ workspace, detection, env, signal, log, progress }: BuildInput): Promise<BuildOutput> {
+  async build({ workspace, detection, env, signal, tenant, log, progress }: BuildInput): Promise<BuildOutput> {
     const commands = [detection.installCommand, detection.buildCommand].filter((c): c is string => !!c);
     const deadline = Date.now() + this.config.buildTimeoutSeconds * 1000;
     for (const [i, command] of commands.entries()) {
@@ -30,6 +30,7 @@ export class StaticBuilder implements Builder {
         env: { CI: 'true', ...env, NODE_OPTIONS: nodeHeapCap(env, this.config.buildMemoryMb) },
         network: 'egress',
         signal,
+        tenant,
         log,
         ...buildCommand(this.config, deadline),
       });

@@ -313,6 +313,7 @@ export class LocalDeployer implements Deployer, Lifecycle {
         workspace: root,
         env: { ...env, NODE_OPTIONS: nodeHeapCap(env, this.opts.memoryMb) },
         network: 'egress',
+        tenant: spec.accountId,
         port: RELEASE_PORT,
         limits: {
           memoryMb: this.opts.memoryMb,

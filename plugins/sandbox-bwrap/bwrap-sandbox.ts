@@ -349,11 +349,16 @@ export class BwrapSandbox implements Sandbox {
       try {
         const sandboxPid = await readChildPid(child);
         if (this.cgroups) {
-          cgroup = await runCgroup(this.cgroups, name, {
-            memoryMb: spec.limits.memoryMb,
-            processes: spec.limits.processes,
-            cpuMillis: appPort === undefined ? RUN_CPU_MILLIS : this.opts.serveCpuMillis,
-          });
+          cgroup = await runCgroup(
+            this.cgroups,
+            name,
+            {
+              memoryMb: spec.limits.memoryMb,
+              processes: spec.limits.processes,
+              cpuMillis: appPort === undefined ? RUN_CPU_MILLIS : this.opts.serveCpuMillis,
+            },
+            spec.tenant,
+          );
           await cgroup.add(child.pid!);
           await cgroup.add(sandboxPid);
         }

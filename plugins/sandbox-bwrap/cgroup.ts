@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -101,17 +102,31 @@ async function prepareV2(): Promise<CgroupMode> {
 /** The quota of `cpuMillis` thousandths of a CPU in each CPU_PERIOD_US, µs. */
 const cpuQuotaUs = (cpuMillis: number) => Math.max(MIN_CPU_QUOTA_US, Math.round((cpuMillis * CPU_PERIOD_US) / 1000));
 
-/** Makes the group of one run with its memory, process and (where the mode has the controller) CPU limits. */
+/**
+ * The group of `tenant`'s runs, named from a hash of it (any string): its runs are its children, so that under
+ * contention the kernel shares CPU time between tenants (each tenant group has the default weight), not between runs:
+ * an account running ten releases gets no more of a busy machine than one running one.
+ */
+export const tenantGroup = (tenant: string) =>
+  `tenant-${createHash('sha256').update(tenant).digest('hex').slice(0, 24)}`;
+
+/**
+ * Makes the group of one run with its memory, process and (where the mode has the controller) CPU limits. With a
+ * `tenant`, its CPU group is a child of the tenant's (made when missing; with v2 every controller is the tenant's).
+ */
 export async function runCgroup(
   mode: Exclude<CgroupMode, null>,
   name: string,
   limits: CgroupLimits,
+  tenant?: string,
 ): Promise<RunCgroup> {
   const bytes = String(limits.memoryMb * 1024 * 1024);
   const quota = String(cpuQuotaUs(limits.cpuMillis));
   if (mode.kind === 'v2') {
-    const dir = join(mode.base, name);
-    await mkdir(dir);
+    const parent = tenant ? join(mode.base, tenantGroup(tenant)) : mode.base;
+    const dir = join(parent, name);
+    const controllers = mode.cpu ? '+memory +pids +cpu' : '+memory +pids';
+    await makeUnder(parent, dir, tenant ? (at) => writeFile(join(at, 'cgroup.subtree_control'), controllers) : null);
     await limitOrRemove([dir], async () => {
       await writeFile(join(dir, 'memory.max'), bytes);
       await writeFile(join(dir, 'memory.swap.max'), '0').catch(() => {
@@ -123,16 +138,18 @@ export async function runCgroup(
     return {
       add: (pid) => writeFile(join(dir, 'cgroup.procs'), String(pid)),
       oomKilled: async () => /oom_kill [1-9]/.test(await readFile(join(dir, 'memory.events'), 'utf8').catch(() => '')),
-      remove: () => removeDir([dir]),
+      remove: () => removeDir([dir]).then(() => (tenant ? removeIfEmpty(parent) : undefined)),
     };
   }
   const mem = join(mode.memory, name);
   const pids = join(mode.pids, name);
-  const cpu = mode.cpu && join(mode.cpu, name);
+  const cpuParent = mode.cpu && (tenant ? join(mode.cpu, tenantGroup(tenant)) : mode.cpu);
+  const cpu = cpuParent && join(cpuParent, name);
   const dirs = cpu ? [mem, pids, cpu] : [mem, pids];
   const made: string[] = [];
   await limitOrRemove(made, async () => {
-    for (const dir of dirs) made.push(await mkdir(dir).then(() => dir));
+    for (const dir of dirs)
+      made.push(await (dir === cpu ? makeUnder(cpuParent as string, cpu, null) : mkdir(dir)).then(() => dir));
     await writeFile(join(mem, 'memory.limit_in_bytes'), bytes);
     await writeFile(join(mem, 'memory.memsw.limit_in_bytes'), bytes).catch(() => {
       // no swap accounting: the memory limit alone
@@ -152,9 +169,30 @@ export async function runCgroup(
       if (/oom_kill [1-9]/.test(control)) return true;
       return Number(await readFile(join(mem, 'memory.failcnt'), 'utf8').catch(() => '0')) > 0;
     },
-    remove: () => removeDir(dirs),
+    remove: () => removeDir(dirs).then(() => (tenant && cpuParent ? removeIfEmpty(cpuParent) : undefined)),
   };
 }
+
+/**
+ * Makes group `dir` in group `parent`, making `parent` first when missing (then `prepare`, when given, on it each
+ * time). A run of the same tenant that ended meanwhile may remove `parent` between the two (removeIfEmpty): then
+ * both are made again.
+ */
+async function makeUnder(parent: string, dir: string, prepare: ((at: string) => Promise<void>) | null): Promise<void> {
+  for (let tries = 1; ; tries++) {
+    await mkdir(parent, { recursive: true });
+    await prepare?.(parent);
+    const err = await mkdir(dir).then(
+      () => null,
+      (e: NodeJS.ErrnoException) => e,
+    );
+    if (!err) return;
+    if (err.code !== 'ENOENT' || tries === 5) throw err;
+  }
+}
+
+/** Removes a tenant's group when no run of it is left; a group that still holds one (EBUSY) stays. */
+const removeIfEmpty = (dir: string): Promise<void> => rmdir(dir).catch(() => undefined);
 
 /** Runs `limit` on the run's new groups `dirs`; when it fails, removes them (no group is left behind) and throws. */
 async function limitOrRemove(dirs: string[], limit: () => Promise<void>): Promise<void> {

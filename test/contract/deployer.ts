@@ -141,6 +141,7 @@ export function deployerContract(name: string, make: () => Promise<DeployerUnder
     ctx.made.push(deploymentId);
     return {
       deploymentId,
+      accountId: randomUUID(),
       projectId: randomUUID(),
       slug: `s-${deploymentId.slice(0, 8)}`,
       runtime,

@@ -210,6 +210,7 @@ export class BuildStage implements StageImpl {
                 detection: analysis,
                 env,
                 signal: ctx.signal,
+                tenant: ctx.operation.accountId,
                 log: write,
                 redact: (text) => redactor.text(text),
                 progress: (f) => ctx.progress(0.1 + 0.8 * f),

@@ -92,6 +92,7 @@ export class DeployStage implements StageImpl {
     const target = await this.deployer.prepare(
       {
         deploymentId,
+        accountId: ctx.operation.accountId,
         projectId: ctx.project.id,
         slug: ctx.project.slug,
         runtime: analysis.runtime,

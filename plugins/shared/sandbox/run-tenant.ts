@@ -12,6 +12,8 @@ export interface TenantCommand {
   network: NetworkPolicy;
   limits: SandboxLimits;
   signal: AbortSignal;
+  /** Whose code it is (SandboxRun.tenant). */
+  tenant?: string;
   log(line: string): void;
   /** Error code prefix, e.g. `build` gives build_failed, build_timeout, build_memory_limit... */
   codePrefix: string;
@@ -33,6 +35,7 @@ export async function runTenant(sandbox: Sandbox, command: string, c: TenantComm
     network: c.network,
     limits: c.limits,
     signal: c.signal,
+    tenant: c.tenant,
     log: c.log,
   });
   const p = c.codePrefix;

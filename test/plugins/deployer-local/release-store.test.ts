@@ -59,7 +59,16 @@ async function spec(zip: Buffer, runtime: 'static' | 'node' = 'static'): Promise
   const artifactKey = `artifacts/${deploymentId}.zip`;
   await storage.put(artifactKey, Readable.from([zip]));
   const startCommand = runtime === 'node' ? 'node server.js' : null;
-  return { deploymentId, projectId: randomUUID(), slug: 's', runtime, artifactKey, startCommand, env: {} };
+  return {
+    deploymentId,
+    accountId: randomUUID(),
+    projectId: randomUUID(),
+    slug: 's',
+    runtime,
+    artifactKey,
+    startCommand,
+    env: {},
+  };
 }
 
 /** Deploys a static release and waits for its variants, which follow its switch. */

@@ -28,6 +28,7 @@ const valueOf = <T>(o: pulumi.Output<T>) => new Promise<T>((resolve) => o.apply(
 
 const spec: ReleaseSpec = {
   deploymentId: '11111111-2222-3333-4444-555555555555',
+  accountId: '77777777-8888-7777-6666-555555555555',
   projectId: '99999999-8888-7777-6666-555555555555',
   slug: 'shop',
   runtime: 'node',

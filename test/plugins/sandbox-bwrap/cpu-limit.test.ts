@@ -6,6 +6,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { SandboxResult } from '../../../core/ports/sandbox.js';
+import { tenantGroup } from '../../../plugins/sandbox-bwrap/cgroup.js';
 import { testLimits, testSandbox, workspaceIn } from '../../helpers/sandbox.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'hoist-bwrap-cpu-'));
@@ -133,6 +134,57 @@ test(`a run's (a build's) ${LOOPS} busy processes share one CPU`, async () => {
   assert.is(limit, '100000 100000');
   assert.ok(share <= 1.3, `the run used ${share.toFixed(2)} CPUs`);
   assert.ok(share >= 0.1, `the loops ran (${share.toFixed(2)} of a CPU): the measure works`);
+});
+
+/** The cpu cgroup (its path under the hierarchy) of the process named `marker`; waits for it to appear. */
+async function cpuGroupOf(marker: string): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+      try {
+        if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(marker)) continue;
+        const groups = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+        return (/^\d+:[^:]*\bcpu\b[^:]*:(.*)$/m.exec(groups) ?? /^0::(.*)$/m.exec(groups))![1];
+      } catch {
+        continue; // gone meanwhile
+      }
+    }
+    await delay(50);
+  }
+  throw new Error(`no process named ${marker} appeared`);
+}
+
+test("a tenant's runs share one CPU group, each tenant its own: CPU is shared between accounts, not runs", async () => {
+  if (!cpuLimitable) return skip("tenants' CPU groups");
+  const sandbox = await testSandbox(dataDir);
+  const [a, b] = ['account-a', 'account-b'];
+  const stop = new AbortController();
+  const started = [a, a, b, undefined].map((tenant, i) => {
+    const marker = `hoist-tenant-${randomBytes(6).toString('hex')}`;
+    const workspace = workspaceIn(dataDir, `tenant-${i}`);
+    const command = `sh -c 'while :; do sleep 0.1; done' ${marker}`;
+    const run = { command, workspace, env: {}, network: 'none' as const, limits: testLimits, signal: stop.signal };
+    const ended = sandbox.run({ ...run, tenant, log() {} });
+    return { marker, ended };
+  });
+  try {
+    const groups = await Promise.all(started.map((s) => cpuGroupOf(s.marker)));
+    const parentOf = (g: string) => g.split('/').slice(0, -1).join('/');
+    assert.is(parentOf(groups[0]), `/hoist-sandbox/${tenantGroup(a)}`);
+    assert.is(parentOf(groups[1]), parentOf(groups[0]), "both of a's runs are in a's group");
+    assert.is.not(groups[1], groups[0], 'each run has its own group (its own limits) in it');
+    assert.is(parentOf(groups[2]), `/hoist-sandbox/${tenantGroup(b)}`);
+    assert.is(parentOf(groups[3]), '/hoist-sandbox', 'a run without a tenant is one of its own');
+  } finally {
+    stop.abort();
+    await Promise.all(started.map((s) => s.ended));
+  }
+  // Each tenant's group goes with its last run.
+  const cpuRoot = existsSync(join(CGROUPS, 'cpu', 'cpu.cfs_quota_us')) ? join(CGROUPS, 'cpu') : CGROUPS;
+  for (const tenant of [a, b]) {
+    const dir = join(cpuRoot, 'hoist-sandbox', tenantGroup(tenant));
+    for (let i = 0; i < 40 && existsSync(dir); i++) await delay(50);
+    assert.not.ok(existsSync(dir), `${tenant}'s group is removed`);
+  }
 });
 
 test.run();

@@ -37,6 +37,7 @@ async function artifact(files: Record<string, string>, over: Partial<ReleaseSpec
   await storage.put(artifactKey, Readable.from([await zipOf(files)]));
   const spec: ReleaseSpec = {
     deploymentId: id,
+    accountId: 'acct-1',
     projectId: 'proj-1',
     slug: 'site',
     runtime: 'static',

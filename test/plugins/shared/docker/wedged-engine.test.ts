@@ -64,7 +64,16 @@ else {
     await kernel.get(STORAGE).put(artifactKey, Readable.from([await zipOf({ 'index.html': '<h1>wedged</h1>' })]));
     made.push(deploymentId);
     const slug = `s-${deploymentId.slice(0, 8)}`;
-    return { deploymentId, projectId: randomUUID(), slug, runtime: 'static', artifactKey, startCommand: null, env: {} };
+    return {
+      deploymentId,
+      accountId: randomUUID(),
+      projectId: randomUUID(),
+      slug,
+      runtime: 'static',
+      artifactKey,
+      startCommand: null,
+      env: {},
+    };
   };
   const control = () => ({
     signal: new AbortController().signal,
