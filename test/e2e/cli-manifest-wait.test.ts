@@ -40,11 +40,13 @@ function site(name: string): string {
 }
 
 test('hoist deploy waits out a manifest 429 for its Retry-After, says so, and deploys', async () => {
-  await limitReached(3600_000 - 3000);
+  // The window ends 12 s from now: room for a CLI that is slow to start on a busy machine.
+  await limitReached(3600_000 - 12_000);
   const started = Date.now();
   const r = await cli.run(['deploy', site('waits'), '--name', 'waits']);
   assert.is(r.code, 0, r.stdout + r.stderr);
-  assert.match(r.stdout + r.stderr, /rate_limited\); waiting [1-4] s as it asks/);
+  const waited = /rate_limited\); waiting (\d+) s as it asks/.exec(r.stdout + r.stderr);
+  assert.ok(waited && Number(waited[1]) >= 1 && Number(waited[1]) <= 13, r.stdout + r.stderr);
   assert.ok(Date.now() - started >= 1000, 'it waited');
 });
 
