@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { usage } from '../remote/cli-error.js';
+import { printable } from '../remote/terminal.js';
 import { checkId, projectAction, type ProjectOptions } from '../remote/remote-action.js';
 import { projectList } from './print-table.js';
 
@@ -25,8 +26,8 @@ export default function deployHooks(program: Command): void {
       const hook = await client.addDeployHook(project.id, name);
       if (o.json) return console.log(JSON.stringify(hook));
       console.error(
-        `Added deploy hook ${hook.id} (${hook.name}) on ${project.name}. Its URL follows: keep it secret, it is not ` +
-          'shown again; a POST to it builds and deploys the live version.',
+        `Added deploy hook ${hook.id} (${printable(hook.name)}) on ${printable(project.name)}. Its URL follows: keep ` +
+          'it secret, it is not shown again; a POST to it builds and deploys the live version.',
       );
       console.log(hook.url);
     },
@@ -43,7 +44,7 @@ export default function deployHooks(program: Command): void {
     async (client, project, o, id) => {
       await client.removeDeployHook(project.id, id);
       if (o.json) console.log(JSON.stringify({ removed: id, project: project.id }));
-      else console.log(`Removed deploy hook ${id} from ${project.name}; its URL no longer works.`);
+      else console.log(`Removed deploy hook ${id} from ${printable(project.name)}; its URL no longer works.`);
     },
     (_o, id) => checkId(id, 'deploy hook', 'hoist deploy-hooks ls'),
   );

@@ -9,14 +9,14 @@ import {
 } from '../../../client/hoist-client.js';
 import { HoistApiError } from '../../../client/errors.js';
 import { ask, type Question } from '../remote/ask.js';
-import { listFolder, manifestOf, zipFiles, type FolderFile } from '../remote/archive.js';
+import { listFolder, manifestOf, zipWithin, type FolderFile } from '../remote/archive.js';
 import { CliError, usage } from '../remote/cli-error.js';
 import type { Connection } from '../remote/connect.js';
 import { DeployView } from '../remote/deploy-view.js';
 import { explain } from '../remote/explain.js';
 import { defaultProjectName, findProject } from '../remote/project-ref.js';
 import { remoteAction, type RemoteOptions } from '../remote/remote-action.js';
-import { bold, formatBytes, green, red } from '../remote/terminal.js';
+import { bold, formatBytes, green, printable, printableDeep, red } from '../remote/terminal.js';
 
 /** Archives larger than this go through a resumable upload session; smaller ones through Local-to-Live. */
 export const RESUMABLE_FROM_BYTES = 16_000_000;
@@ -107,7 +107,9 @@ async function run({ client }: Connection, o: DeployOptions, dir: string): Promi
   // Bytes of ZIP sent: the new files only, or the whole folder.
   let size = onlyNew?.bytes ?? 0;
   if (!queued) {
-    const zip = await zipFiles(listed.files);
+    // Packing stops past the largest upload any transport takes: a huge folder costs no more memory than that.
+    const zip = await zipWithin(listed.files, MAX_ARCHIVE_BYTES);
+    if (!zip) throw tooLarge(`over ${formatBytes(MAX_ARCHIVE_BYTES)}`, MAX_ARCHIVE_BYTES);
     size = zip.length;
     view.info(`Packed ${listed.files.length} files from ${resolve(dir)} into ${formatBytes(size)}`);
     await refuseWhenTooLarge(client, size);
@@ -129,7 +131,7 @@ async function run({ client }: Connection, o: DeployOptions, dir: string): Promi
     }
   }
   const id = queued.operation.id;
-  view.info(`Deploying ${bold(queued.project.name ?? name)} (operation ${id})`);
+  view.info(`Deploying ${bold(printable(queued.project.name ?? name))} (operation ${printable(id)})`);
 
   const op = await watch(client, id, view, Boolean(o.json), queued);
   const url = op.result?.url ?? queued.project.url;
@@ -149,14 +151,15 @@ async function run({ client }: Connection, o: DeployOptions, dir: string): Promi
   if (o.json) console.log(JSON.stringify(outcome));
   if (op.status === 'succeeded') {
     const where = o.preview ? 'Preview at' : 'Live at';
-    if (!o.json) console.log(process.stdout.isTTY ? `${green('✔')} ${where} ${bold(url)}` : url);
+    if (!o.json) console.log(process.stdout.isTTY ? `${green('✔')} ${where} ${bold(printable(url))}` : printable(url));
     return;
   }
   process.exitCode = 1;
   if (!o.json) {
-    const why = op.error ? `: ${op.error.code}: ${op.error.message}` : '';
-    console.error(`${red('✖')} The deployment ${op.status}${why}`);
-    if (op.next_step?.message) console.error(`Next step: ${op.next_step.message}`);
+    // The error may quote what the build or the app printed (a crash's last lines): it cannot drive the terminal.
+    const { error, next_step, status } = printableDeep(op);
+    console.error(`${red('✖')} The deployment ${status}${error ? `: ${error.code}: ${error.message}` : ''}`);
+    if (next_step?.message) console.error(`Next step: ${next_step.message}`);
   }
 }
 
@@ -166,7 +169,7 @@ async function refuseWhenTooLarge(client: HoistClient, size: number): Promise<vo
   const planLimit = limits.archive_bytes ?? MAX_ARCHIVE_BYTES;
   const limit = Math.min(planLimit, MAX_ARCHIVE_BYTES);
   if (size <= limit) return;
-  let hint = ' Leave files out with a .hoistignore file (same syntax as .gitignore).';
+  let hint = IGNORE_HINT;
   if (planLimit < MAX_ARCHIVE_BYTES && size <= MAX_ARCHIVE_BYTES) {
     const { plans } = (await client.api.GET('/api/v1/billing/plans')).data ?? { plans: [] };
     const better = (plans as { id?: string; limits?: { archive_bytes?: number } }[]).find(
@@ -177,13 +180,19 @@ async function refuseWhenTooLarge(client: HoistClient, size: number): Promise<vo
         ` The ${better.id} plan allows ` +
         `${formatBytes(Math.min(better.limits!.archive_bytes!, MAX_ARCHIVE_BYTES))}.`;
   }
-  throw new CliError(
-    `The archive is ${formatBytes(size)} (${size} bytes); the limit is ` +
-      `${formatBytes(limit)} (${limit} bytes, plan ${plan}). Nothing was ` +
-      `uploaded.${hint}`,
+  throw tooLarge(`${formatBytes(size)} (${size} bytes)`, limit, plan, hint, size);
+}
+
+const IGNORE_HINT = ' Leave files out with a .hoistignore file (same syntax as .gitignore).';
+
+// The error of an archive past `limit` (of `plan` when it is the plan's), before anything was uploaded.
+function tooLarge(what: string, limit: number, plan?: string, hint = IGNORE_HINT, size?: number): CliError {
+  return new CliError(
+    `The archive is ${what}; the limit is ${formatBytes(limit)} (${limit} bytes${plan ? `, plan ${plan}` : ''}). ` +
+      `Nothing was uploaded.${hint}`,
     1,
     'archive_too_large',
-    { size, limit, plan },
+    { size: size ?? null, limit, ...(plan ? { plan } : {}) },
   );
 }
 
@@ -225,7 +234,7 @@ async function watch(
         }
         if (answer.startsWith('y')) {
           view.info('Canceling…');
-          await client.cancel(id).catch((err) => view.warn(explain(err).message));
+          await client.cancel(id).catch((err) => view.warn(printable(explain(err).message)));
         }
       })
       .finally(() => {
@@ -290,8 +299,9 @@ async function sendOnlyNew(
   if (!manifest) return null;
   const missing = new Set(manifest.missing);
   const fresh = files.filter((_, i) => missing.delete(entries[i].sha256));
-  const zip = fresh.length ? await zipFiles(fresh) : null;
-  if (zip && zip.length > RESUMABLE_FROM_BYTES) return null;
+  // Past RESUMABLE_FROM_BYTES the whole folder goes as one resumable ZIP: packing these stops there.
+  const zip = fresh.length ? await zipWithin(fresh, RESUMABLE_FROM_BYTES) : null;
+  if (fresh.length && !zip) return null;
   const total = entries.reduce((sum, e) => sum + e.size, 0);
   view.info(
     `Found ${files.length} files in ${resolve(dir)} (${formatBytes(total)}); ${fresh.length} new, ` +

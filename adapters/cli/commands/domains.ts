@@ -4,7 +4,7 @@ import { CliError, usage } from '../remote/cli-error.js';
 import { confirm, needConfirmation } from '../remote/confirm.js';
 import { UUID } from '../remote/project-ref.js';
 import { projectAction, type ProjectOptions } from '../remote/remote-action.js';
-import { printable } from '../remote/terminal.js';
+import { printable, printableDeep } from '../remote/terminal.js';
 import { printTable } from './print-table.js';
 
 /** What each state means for whoever reads it (core/domains/domain-states.ts has the rules). */
@@ -30,7 +30,7 @@ export default function domains(program: Command): void {
       if (o.json) return console.log(JSON.stringify(list));
       if (!list.length)
         return console.log(`no custom domains on ${project.name}: \`hoist domains add <hostname>\` adds one`);
-      list.forEach((d, i) => {
+      printableDeep(list).forEach((d, i) => {
         if (i) console.log('');
         show(d, project, `${d.hostname} (domain ${d.id})`);
       });
@@ -43,9 +43,10 @@ export default function domains(program: Command): void {
       .description('add a custom domain (a subdomain, not an apex); prints the DNS records to create')
       .argument('<hostname>', 'a subdomain you control, e.g. app.example.com'),
     async (client, project, o, hostname) => {
-      const d = await client.addDomain(project.id, hostname.trim());
-      if (o.json) return console.log(JSON.stringify(d));
-      show(d, project, `Added ${d.hostname} to ${project.name} (domain ${d.id}).`);
+      const added = await client.addDomain(project.id, hostname.trim());
+      if (o.json) return console.log(JSON.stringify(added));
+      const d = printableDeep(added);
+      show(d, project, `Added ${d.hostname} to ${printableDeep(project.name)} (domain ${d.id}).`);
     },
     (_o, hostname) => {
       if (!hostname.trim()) throw usage('a custom domain needs a hostname (a subdomain you control: app.example.com)');
@@ -59,9 +60,10 @@ export default function domains(program: Command): void {
         .description('look the DNS records up now and say what was found and what is missing (exit 0 once active)'),
     ),
     async (client, project, o, ref) => {
-      const d = await client.verifyDomain(project.id, (await findDomain(client, project, ref)).id);
-      if (d.status !== 'active') process.exitCode = 1;
-      if (o.json) return console.log(JSON.stringify(d));
+      const found = await client.verifyDomain(project.id, (await findDomain(client, project, ref)).id);
+      if (found.status !== 'active') process.exitCode = 1;
+      if (o.json) return console.log(JSON.stringify(found));
+      const d = printableDeep(found);
       show(d, project, verdict(d), false);
     },
     (_o, ref) => checkRef(ref),
@@ -76,11 +78,12 @@ export default function domains(program: Command): void {
     ),
     async (client, project, o, ref) => {
       const d = await findDomain(client, project, ref);
-      await confirm(o.yes, `Remove ${d.hostname} from ${project.name}? Hoist stops serving it there at once. [y/N]`);
+      // As the question shows them: a hostname or a name cannot drive the terminal to pass for another.
+      const [hostname, name] = printableDeep([d.hostname, project.name]);
+      await confirm(o.yes, `Remove ${hostname} from ${name}? Hoist stops serving it there at once. [y/N]`);
       await client.removeDomain(project.id, d.id);
       if (o.json) console.log(JSON.stringify({ removed: d.id, hostname: d.hostname, project: project.id }));
-      else
-        console.log(`Removed ${d.hostname} from ${project.name}; Hoist no longer serves it (its DNS records can go).`);
+      else console.log(`Removed ${hostname} from ${name}; Hoist no longer serves it (its DNS records can go).`);
     },
     (o, ref) => {
       checkRef(ref);
@@ -145,7 +148,7 @@ function show(d: Domain, project: Project, lead: string, withState = true): void
     '',
     '    ',
   );
-  const verify = `hoist domains verify ${d.hostname} --project ${project.slug}`;
+  const verify = `hoist domains verify ${d.hostname} --project ${printableDeep(project.slug)}`;
   if (d.status === 'failed') console.log(`  \`${verify}\` checks it again; or remove it with hoist domains rm.`);
   else if (d.status !== 'active')
     console.log(`  Then run \`${verify}\`, or wait: Hoist checks on its own (next at ${d.next_check_at}).`);

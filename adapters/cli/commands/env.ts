@@ -3,6 +3,7 @@ import { usage } from '../remote/cli-error.js';
 import { findProject } from '../remote/project-ref.js';
 import { projectOptions, remoteAction, type RemoteOptions } from '../remote/remote-action.js';
 import type { EnvironmentTarget } from '../../../client/hoist-client.js';
+import { printable, printableDeep } from '../remote/terminal.js';
 import { printTable } from './print-table.js';
 
 type EnvOptions = RemoteOptions & { project?: string };
@@ -54,8 +55,12 @@ export default function env(program: Command): void {
         }
         const v = await client.setEnvironment(project.id, name, value, o.scope, o.target);
         if (o.json) console.log(JSON.stringify(v));
-        else
-          console.log(`Set ${v.name} (${v.scope}, ${v.target}) on ${project.name}; it applies to the next deployment.`);
+        else {
+          const { name: set, scope, target } = printableDeep(v);
+          console.log(
+            `Set ${set} (${scope}, ${target}) on ${printable(project.name)}; it applies to the next deployment.`,
+          );
+        }
       },
       { check: (_o, name) => validName(name) },
     ),
@@ -75,7 +80,7 @@ export default function env(program: Command): void {
         const what = o.target ? `${name} (${o.target})` : name;
         if (o.json)
           console.log(JSON.stringify({ removed: name, ...(o.target && { target: o.target }), project: project.id }));
-        else console.log(`Removed ${what} from ${project.name}; it applies to the next deployment.`);
+        else console.log(`Removed ${what} from ${printable(project.name)}; it applies to the next deployment.`);
       },
       { check: (_o, name) => validName(name) },
     ),

@@ -64,10 +64,11 @@ async function run({ client }: Connection, o: LogsOptions, deploymentId: string 
   if (o.follow && log.kept) return follow(log, read);
   if (!log.kept)
     return console.error(
-      `No runtime log is kept for deployment ${log.deployment_id}: a static site runs no app, so it prints ` +
-        'nothing; a Node.js release keeps its output from when it starts until it is removed.',
+      `No runtime log is kept for deployment ${printable(log.deployment_id)}: a static site runs no app, so it ` +
+        'prints nothing; a Node.js release keeps its output from when it starts until it is removed.',
     );
-  if (!log.lines.length) return console.error(`The app of deployment ${log.deployment_id} has printed nothing yet.`);
+  if (!log.lines.length)
+    return console.error(`The app of deployment ${printable(log.deployment_id)} has printed nothing yet.`);
   print(log.lines);
 }
 
@@ -89,7 +90,9 @@ async function follow(first: RuntimeLog, read: (lines: number) => Promise<Runtim
     await new Promise((r) => setTimeout(r, FOLLOW_EVERY_MS));
     const { lines, kept } = await read(LINES_MAX);
     if (!kept)
-      return console.error(`The log of deployment ${first.deployment_id} is no longer kept: its release was removed.`);
+      return console.error(
+        `The log of deployment ${printable(first.deployment_id)} is no longer kept: its release was removed.`,
+      );
     let from = 0;
     if (last) {
       const key = lineOf(last);

@@ -1,6 +1,7 @@
 import { Argument, Option, type Command } from 'commander';
 import type { MemberRole } from '../../../client/hoist-client.js';
 import { checkId, remoteAction, remoteOptions as remote, type RemoteOptions } from '../remote/remote-action.js';
+import { printableDeep } from '../remote/terminal.js';
 import { printTable } from './print-table.js';
 
 const ROLES = ['owner', 'member'];
@@ -34,8 +35,9 @@ export default function members(program: Command): void {
   ).action(
     remoteAction<RemoteOptions & { role: MemberRole }, [string]>(async ({ client }, o, email) => {
       const m = await client.inviteMember(email, o.role);
-      if (o.json) console.log(JSON.stringify(m));
-      else console.log(`Invited ${m.email} as ${m.role} (${m.id}); the invitation mail carries a token for 7 days.`);
+      if (o.json) return console.log(JSON.stringify(m));
+      const { email: invited, role, id } = printableDeep(m);
+      console.log(`Invited ${invited} as ${role} (${id}); the invitation mail carries a token for 7 days.`);
     }),
   );
 
@@ -49,8 +51,9 @@ export default function members(program: Command): void {
     remoteAction<RemoteOptions, [string, MemberRole]>(
       async ({ client }, o, id, role) => {
         const m = await client.setMemberRole(id, role);
-        if (o.json) console.log(JSON.stringify(m));
-        else console.log(`${m.email} is now ${m.role}.`);
+        if (o.json) return console.log(JSON.stringify(m));
+        const shown = printableDeep(m);
+        console.log(`${shown.email} is now ${shown.role}.`);
       },
       { check: (_o, id) => checkMember(id) },
     ),

@@ -3,6 +3,7 @@ import type { Operation, OperationQuery } from '../../../client/hoist-client.js'
 import { usage } from '../remote/cli-error.js';
 import { findProject } from '../remote/project-ref.js';
 import { remoteAction, type RemoteOptions } from '../remote/remote-action.js';
+import { printable, printableDeep } from '../remote/terminal.js';
 import { printTable } from './print-table.js';
 
 interface ListOptions extends RemoteOptions {
@@ -61,7 +62,7 @@ export default function operations(program: Command): void {
             ]),
             'No operations.',
           );
-          if (page.next_cursor) console.log(`more: --cursor ${page.next_cursor}`);
+          if (page.next_cursor) console.log(`more: --cursor ${printable(page.next_cursor)}`);
         },
         {
           check: (o) => {
@@ -90,12 +91,14 @@ export default function operations(program: Command): void {
   ).action(remoteAction<RemoteOptions, [string]>(async ({ client }, o, id) => print(await client.retry(id), o.json)));
 }
 
-function print(op: Operation, json?: boolean): void {
-  if (json) return console.log(JSON.stringify(op));
+function print(answer: Operation, json?: boolean): void {
+  if (json) return console.log(JSON.stringify(answer));
+  // Build-log lines and stage errors quote what a build or an app printed: they cannot drive the terminal.
+  const op = printableDeep(answer);
   const lines = [`operation ${op.id}: ${op.status}, ${op.progress}%${op.maybe_stuck ? ' (may be stuck)' : ''}`];
   for (const [name, s] of Object.entries(op.stages ?? {}))
     lines.push(`  ${name.padEnd(8)} ${s?.status}${s?.error ? ` (${s.error.code}: ${s.error.message})` : ''}`);
-  for (const l of op.build_log?.last_lines ?? []) lines.push(`  │ ${l}`);
+  for (const l of op.build_log?.last_lines ?? []) lines.push(`  │ ${printable(l)}`);
   if (op.result?.url) lines.push(`url: ${op.result.url}`);
   if (op.next_step?.message) lines.push(`next step (${op.next_step.action}): ${op.next_step.message}`);
   console.log(lines.join('\n'));

@@ -1,16 +1,19 @@
 import type { Command } from 'commander';
 import type { HoistClient } from '../../../client/hoist-client.js';
 import { projectAction } from '../remote/remote-action.js';
+import { printable, printableText } from '../remote/terminal.js';
 
 /**
  * Prints rows as aligned columns under upper-case headers, or `empty` when there are no rows; each line after `indent`.
+ * Cells are what servers sent (names a teammate chose, a webhook endpoint's answer...): `printable`, so none can drive
+ * the terminal or break a row.
  */
 export function printTable(headers: string[], rows: string[][], empty: string, indent = ''): void {
   if (!rows.length) {
-    console.log(empty);
+    console.log(printableText(empty));
     return;
   }
-  const all = [headers.map((h) => h.toUpperCase()), ...rows];
+  const all = [headers.map((h) => h.toUpperCase()), ...rows.map((r) => r.map((cell) => printable(String(cell))))];
   const widths = headers.map((_, i) => Math.max(...all.map((r) => r[i].length)));
   for (const r of all)
     console.log(

@@ -3,7 +3,7 @@ import type { HoistClient, Operation, Project } from '../../../client/hoist-clie
 import { confirm, needConfirmation } from '../remote/confirm.js';
 import { findProject } from '../remote/project-ref.js';
 import { remoteAction, remoteOptions, type RemoteOptions } from '../remote/remote-action.js';
-import { bar, interactive } from '../remote/terminal.js';
+import { bar, interactive, printableDeep } from '../remote/terminal.js';
 import { printTable } from './print-table.js';
 
 type RmOptions = RemoteOptions & { yes?: boolean };
@@ -89,30 +89,31 @@ const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
 /** Asks (unless --yes), deletes the project, follows its delete_project operation and prints what went. */
 async function remove(client: HoistClient, o: RmOptions, project: Project): Promise<void> {
   const contents = await contentsOf(client, project);
-  const hostnames = contents.domains.length ? ` (${contents.domains.join(', ')})` : '';
+  // As shown to a person (the question above all): a name or a hostname cannot drive the terminal to hide another.
+  const p = printableDeep(project);
+  const shown = printableDeep(contents);
+  const hostnames = shown.domains.length ? ` (${shown.domains.join(', ')})` : '';
   const what =
     `${count(contents.releases, 'release')}, ${count(contents.domains.length, 'custom domain')}${hostnames}, ` +
     `${count(contents.environment_variables, 'environment variable')}, ${count(contents.webhooks, 'webhook')} and ` +
     `${count(contents.deploy_hooks, 'deploy hook')}`;
-  await confirm(
-    o.yes,
-    `Delete project ${project.name} (${project.id}, ${project.url}) with ${what}? This cannot be undone. [y/N]`,
-  );
+  await confirm(o.yes, `Delete project ${p.name} (${p.id}, ${p.url}) with ${what}? This cannot be undone. [y/N]`);
   const answer = await client.deleteProject(project.id);
   const op = await client.waitForOperation(answer.operation.id, {
     minMs: 250,
     maxMs: 2000,
-    onUpdate: progress(o.json ? 'quiet' : interactive() ? 'tty' : 'plain', project, answer.operation.id),
+    onUpdate: progress(o.json ? 'quiet' : interactive() ? 'tty' : 'plain', p, answer.operation.id),
   });
   const removed = { id: project.id, name: project.name, slug: project.slug, url: project.url };
+  const end = printableDeep(op);
   if (o.json) console.log(JSON.stringify({ removed, ...contents, operation: op }));
   else if (op.status === 'succeeded')
     console.log(
-      `Deleted project ${project.name} (${project.id}): ${project.url} no longer serves, ` +
-        `and the slug ${project.slug} is free again.\n` +
+      `Deleted project ${p.name} (${p.id}): ${p.url} no longer serves, ` +
+        `and the slug ${p.slug} is free again.\n` +
         `Removed with it: ${what}.`,
     );
-  else console.log(`The deletion ${op.status}: ${op.error?.message ?? ''} (operation ${op.id})`);
+  else console.log(`The deletion ${end.status}: ${end.error?.message ?? ''} (operation ${end.id})`);
   if (op.status !== 'succeeded') process.exitCode = 1;
 }
 
@@ -122,7 +123,8 @@ async function remove(client: HoistClient, o: RmOptions, project: Project): Prom
  */
 function progress(mode: 'tty' | 'plain' | 'quiet', project: Project, id: string) {
   let last = '';
-  return (op: Operation) => {
+  return (answer: Operation) => {
+    const op = printableDeep(answer);
     const seen = `${op.status} ${op.progress ?? 0}%`;
     if (mode === 'quiet' || seen === last) return;
     last = seen;

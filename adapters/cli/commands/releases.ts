@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { findProject } from '../remote/project-ref.js';
 import { remoteAction, type RemoteOptions } from '../remote/remote-action.js';
+import { printableDeep } from '../remote/terminal.js';
 import { printTable } from './print-table.js';
 
 /**
@@ -54,8 +55,12 @@ export default function releases(program: Command): void {
         const answer = await client.promote(project.id, releaseId);
         const op = await client.waitForOperation(answer.operation.id);
         if (o.json) console.log(JSON.stringify({ project: { id: project.id, name: project.name }, operation: op }));
-        else if (op.status === 'succeeded') console.log(`Release ${releaseId} is live: ${answer.project.url}`);
-        else console.log(`The promote ${op.status}: ${op.error?.message ?? ''} (operation ${op.id})`);
+        else if (op.status === 'succeeded')
+          console.log(`Release ${releaseId} is live: ${printableDeep(answer.project.url)}`);
+        else {
+          const end = printableDeep(op);
+          console.log(`The promote ${end.status}: ${end.error?.message ?? ''} (operation ${end.id})`);
+        }
         if (op.status !== 'succeeded') process.exitCode = 1;
       }),
     );

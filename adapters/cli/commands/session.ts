@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import { CliError, usage } from '../remote/cli-error.js';
 import { credentialsFile, removeCredentials, saveCredentials } from '../remote/credentials.js';
 import { remoteAction, type RemoteOptions } from '../remote/remote-action.js';
+import { printableDeep } from '../remote/terminal.js';
 import { PASSWORD_IN_ARGV, prompt, readPassword } from './read-password.js';
 
 const API_OPTION = [
@@ -43,10 +44,10 @@ export default function session(program: Command): void {
                 credentials_file: file,
               }),
             );
-          else
-            console.log(
-              `Logged in to ${apiUrl} as ${result.user.email} until ${result.expires_at}; the token is kept in ${file}`,
-            );
+          else {
+            const { user, expires_at } = printableDeep(result);
+            console.log(`Logged in to ${apiUrl} as ${user.email} until ${expires_at}; the token is kept in ${file}`);
+          }
         },
         {
           needToken: false,
@@ -97,8 +98,9 @@ export default function session(program: Command): void {
     .action(
       remoteAction<RemoteOptions, []>(async ({ client, apiUrl }, o) => {
         const me = await client.me();
-        if (o.json) console.log(JSON.stringify({ api_url: apiUrl, ...me }));
-        else console.log(`${me.user.email} in account ${me.account.name} (plan ${me.account.plan}) at ${apiUrl}`);
+        if (o.json) return console.log(JSON.stringify({ api_url: apiUrl, ...me }));
+        const { user, account } = printableDeep(me);
+        console.log(`${user.email} in account ${account.name} (plan ${account.plan}) at ${apiUrl}`);
       }),
     );
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../../../client/hoist-client.js';
 import { usage } from '../remote/cli-error.js';
+import { printable } from '../remote/terminal.js';
 import { checkId, projectAction, type ProjectOptions } from '../remote/remote-action.js';
 import { printTable, projectList } from './print-table.js';
 
@@ -31,7 +32,7 @@ export default function webhooks(program: Command): void {
       const hook = await client.addWebhook(project.id, url, o.events === undefined ? undefined : eventsOf(o.events));
       if (o.json) return console.log(JSON.stringify(hook));
       console.error(
-        `Added webhook ${hook.id} on ${project.name} for ${hook.events.join(', ')}. Its signing secret ` +
+        `Added webhook ${hook.id} on ${printable(project.name)} for ${hook.events.join(', ')}. Its signing secret ` +
           'follows: keep it to verify deliveries, it is not shown again.',
       );
       console.log(hook.secret);
@@ -46,7 +47,7 @@ export default function webhooks(program: Command): void {
     async (client, project, o, id) => {
       await client.removeWebhook(project.id, id);
       if (o.json) console.log(JSON.stringify({ removed: id, project: project.id }));
-      else console.log(`Removed webhook ${id} from ${project.name}.`);
+      else console.log(`Removed webhook ${id} from ${printable(project.name)}.`);
     },
     (_o, id) => validId(id),
   );

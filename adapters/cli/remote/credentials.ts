@@ -1,4 +1,5 @@
-import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -30,13 +31,24 @@ export async function readCredentials(): Promise<Credentials | null> {
   }
 }
 
-/** Writes the credentials with mode 0600 (also when the file was there with a looser mode). */
+/**
+ * Writes the credentials into a new file, mode 0600 from its creation (`wx`: never an existing file, nor one a
+ * symlink names), then renames it over the old one. The token is never in a file another user could read: not in
+ * one left with a looser mode (an older client, a copy), where a chmod after writing would come too late for a
+ * reader that opened it before.
+ */
 export async function saveCredentials(c: Credentials): Promise<string> {
   const dir = configDir();
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const file = credentialsFile();
-  await writeFile(file, JSON.stringify(c, null, 2) + '\n', { mode: 0o600 });
-  await chmod(file, 0o600);
+  const temp = join(dir, `.credentials-${randomBytes(8).toString('hex')}.tmp`);
+  try {
+    await writeFile(temp, JSON.stringify(c, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
+    await rename(temp, file);
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
   return file;
 }
 

@@ -1,5 +1,5 @@
 import type { Operation } from '../../../client/hoist-client.js';
-import { bar, bold, dim, formatBytes, green, interactive, printable, red, yellow } from './terminal.js';
+import { bar, bold, dim, formatBytes, green, interactive, printable, printableDeep, red, yellow } from './terminal.js';
 
 const STAGES = ['analyze', 'build', 'deploy'] as const;
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -80,7 +80,9 @@ export class DeployView {
   }
 
   /** A new view of the operation (kept, not shown, while paused). */
-  update(op: Operation): void {
+  update(answer: Operation): void {
+    // What is drawn of it (statuses, stage errors that quote a build's output...) cannot drive the terminal.
+    const op = printableDeep(answer);
     this.op = op;
     if (this.paused) return;
     if (this.mode === 'tty') {
@@ -176,7 +178,7 @@ export class DeployView {
       const s: Stage | undefined = op.stages?.[name];
       const status = s?.status ?? 'queued';
       if (this.printed.get(name) !== status && status !== 'queued') {
-        const error = s?.error?.message ? ` (${s.error.code}: ${s.error.message})` : '';
+        const error = s?.error?.message ? ` (${s.error.code}: ${printable(s.error.message)})` : '';
         this.info(`${name}: ${status}${s?.skipped ? ' (skipped)' : ''}${error}`);
       }
       this.printed.set(name, status);

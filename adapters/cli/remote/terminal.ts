@@ -25,6 +25,22 @@ export function printable(line: string): string {
   );
 }
 
+/** Text a server sent, of one or more lines, made safe to print as `printable` makes each of its lines. */
+export const printableText = (text: string): string => text.split('\n').map(printable).join('\n');
+
+/**
+ * A copy of what a server answered (an operation, a project, a domain...) whose every string is `printableText`, to
+ * show a person: names, URLs, messages, statuses and all, since a server, a teammate who named a project, a build
+ * or an app may have put escape sequences in any of them. JSON output keeps the answer as it came.
+ */
+export function printableDeep<T>(value: T): T {
+  if (typeof value === 'string') return printableText(value) as T;
+  if (Array.isArray(value)) return value.map(printableDeep) as T;
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, printableDeep(v)])) as T;
+  return value;
+}
+
 /** 1234567 → "1.2 MB" (decimal units, as the limits are written). */
 export function formatBytes(n: number): string {
   if (n < 1000) return `${n} B`;

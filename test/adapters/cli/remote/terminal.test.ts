@@ -1,7 +1,7 @@
 // What the CLI prints of a server's lines (build logs, an app's output) cannot drive the reader's terminal.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { printable } from '../../../../adapters/cli/remote/terminal.js';
+import { printable, printableDeep, printableText } from '../../../../adapters/cli/remote/terminal.js';
 
 test('escape sequences and control characters are left out; text, tabs and other scripts stay', () => {
   const cases: [string, string][] = [
@@ -18,6 +18,13 @@ test('escape sequences and control characters are left out; text, tabs and other
     ['a\nb\x00c\x7f', 'abc'],
   ];
   for (const [line, shown] of cases) assert.is(printable(line), shown, JSON.stringify(line));
+});
+
+test('printableText keeps the lines of a message; printableDeep cleans every string of an answer, nothing else', () => {
+  assert.is(printableText('crashed:\n\x1b]0;x\x07a\r\nb'), 'crashed:\na\nb');
+  const answer = { name: 'n\x1b[2K', n: 3, ok: true, none: null, list: ['\x9b1A', { deep: 'd\x07' }] };
+  assert.equal(printableDeep(answer), { name: 'n', n: 3, ok: true, none: null, list: ['1A', { deep: 'd' }] });
+  assert.is(answer.name, 'n\x1b[2K', 'the answer itself is left as it came');
 });
 
 test.run();
