@@ -13,9 +13,18 @@ import { dropLapsedInvitation } from './invitations.js';
 
 export const ACCOUNT_SERVICE = token<AccountService>('hoist.AccountService');
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** The atext of RFC 5322: what a local part's dot-separated words are made of. */
+const ATEXT = "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+";
+/** A DNS label: letters, digits and hyphens, not starting or ending with a hyphen. */
+const LABEL = '[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?';
+const EMAIL = new RegExp(`^${ATEXT}(?:\\.${ATEXT})*@${LABEL}(?:\\.${LABEL})+$`);
 
-/** True for a plausible e-mail address (one @, a dot in the domain, no spaces, at most 320 chars). */
+/**
+ * True for a plain e-mail address: a dot-atom local part, one @ and a domain of two or more DNS labels, at most 320
+ * characters (the WHATWG form of `<input type=email>`, in ASCII: an IDN domain is written in punycode). Nothing a mail
+ * library reads as address syntax passes: `<>`, `,`, `;`, `:`, `()`, quotes, spaces... (`a@b.c,` was one address
+ * to Hoist, its own mail limit and its own user or grant, and `a@b.c` to the relay; `a@b.c<root>` mailed `root`).
+ */
 export function isEmail(email: string): boolean {
   return email.length <= 320 && EMAIL.test(email);
 }

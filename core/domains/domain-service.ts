@@ -24,6 +24,9 @@ type Settings = Pick<
 
 /** A project's customer subdomains: list, add, read, check now, remove. */
 export class DomainService {
+  /** The verify calls under way in this process, by domain: a call of a domain being verified shares that check. */
+  private readonly verifying = new Map<string, Promise<DomainView>>();
+
   constructor(
     private readonly em: EntityManager,
     private readonly projects: ProjectService,
@@ -96,19 +99,31 @@ export class DomainService {
 
   /**
    * Checks the domain's records now and answers its new state. When another checker holds it, waits
-   * (up to one claim lease) for that check to end and checks again.
+   * (up to one claim lease) for that check to end and checks again. Calls of one domain at once share one check:
+   * each waiting call polled the database ten times a second, so a few hundred calls of a domain whose name
+   * servers never answer took the database's connections from every other account.
    */
   async verify(accountId: string, projectId: string, domainId: string): Promise<DomainView> {
     const project = await this.projects.get(accountId, projectId);
     const domain = await this.row(project.id, domainId);
+    let check = this.verifying.get(domain.id);
+    if (!check) {
+      check = this.checkNow(project.id, project.slug, domain.id).finally(() => this.verifying.delete(domain.id));
+      this.verifying.set(domain.id, check);
+    }
+    return check;
+  }
+
+  /** Checks domain `domainId` of the project now: see verify. */
+  private async checkNow(projectId: string, slug: string, domainId: string): Promise<DomainView> {
     const deadline = this.clock.now().getTime() + this.checker.leaseMs;
     for (;;) {
-      const checked = await this.checker.check(domain.id);
-      if (checked) return domainView(this.config, checked, project.slug);
+      const checked = await this.checker.check(domainId);
+      if (checked) return domainView(this.config, checked, slug);
       if (this.clock.now().getTime() > deadline) break;
       await sleep(100);
     }
-    return domainView(this.config, await this.row(project.id, domainId), project.slug);
+    return domainView(this.config, await this.row(projectId, domainId), slug);
   }
 
   /** Removes the domain (the edge stops serving it at once); not_found when it is not there. */

@@ -26,6 +26,13 @@ export const RETRY_DELAYS_MS = [10_000, 60_000, 300_000, 1_800_000, 7_200_000];
  * holds this many of the worker's slots, never the others' turn. Its other tries wait for the sweep.
  */
 export const TRIES_PER_ACCOUNT = 2;
+/** Tries a sweep queues at most. */
+export const SWEEP_MAX = 500;
+/**
+ * Tries of one account a sweep queues at most (its oldest due first): an account with a backlog of due tries (endpoints
+ * that never answer) never fills a sweep, so every other account's due tries are queued by the same sweep.
+ */
+export const SWEEP_PER_ACCOUNT = 100;
 /** How long a try holds its delivery: after it, a try that never reported (its worker stopped) is made again. */
 const TRY_HOLD_MS = 120_000;
 /** Deliveries ended this long ago are removed by the sweep. */
@@ -152,16 +159,23 @@ export class WebhookDeliveries {
   }
 
   /**
-   * Queues the tries that are due and, once an hour, removes deliveries that ended more than DELIVERY_DAYS ago; returns
-   * how many tries it queued.
+   * Queues the tries that are due, in turns: every account's oldest due try, then every account's second, and so on, up
+   * to SWEEP_PER_ACCOUNT of one account and SWEEP_MAX in all. (Taken oldest due first whatever their account, one
+   * account's backlog of SWEEP_MAX due tries kept every other account's retries out for as long as it lasted.) Once an
+   * hour, it also removes deliveries that ended more than DELIVERY_DAYS ago. Returns how many tries it queued.
    */
   async sweep(): Promise<number> {
     const em = this.em.fork();
     const now = this.clock.now();
     const due = await queryRows<{ id: string; attempts: number }>(
       em,
-      "select id, attempts from webhook_deliveries where status = 'pending' and next_attempt_at <= ? limit 500",
-      [now],
+      'select id, attempts from (' +
+        'select d.id, d.attempts, d.next_attempt_at, ' +
+        'row_number() over (partition by w.account_id order by d.next_attempt_at, d.id) as turn ' +
+        'from webhook_deliveries d join webhooks w on w.id = d.webhook_id ' +
+        "where d.status = 'pending' and d.next_attempt_at <= ?" +
+        ') due where turn <= ? order by turn, next_attempt_at limit ?',
+      [now, SWEEP_PER_ACCOUNT, SWEEP_MAX],
     );
     for (const d of due) await this.enqueue({ deliveryId: d.id, attempt: d.attempts + 1 });
     if (now.getTime() - this.purgedAt >= PURGE_EVERY_MS) {

@@ -145,30 +145,32 @@ export class WebhookService {
    */
   async ping(accountId: string, projectId: string, webhookId: string): Promise<DeliveryView> {
     const webhook = await this.find(accountId, projectId, webhookId);
-    const now = this.clock.now();
-    const hour = new Date(now.getTime() - 3_600_000);
-    const recent = await this.em
-      .fork()
-      .find(
+    // Counted and recorded under the webhook's lock: pings sent at once each counted the others' as not there yet.
+    const delivery = await underOwnerLock(this.em, Webhook, webhook.id, async (tx) => {
+      const now = this.clock.now();
+      const hour = new Date(now.getTime() - 3_600_000);
+      const recent = await tx.find(
         WebhookDelivery,
         { webhookId: webhook.id, event: 'ping', createdAt: { $gt: hour } },
         { orderBy: { createdAt: 'asc' }, fields: ['createdAt'], limit: PINGS_PER_HOUR },
       );
-    if (recent.length >= PINGS_PER_HOUR) {
-      const retryAfter = Math.max(1, Math.ceil((recent[0].createdAt.getTime() - hour.getTime()) / 1000));
-      throw new HoistError('rate_limited', `A webhook takes ${PINGS_PER_HOUR} pings an hour; try again later`, {
-        retry_after: retryAfter,
+      if (recent.length >= PINGS_PER_HOUR) {
+        const retryAfter = Math.max(1, Math.ceil((recent[0].createdAt.getTime() - hour.getTime()) / 1000));
+        throw new HoistError('rate_limited', `A webhook takes ${PINGS_PER_HOUR} pings an hour; try again later`, {
+          retry_after: retryAfter,
+        });
+      }
+      const row = Object.assign(new WebhookDelivery(), {
+        webhookId: webhook.id,
+        projectId: webhook.projectId,
+        event: 'ping',
+        nextAttemptAt: now,
+        createdAt: now,
+        updatedAt: now,
       });
-    }
-    const delivery = Object.assign(new WebhookDelivery(), {
-      webhookId: webhook.id,
-      projectId: webhook.projectId,
-      event: 'ping',
-      nextAttemptAt: now,
-      createdAt: now,
-      updatedAt: now,
+      await insertRow(tx, WebhookDelivery, row);
+      return row;
     });
-    await insertRow(this.em.fork(), WebhookDelivery, delivery);
     await this.deliveries.dispatch([delivery.id]);
     return deliveryView(delivery);
   }

@@ -35,6 +35,11 @@ test('bad input is 400 naming the field and stores nothing', async () => {
     [{ email: 'not-an-email' }, 'email'],
     [{ email: 'two@at@example.com' }, 'email'],
     [{ email: 'spa ce@example.com' }, 'email'],
+    // Address syntax to a mailer: one mailbox (ok@example.com, root) under another name.
+    [{ email: 'ok@example.com,' }, 'email'],
+    [{ email: '<ok@example.com>' }, 'email'],
+    [{ email: 'x,ok@example.com' }, 'email'],
+    [{ email: 'x@example.com<root>' }, 'email'],
     [{ email: 42 }, 'email'],
     [{ email: `${'x'.repeat(320)}@example.com` }, 'email'],
     [{ email: 'ok@example.com', name: 'n'.repeat(201) }, 'name'],

@@ -1,9 +1,10 @@
 // legs: db
+import type { AbstractSqlConnection } from '@mikro-orm/knex';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DOMAIN_CHECKER, DomainChecker } from '../../../core/domains/domain-checker.js';
 import { systemClock } from '../../../core/ports/clock.js';
-import { DNS_RESOLVER, type DnsResolver } from '../../../core/ports/dns-resolver.js';
+import { DNS_RESOLVER, DnsLookupError, type DnsResolver } from '../../../core/ports/dns-resolver.js';
 import { Domain } from '../../../core/entities/domain.js';
 import { Project } from '../../../core/entities/project.js';
 import { PROJECT_DELETER, type ProjectDeleter } from '../../../core/projects/project-deleter.js';
@@ -558,6 +559,34 @@ test('two checkers never check one domain at once: the second finds it claimed',
   await call(pro, 'DELETE', `/projects/${projectId}/domains/${d.id}`);
 });
 
+test('verify calls of one domain at once share one check: its name servers are asked once, nothing polls', async () => {
+  const { body: d } = await add(pro, projectId, 'hammered.customer.test');
+  const path = `/projects/${projectId}/domains/${d.id}/verify`;
+  let claims = 0;
+  const count = (q: { sql: string }) => {
+    if (/^update/i.test(q.sql) && q.sql.includes('claimed_until')) claims++;
+  };
+  const knex = (t.kernel.orm.em.getConnection() as AbstractSqlConnection).getKnex();
+  knex.on('query', count);
+  dns.mode = 'silent';
+  const asked = dns.asked.length;
+  try {
+    const answers = await Promise.all(Array.from({ length: 20 }, () => call(pro, 'POST', path)));
+    assert.equal([...new Set(answers.map((a) => a.status))], [200]);
+    assert.ok(
+      answers.every((a) => a.body.status === 'pending' && /DNS lookup failed \(timeout\)/.test(a.body.message)),
+      JSON.stringify(answers[0].body),
+    );
+    const questions = dns.asked.slice(asked).filter((q) => q.endsWith('hammered.customer.test'));
+    assert.equal(questions.sort(), ['CNAME hammered.customer.test', 'TXT _hoist-challenge.hammered.customer.test']);
+    assert.ok(claims <= 2, `one claim and its release, not a poll of the database by every call: ${claims}`);
+  } finally {
+    knex.off('query', count);
+    dns.mode = 'answer';
+  }
+  await call(pro, 'DELETE', `/projects/${projectId}/domains/${d.id}`);
+});
+
 test('checkDue checks only domains that are due, and reschedules them', async () => {
   const { body: d } = await add(pro, projectId, 'due.customer.test');
   const checker = t.kernel.get<DomainChecker>(DOMAIN_CHECKER);
@@ -572,6 +601,37 @@ test('checkDue checks only domains that are due, and reschedules them', async ()
   assert.ok(row.nextCheckAt.getTime() > Date.now());
   assert.is(await checker.checkDue(), 0);
   await call(pro, 'DELETE', `/projects/${projectId}/domains/${d.id}`);
+});
+
+test("checkDue checks at once: one account's domains whose name servers never answer hold no other's", async () => {
+  const who = await t.account({ plan: 'pro' });
+  const p = await newProject(who, 'silent-ns');
+  const slow = [];
+  for (let i = 0; i < 4; i++) slow.push((await add(who, p.projectId, `d${i}.silent.test`)).body);
+  const { body: mine } = await add(pro, projectId, 'prompt.customer.test');
+  const em = t.kernel.orm.em.fork();
+  await em.nativeUpdate(Domain, {}, { nextCheckAt: new Date(Date.now() + 3_600_000) });
+  await em.nativeUpdate(Domain, { projectId: p.projectId }, { nextCheckAt: new Date(Date.now() - 2000) });
+  await em.nativeUpdate(Domain, { id: mine.id }, { nextCheckAt: new Date(Date.now() - 1000) });
+  // Names under silent.test wait out a second each, as a lookup that times out does; the others answer at once.
+  const wait = async (name: string) => {
+    if (!name.endsWith('silent.test')) return [];
+    await new Promise((r) => setTimeout(r, 1000));
+    throw new DnsLookupError(name, 'timeout');
+  };
+  const resolver: DnsResolver = { resolveTxt: wait, resolveCname: wait, resolve4: wait };
+  const checker = new DomainChecker(t.kernel.orm.em, resolver, systemClock, t.kernel.config);
+  const started = performance.now();
+  assert.is(await checker.checkDue(), 5);
+  const ms = performance.now() - started;
+  assert.ok(ms < 2_500, `the checks ran at once, not one after another: ${Math.round(ms)} ms`);
+  const rows = await em.fork().find(Domain, { id: { $in: [mine.id, ...slow.map((d) => d.id)] } });
+  assert.ok(
+    rows.every((r) => r.lastCheckedAt),
+    'every due domain was checked',
+  );
+  for (const d of [...slow, mine])
+    await call(d === mine ? pro : who, 'DELETE', `/projects/${d.project_id}/domains/${d.id}`);
 });
 
 test('deleting a project removes its domains and frees their hostnames', async () => {

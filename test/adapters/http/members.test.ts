@@ -12,6 +12,7 @@ import { User } from '../../../core/entities/user.js';
 import { testApi, type TestAccount, type TestApi } from '../../helpers/api.js';
 import { zipOf } from '../../helpers/live.js';
 import { mailTo, tokenIn } from '../../helpers/mail.js';
+import { OutboxMail } from '../../../plugins/mailer-outbox/outbox-mail.js';
 import { Form } from '../../helpers/raw-http.js';
 
 let t: TestApi;
@@ -268,6 +269,38 @@ test('bad input, taken addresses, other accounts and the plan cap are refused, a
   }
   assert.is((await usersOf(other.accountId))[0].role, 'owner');
   assert.is((await call(null, 'GET', '/account/members')).statusCode, 401);
+});
+
+test('an address a mailer reads as address syntax is refused (400): no user, no mail to its mailbox', async () => {
+  const owner = await t.account({ plan: 'pro' });
+  const victim = address();
+  // Each one was another address to Hoist (its own user and mail limit) and `victim` to the SMTP relay; the last
+  // one mailed `root`, a local user of the relay.
+  for (const email of [
+    `${victim},`,
+    `${victim};`,
+    `<${victim}>`,
+    `x,${victim}`,
+    `g:${victim};`,
+    `"x"${victim}`,
+    `x@example.com<root>`,
+    `${victim}(x)`,
+    `.${victim}`,
+    `${victim}.`,
+  ]) {
+    const res = await call(owner, 'POST', '/account/members', { email });
+    assert.is(res.statusCode, 400, `${email}: ${res.body}`);
+    assert.is(res.json().error.details.field, 'email');
+  }
+  assert.is((await usersOf(owner.accountId)).length, 1);
+  const mailed = await t.inContext(() =>
+    t.kernel.orm.em.find(OutboxMail, { to: { $like: `%${victim.split('@')[0]}%` } }),
+  );
+  assert.is(mailed.length, 0);
+  for (const email of [victim, `first.o'neil+hoist_{1}@sub-domain.example.co.uk`]) {
+    const res = await call(owner, 'POST', '/account/members', { email });
+    assert.is(res.statusCode, 201, `${email}: ${res.body}`);
+  }
 });
 
 test('invitations to one address are limited (429) and mail no more', async () => {

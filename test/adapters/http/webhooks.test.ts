@@ -3,8 +3,10 @@
 // stores nothing; another account's project or webhook is not found; the plan caps webhooks per project.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { RequestContext } from '@mikro-orm/core';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { WEBHOOK_SERVICE, type WebhookService } from '../../../core/webhooks/webhook-service.js';
 import { liveHoist, type LiveHoist } from '../../helpers/live.js';
 import { liveMember } from '../../helpers/live-member.js';
 
@@ -163,6 +165,23 @@ test('a webhook takes 10 pings an hour: the 11th answers 429 with Retry-After, a
   const wait = Number(res.headers.get('retry-after'));
   assert.ok(wait > 3500 && wait <= 3600, `Retry-After ${wait}`);
   const listed = (await call(pro, 'GET', `/projects/${id}/webhooks/${hook.id}/deliveries?limit=100`)).body.deliveries;
+  assert.is(listed.length, 10);
+});
+
+test('pings sent at once still take 10 an hour: the others are rate_limited and queue nothing', async () => {
+  const { token, accountId } = await h.login('pro');
+  const id = await newProject(token, 'hooks-pings-at-once');
+  const hook = (await call(token, 'POST', `/projects/${id}/webhooks`, { url: 'https://hooks.example.com/q' })).body;
+  // Straight to the service, all in one tick: each ping's count then ran before any other's insert.
+  const { kernel } = h.running;
+  const service = kernel.get<WebhookService>(WEBHOOK_SERVICE);
+  const answers = await RequestContext.create(kernel.orm.em.fork(), () =>
+    Promise.allSettled(Array.from({ length: 30 }, () => service.ping(accountId, id, hook.id))),
+  );
+  const refused = answers.filter((a) => a.status === 'rejected');
+  assert.equal([answers.length - refused.length, refused.length], [10, 20]);
+  for (const r of refused) assert.is((r as PromiseRejectedResult).reason.code, 'rate_limited');
+  const listed = (await call(token, 'GET', `/projects/${id}/webhooks/${hook.id}/deliveries?limit=100`)).body.deliveries;
   assert.is(listed.length, 10);
 });
 
