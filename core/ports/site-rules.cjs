@@ -7,19 +7,22 @@
 // each) and a final `*` (the rest, the empty rest too: `/blog/*` matches `/blog`). A trailing slash does not matter.
 //
 // `_redirects`: one rule a line, `from to [status][!]`.
-// - `to` is a path or an http(s) URL; `:name` and `:splat` are replaced by what they matched.
+// - `to` is a path or an http(s) URL; `:name` and `:splat` are replaced by what they matched (each used once).
 // - The status is 301 when absent; 302, 303, 307 and 308 redirect too; 200 answers with the file `to` names (a
 //   rewrite: the address stays); 404 and 410 answer with it and that status.
 // - Rules are tried in order, the first that matches wins. A rule applies only where no file answers the path,
 //   unless it ends with `!` (forced): `/* /index.html 200` is a single-page app's fallback.
 // - Refused with a reason and the line: proxying to another site (200, 404 or 410 to a URL), matching on a domain,
-//   query parameters or conditions (Country=, Role=...), a `*` that does not end `from`, more than MAX_RULES, and
-//   more than MAX_DYNAMIC_RULES with placeholders or a splat (those of plain paths are looked up, the others tried).
+//   query parameters or conditions (Country=, Role=...), a `*` that does not end `from`, a placeholder or :splat used
+//   twice in `to`, more than MAX_RULES, and more than MAX_DYNAMIC_RULES with placeholders or a splat (those of plain
+//   paths are looked up, the others tried).
 //
 // `_headers`: a path on a line of its own, then its headers (`Name: value`), indented, on the lines after it.
 // Every rule whose path matches applies, in order; a header several of them set gets their values joined with `, `.
-// Refused: headers that frame the answer or that Hoist sets (OWNED_HEADERS, `x-hoist-*`), `Set-Cookie`, removing a
-// header (`! Name`), and more than MAX_HEADER_RULES rules.
+// Refused: headers that frame the answer or that Hoist sets (OWNED_HEADERS, `x-hoist-*`), `Set-Cookie`,
+// `Clear-Site-Data` naming "cookies" (browsers clear those of the whole registrable domain: every project host of an
+// apps domain that is not on the Public Suffix List), removing a header (`! Name`), and more than MAX_HEADER_RULES
+// rules.
 
 /** The file's name, at the root of the site. */
 const REDIRECTS_FILE = '_redirects';
@@ -45,6 +48,22 @@ function pathProblem(path) {
       return `${path}: a * may only end the path, as in /blog/*`;
     if (part.startsWith(':') && !NAME.test(part))
       return `${path}: a placeholder is a letter or _ then letters, digits or _, as in /:year`;
+  }
+  return null;
+}
+
+/**
+ * The first of the names `from` fills in (its placeholders, and `splat` when it ends with `*`) that `to` uses more
+ * than once, or null. Used once each, what a request fills in is at most as long as its path: a `to` that repeated
+ * `:splat` made every answer's Location hundreds of times the request's size (a 12 KB request, a 4 MB answer).
+ */
+function repeated(from, to) {
+  const names = new Set(partsOf(from).map((p) => (p === '*' ? 'splat' : p.startsWith(':') ? p.slice(1) : '')));
+  const used = new Set();
+  for (const [, name] of to.matchAll(SUBSTITUTE)) {
+    if (!names.has(name)) continue;
+    if (used.has(name)) return name;
+    used.add(name);
   }
   return null;
 }
@@ -83,6 +102,8 @@ function ruleOf(line) {
       `${to}: answering with another site's content (proxying) is not supported; ` +
       'redirect to it with 301, 302, 307 or 308'
     );
+  const again = repeated(from, to);
+  if (again) return `${to}: :${again} is used more than once; each placeholder, and :splat, may be used once`;
   return { from, to, status: code, force: !!m && m[2] === '!' };
 }
 
@@ -154,8 +175,14 @@ function decoded(segment) {
   }
 }
 
-/** What `parts` (a rule's) matched of `path` (its segments as sent): placeholder values and the splat, or null. */
-function matchParts(parts, path) {
+/** The segments of `pathname` (`path`, as sent) decoded, each once for all rules; `path` itself without escapes. */
+const plainOf = (path, pathname) => (pathname.includes('%') ? path.map(decoded) : path);
+
+/**
+ * What `parts` (a rule's) matched of `path` (its segments as sent; `plain`: the same decoded, plainOf): placeholder
+ * values and the splat, or null.
+ */
+function matchParts(parts, path, plain) {
   const values = Object.create(null);
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i];
@@ -167,7 +194,7 @@ function matchParts(parts, path) {
     if (part.startsWith(':')) {
       if (path[i] === '') return null;
       values[part.slice(1)] = path[i];
-    } else if (part !== path[i] && part !== decoded(path[i])) return null;
+    } else if (part !== path[i] && part !== plain[i]) return null;
   }
   return parts.length === path.length ? values : null;
 }
@@ -182,16 +209,23 @@ function matchRedirect(rules, pathname, fileFound) {
   const lookup = fileFound ? all.forced : all.all;
   if (!lookup) return null;
   const path = trimmed(pathname).split('/').slice(1);
+  const plainPath = plainOf(path, pathname);
   // A path with escapes is looked up as sent, then decoded (a rule names its path as it reads).
   const plain =
     lookup.literal.get(trimmed(pathname)) ??
-    (pathname.includes('%') ? lookup.literal.get(`/${path.map(decoded).join('/')}`) : undefined);
+    (plainPath !== path ? lookup.literal.get(`/${plainPath.join('/')}`) : undefined);
   // A rule with placeholders or a splat wins only when it comes before the plain path's.
   for (const { rule, parts, index } of lookup.dynamic) {
     if (plain && index > plain.index) break;
-    const values = matchParts(parts, path);
+    const values = matchParts(parts, path, plainPath);
     if (!values) continue;
-    const to = rule.to.replace(SUBSTITUTE, (whole, name) => (Object.hasOwn(values, name) ? values[name] : whole));
+    // Each name is filled in once (parseRedirects refuses more), also in rules stored before it did.
+    const to = rule.to.replace(SUBSTITUTE, (whole, name) => {
+      if (!Object.hasOwn(values, name)) return whole;
+      const value = values[name];
+      delete values[name];
+      return value;
+    });
     return { rule, to };
   }
   return plain ? { rule: plain.rule, to: plain.rule.to } : null;
@@ -289,6 +323,11 @@ function parseHeaders(text) {
     if (owned) return refuse(owned);
     if (value === '') return refuse(`${name}: the header has no value`);
     if (!VALUE.test(value)) return refuse(`${name}: the value holds characters a header may not`);
+    if (name === 'clear-site-data' && /cookies|\*/i.test(value))
+      return refuse(
+        `${name}: "cookies" (and "*") clear the cookies of every site of the registrable domain, other projects' ` +
+          'sign-ins to their private sites too; "cache" and "storage" are this site\'s own',
+      );
     count++;
     current.headers.push([name, value]);
   });
@@ -315,9 +354,10 @@ function matchHeaders(rules, pathname) {
   let all = compiledHeaders.get(rules);
   if (!all) compiledHeaders.set(rules, (all = rules.map((r) => ({ rule: r, parts: partsOf(r.path) }))));
   const path = trimmed(pathname).split('/').slice(1);
+  const plain = plainOf(path, pathname);
   let found = null;
   for (const { rule, parts } of all) {
-    if (!matchParts(parts, path)) continue;
+    if (!matchParts(parts, path, plain)) continue;
     found ??= Object.create(null);
     for (const [name, value] of rule.headers)
       found[name] = found[name] === undefined ? value : `${found[name]}, ${value}`;

@@ -145,6 +145,47 @@ test("a redirect's Location: the request's query goes along, before a fragment; 
   assert.is(location('/ext/x.js'), '//cdn.example/x.js', "the rule's own host stays");
 });
 
+test("each placeholder and :splat is used once in `to`: a Location is never many times the request's size", () => {
+  const lines = ['/* /:splat/:splat 302', '/:a/* https://x.example/:a?again=:a', '/:a/* /:a/:splat?x=:b#:splat'];
+  const { rules, errors } = parseRedirects([...lines, '/:a/:b/* /:b/:a/:splat?keep=:c:c'].join('\n'));
+  assert.equal(
+    errors.map((e) => e.line),
+    [1, 2, 3],
+  );
+  assert.match(errors[0].message, /:splat is used more than once/);
+  assert.match(errors[1].message, /:a is used more than once/);
+  assert.is(rules.length, 1, 'a name the path does not fill in (:c) is text, as often as it likes');
+  assert.is(matchRedirect(rules, '/x/y/z', false)!.to, '/y/x/z?keep=:c:c');
+  // A rule stored before they were refused: its name filled in once, the rest left as written.
+  const stored = [{ from: '/*', to: `/${':splat'.repeat(300)}`, status: 302 as const, force: false }];
+  const path = `/${'a'.repeat(10_000)}`;
+  const hit = matchRedirect(stored, path, false)!;
+  assert.ok(hit.to.length <= path.length + stored[0].to.length, `${hit.to.length} characters`);
+  assert.ok(hit.to.startsWith(`/${'a'.repeat(10_000)}:splat`));
+});
+
+test('a path with escapes is decoded once for all the rules tried, not once a rule', () => {
+  const dynamic = Array.from({ length: MAX_DYNAMIC_RULES }, (_, i) => `/${'a/'.repeat(40)}:x${i} /t`).join('\n');
+  const redirects = parseRedirects(dynamic);
+  const headerLines = Array.from({ length: 50 }, (_, i) => `/${'a/'.repeat(40)}:x${i}\n  X-N: ${i}`);
+  const headers = parseHeaders(headerLines.join('\n'));
+  assert.equal([...redirects.errors, ...headers.errors], []);
+  const path = `/${'%61/'.repeat(40)}b/c`;
+  const real = globalThis.decodeURIComponent;
+  let calls = 0;
+  globalThis.decodeURIComponent = (s: string) => (calls++, real(s));
+  try {
+    assert.is(matchRedirect(redirects.rules, path, false), null);
+    assert.ok(calls <= 2 * 43, `${calls} decodes for a path of 42 segments and ${MAX_DYNAMIC_RULES} rules`);
+    calls = 0;
+    assert.is(matchHeaders(headers.rules, path), null);
+    assert.ok(calls <= 43, `${calls} decodes for a path of 42 segments and 50 header rules`);
+    assert.is(matchRedirect(redirects.rules, `/${'%61/'.repeat(40)}b`, false)!.to, '/t', 'an escaped segment matches');
+  } finally {
+    globalThis.decodeURIComponent = real;
+  }
+});
+
 test('_headers: paths, then their headers, names in lower case; comments and blank lines skipped', () => {
   const { rules, errors } = parseHeaders(
     "# security\n/*\n  X-Frame-Options: DENY\n\tContent-Security-Policy: default-src 'self'; img-src *\n\n" +
@@ -207,6 +248,19 @@ test('_headers: each refused line is named with its number and why', () => {
   assert.match(say[17], /x-sendfile: an instruction to a proxy/);
   const empty = parseHeaders('/a\n/b\n  X-B: 1').errors;
   assert.equal(empty, [{ line: 1, message: '/a: the path has no headers' }]);
+});
+
+test('_headers: Clear-Site-Data naming cookies is refused (browsers clear those of every project host)', () => {
+  const { rules, errors } = parseHeaders(
+    '/logout\n  Clear-Site-Data: "cookies"\n  Clear-Site-Data: "*"\n  Clear-Site-Data: "cache", "COOKIES"\n' +
+      '/reset\n  Clear-Site-Data: "cache", "storage"\n',
+  );
+  assert.equal(
+    errors.map((e) => e.line),
+    [2, 3, 4],
+  );
+  assert.match(errors[0].message, /clear-site-data: "cookies" \(and "\*"\) clear the cookies of every site/);
+  assert.equal(rules[1], { path: '/reset', headers: [['clear-site-data', '"cache", "storage"']] });
 });
 
 test(`_headers: more than ${MAX_HEADER_RULES} paths are refused as a whole`, () => {

@@ -198,11 +198,17 @@ export class BuildStage implements StageImpl {
             redactor = await this.redaction.forOperation(ctx.operation.id, ctx.project.id);
             const caches = this.caches;
             const cache = caches && join(await dir(), 'cache');
+            // Previews keep a cache of their own: code a preview built (anyone's with a preview upload URL) could
+            // leave in it what a production build runs with the production values (an `npx pkg@1.2.3` it fills).
+            const cacheOf =
+              deploymentTarget(ctx.version, ctx.operation) === 'preview'
+                ? `${ctx.operation.accountId}--preview`
+                : ctx.operation.accountId;
             if (cache && ctx.version.options.clear_cache) {
-              await caches.clear(ctx.operation.accountId);
+              await caches.clear(cacheOf);
               write('Build cache: cleared (clear_cache): this build starts without one.');
             }
-            if (cache && (await caches.take(ctx.operation.accountId, cache)))
+            if (cache && (await caches.take(cacheOf, cache)))
               write('Build cache: restored (what earlier builds of this account kept).');
             try {
               ({ outputDir } = await builder.build({
@@ -218,7 +224,7 @@ export class BuildStage implements StageImpl {
               }));
             } finally {
               if (cache) {
-                const kept = await caches.giveBack(ctx.operation.accountId, cache).catch((err) => {
+                const kept = await caches.giveBack(cacheOf, cache).catch((err) => {
                   this.logger.warn({ err, buildId: build }, 'the build cache was not kept');
                   return null;
                 });

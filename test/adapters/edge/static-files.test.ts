@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -389,6 +389,37 @@ test('a site without _headers answers its redirects and 404s with the headers it
   assert.equal(answerHeaders(await at('/.env')), notFound);
   const gone = await at('/removed');
   assert.equal(answerHeaders(gone), { ...notFound, 'content-length': String(SITE['gone.html'].length) });
+});
+
+test('a 404 or 410 page past 1 MiB is streamed, never read whole for an answer (a 3 GiB 404.html too)', async () => {
+  await withRules('r7', { 'index.html': SITE['index.html'], 'big.html': big }, '/removed  /big.html  410\n');
+  // A sparse file: 3 GiB that take no disk, past what one read may return (readFile refuses it).
+  const page = join(releases.get('r7')!.root, '404.html');
+  writeFileSync(page, '');
+  truncateSync(page, 3 * 1024 ** 3);
+  const at = (path: string, method = 'GET') => get(path, { 'x-release': 'r7' }, method);
+
+  const gone = await at('/removed');
+  assert.is(gone.status, 410);
+  assert.is(gone.headers['content-length'], String(big.length));
+  assert.equal(gone.body, big, 'the whole page, streamed');
+  const head = await at('/nope', 'HEAD');
+  assert.is(head.status, 404);
+  assert.is(head.headers['content-length'], String(3 * 1024 ** 3), "the site's own page, however large");
+  assert.is(head.headers['content-type'], 'text/html; charset=utf-8');
+  const { port } = server.address() as AddressInfo;
+  const first = await new Promise<{ status: number; length: string | undefined; bytes: number }>((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/nope', headers: { 'x-release': 'r7' } }, (res) => {
+        res.once('data', (c: Buffer) => {
+          resolve({ status: res.statusCode!, length: res.headers['content-length'], bytes: c.length });
+          res.destroy();
+        });
+      })
+      .on('error', reject);
+  });
+  assert.equal(first, { status: 404, length: String(3 * 1024 ** 3), bytes: first.bytes });
+  assert.ok(first.bytes > 0, 'its first bytes come before the rest is read');
 });
 
 test.run();

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Redaction, Redactor } from '../../../core/deployments/redaction.js';
+import { randomBytes } from 'node:crypto';
+import { MAX_LINES, Redaction, Redactor, UNCHECKED } from '../../../core/deployments/redaction.js';
 
 const base = mkdtempSync(join(tmpdir(), 'hoist-redact-'));
 test.after(() => rmSync(base, { recursive: true, force: true }));
@@ -61,6 +62,38 @@ test('each line of a multi-line value is masked on its own; regex characters in 
   const r = new Redactor(null, [pem, 'a.b*c+(d)']);
   assert.is(r.text('MIIBOgIBAAJBAKj34GkxFhD9'), '***');
   assert.is(r.text('a.b*c+(d) aXbbc+(d)'), '*** aXbbc+(d)');
+});
+
+test("a plan's worth of long values is masked: no RegExp of them all, which V8 refused past ~1.5 MB", () => {
+  // 10 values of a pro plan's 32 KiB: their forms made a RegExp "too large", and every build failed.
+  const values = Array.from({ length: 10 }, () => randomBytes(24_576).toString('base64'));
+  const r = new Redactor(null, values);
+  assert.is(r.text('a short line first: no value fits in it'), 'a short line first: no value fits in it');
+  assert.is(r.text(`key=${values[3]};`), 'key=***;');
+  const b64 = Buffer.from(values[9]).toString('base64');
+  assert.is(r.text(`b64 ${b64} end`), 'b64 *** end', 'a form longer than its value');
+  assert.is(r.text(`${values[0].slice(0, -1)}!`), `${values[0].slice(0, -1)}!`, 'all but its last character: shown');
+});
+
+test('values made to resemble the text cannot make masking slow: past its comparisons the text is not shown', () => {
+  const r = new Redactor(null, [`${'A'.repeat(5000)}B`, 'short', 'AAAAZ']);
+  assert.is(r.text('A'.repeat(20_000)), UNCHECKED);
+  assert.is(r.text(`${'A'.repeat(100)} short`), `${'A'.repeat(100)} ***`, 'an ordinary text is masked as usual');
+});
+
+test('a value that is not well-formed text (a lone surrogate) is masked, and masks nothing else away', () => {
+  const r = new Redactor(null, ['\ud800lone-surrogate', 'hunter22']);
+  assert.is(r.text('x \ud800lone-surrogate y hunter22'), 'x *** y ***');
+});
+
+test(`lines of multi-line values are masked on their own up to ${MAX_LINES} in all; each whole value always`, () => {
+  const lines = Array.from({ length: MAX_LINES + 5 }, (_, i) => `line-${i}-of-the-key`);
+  const r = new Redactor(null, [lines.join('\n'), 'other-value']);
+  assert.is(r.text(lines[0]), '***');
+  assert.is(r.text(lines[MAX_LINES - 1]), '***');
+  assert.is(r.text(lines[MAX_LINES]), lines[MAX_LINES], 'past the bound: not on its own');
+  assert.is(r.text(`[${lines.join('\n')}]`), '[***]', 'the whole value');
+  assert.is(r.text('other-value'), '***');
 });
 
 test(

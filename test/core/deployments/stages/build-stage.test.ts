@@ -276,6 +276,34 @@ test("clear_cache: the account's cache is dropped; the build starts without one,
   assert.equal(seen, ['', '', 'new'], 'the cleared build saw none; the next one sees what it left');
 });
 
+test("a preview's build has a cache of its own: what it leaves never reaches a production build", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'hoist-build-stage-cache-'));
+  const caches = new BuildCaches(dataDir, 1024 * 1024);
+  const seen: string[] = [];
+  const caching = (name: string): Builder => ({
+    ...builder(),
+    build: async (input) => {
+      seen.push((await readdir(input.cache!)).sort().join(','));
+      await writeFile(join(input.cache!, name), 'what this build left');
+      return builder().build(input);
+    },
+  });
+  // Builds of one account, as previews and for production in turn.
+  const ctx = stageContext();
+  const run = async (name: string, target?: 'preview') => {
+    const { stage } = setup([caching(name)], caches);
+    ctx.version.options = target ? { target } : {};
+    await (
+      await stage.run(ctx)
+    ).also!(null as never);
+  };
+  await run('from-production');
+  await run('from-preview', 'preview');
+  await run('from-production-2');
+  await run('from-preview-2', 'preview');
+  assert.equal(seen, ['', '', 'from-production', 'from-preview'], 'each target sees only what its own builds left');
+});
+
 test('a failed build gives its cache back too', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-build-stage-cache-'));
   const caches = new BuildCaches(dataDir, 1024 * 1024);
