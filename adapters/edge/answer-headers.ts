@@ -1,5 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import { isProxyInstruction } from '../../core/ports/site-rules.cjs';
+import { clearsCookies, isProxyInstruction } from '../../core/ports/site-rules.cjs';
 import { tenantCookie } from './edge-cookies.js';
 
 /** The edge's header that a release's answer never replaces: a draft or private release stays out of search engines. */
@@ -21,8 +21,8 @@ const text = (b: Buffer | string) => (typeof b === 'string' ? b : b.toString('la
 /**
  * The headers of a release's answer (`raw`: undici's Buffers or node:http's rawHeaders) as the client gets them, as a
  * flat list: the edge's `own` first (with the release's value where it sends one, but EDGE_WINS), then the release's
- * but Transfer-Encoding, instructions to a proxy in front of the edge (isProxyInstruction) and cookies for other
- * tenants' hosts (tenantCookie), with Connection as an HTTP/1.0 client asked (close by default), else the release's or
+ * but Transfer-Encoding, instructions to a proxy in front of the edge (isProxyInstruction), cookies for other
+ * tenants' hosts (tenantCookie) and a Clear-Site-Data that would clear theirs (clearsCookies), with Connection as an HTTP/1.0 client asked (close by default), else the release's or
  * the client's (keep-alive by default).
  */
 export function answerHeaders(
@@ -42,6 +42,7 @@ export function answerHeaders(
     const name = names[i];
     if (name === 'transfer-encoding' || Object.hasOwn(own, name) || isProxyInstruction(name)) continue;
     if (name === 'set-cookie' && !tenantCookie(text(raw[i + 1]), appsDomain)) continue;
+    if (name === 'clear-site-data' && clearsCookies(text(raw[i + 1]))) continue;
     if (name === 'connection') {
       if (req.httpVersion === '1.0') continue;
       connection = true;

@@ -11,7 +11,7 @@ import { createProxyServer } from 'http-proxy-3';
 import { Pool, type Dispatcher } from 'undici';
 import { HoistError } from '../../core/errors.js';
 import type { ReleaseTarget } from '../../core/ports/deployer.js';
-import { isProxyInstruction } from '../../core/ports/site-rules.cjs';
+import { clearsCookies, isProxyInstruction } from '../../core/ports/site-rules.cjs';
 import { answerHeaders, EDGE_WINS, reasonPhrase } from './answer-headers.js';
 import { tenantCookie } from './edge-cookies.js';
 import { badGatewayPage } from './pages.js';
@@ -152,6 +152,8 @@ export function createReleaseProxy(options: ForwardingOptions) {
     if (res.hasHeader(EDGE_WINS)) delete answer.headers[EDGE_WINS];
     const cookies = answer.headers['set-cookie'];
     if (cookies) answer.headers['set-cookie'] = cookies.filter((c) => tenantCookie(c, options.appsDomain));
+    const clear = answer.headers['clear-site-data'];
+    if (clear && clearsCookies(String(clear))) delete answer.headers['clear-site-data'];
     cutWith(answer, res);
   });
   const fail = (res: ServerResponse, req: IncomingMessage, err?: unknown) => {

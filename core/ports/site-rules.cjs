@@ -278,6 +278,13 @@ const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
  */
 const isProxyInstruction = (name) => /^(?:x-accel-|x-sendfile$|x-lighttpd-send-(?:temp)?file$)/.test(name);
 
+/**
+ * Whether a `Clear-Site-Data` value names "cookies" (or "*"): browsers then clear the cookies of the whole registrable
+ * domain, every project host of an apps domain not on the Public Suffix List, other projects' private-site sign-ins
+ * too. `_headers` may not set one; the edge drops one from a release's answer.
+ */
+const clearsCookies = (value) => /cookies|\*/i.test(value);
+
 /** Why header `name` (lower case) may not be set by a `_headers` rule, or null. */
 function headerProblem(name) {
   if (name.startsWith('x-hoist-')) return `${name}: Hoist sets X-Hoist-* headers itself`;
@@ -323,7 +330,7 @@ function parseHeaders(text) {
     if (owned) return refuse(owned);
     if (value === '') return refuse(`${name}: the header has no value`);
     if (!VALUE.test(value)) return refuse(`${name}: the value holds characters a header may not`);
-    if (name === 'clear-site-data' && /cookies|\*/i.test(value))
+    if (name === 'clear-site-data' && clearsCookies(value))
       return refuse(
         `${name}: "cookies" (and "*") clear the cookies of every site of the registrable domain, other projects' ` +
           'sign-ins to their private sites too; "cache" and "storage" are this site\'s own',
@@ -372,6 +379,7 @@ module.exports = {
   parseHeaders,
   matchHeaders,
   isProxyInstruction,
+  clearsCookies,
   MAX_BYTES,
   MAX_RULES,
   MAX_DYNAMIC_RULES,

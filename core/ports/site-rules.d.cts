@@ -55,6 +55,8 @@ export function matchHeaders(rules: readonly HeaderRule[], pathname: string): Re
  * may carry one.
  */
 export function isProxyInstruction(name: string): boolean;
+/** Whether a `Clear-Site-Data` value names "cookies" (or "*"): the cookies of every host of the registrable domain. */
+export function clearsCookies(value: string): boolean;
 
 /** The most paths a `_headers` file may hold. */
 export const MAX_HEADER_RULES: number;

@@ -36,6 +36,8 @@ const release = http.createServer((req, res) => {
     res.setHeader('X-Accel-Redirect', '/internal/admin');
     res.setHeader('x-accel-buffering', 'no');
     res.setHeader('X-Sendfile', '/etc/passwd');
+    // Would clear every project host's cookies (other projects' private-site sign-ins): dropped.
+    res.setHeader('Clear-Site-Data', '"cache", "cookies"');
     // Cookies for every tenant's host (planted access cookie, fixed session) go nowhere; its own pass.
     res.setHeader('Set-Cookie', [
       'hoist_access=planted; Path=/p',
@@ -47,6 +49,8 @@ const release = http.createServer((req, res) => {
       'shop=1; Domain=shop.apps.example',
     ]);
   }
+  // Its own cache and storage are the release's to clear.
+  if (req.url === '/own') res.setHeader('Clear-Site-Data', '"cache", "storage"');
   res.statusCode = req.url === '/status' ? 418 : 200;
   res.setHeader('content-type', 'application/json').end(JSON.stringify(seen(req)));
 });
@@ -228,12 +232,14 @@ test(
         ['theme=dark; Path=/; HttpOnly', 'shop=1; Domain=shop.apps.example'],
         "cookies for other tenants' hosts and the access cookie are dropped",
       );
-      for (const url of [web.url, plain.url])
-        assert.not.match(
-          await answerOf(url, 'GET', '/status', { connection: 'close' }),
-          /x-accel|x-sendfile/i,
-          `${url === web.url ? 'web' : 'plain'} drops instructions to a proxy in front`,
-        );
+      for (const url of [web.url, plain.url]) {
+        const via = url === web.url ? 'web' : 'plain';
+        const status = await answerOf(url, 'GET', '/status', { connection: 'close' });
+        assert.not.match(status, /x-accel|x-sendfile/i, `${via} drops instructions to a proxy in front`);
+        assert.not.match(status, /clear-site-data/i, `${via} drops a Clear-Site-Data that clears cookies`);
+        const own = await answerOf(url, 'GET', '/own', { connection: 'close' });
+        assert.match(own, /\r\nclear-site-data: "cache", "storage"\r\n/i, `${via} keeps one that clears no cookie`);
+      }
     } finally {
       await web.close();
       await plain.close();
