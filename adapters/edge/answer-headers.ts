@@ -22,8 +22,8 @@ const text = (b: Buffer | string) => (typeof b === 'string' ? b : b.toString('la
  * The headers of a release's answer (`raw`: undici's Buffers or node:http's rawHeaders) as the client gets them, as a
  * flat list: the edge's `own` first (with the release's value where it sends one, but EDGE_WINS), then the release's
  * but Transfer-Encoding, instructions to a proxy in front of the edge (isProxyInstruction), cookies for other
- * tenants' hosts (tenantCookie) and a Clear-Site-Data that would clear theirs (clearsCookies), with Connection as an HTTP/1.0 client asked (close by default), else the release's or
- * the client's (keep-alive by default).
+ * tenants' hosts (tenantCookie) and a Clear-Site-Data that would clear theirs (clearsCookies), with Connection as an
+ * HTTP/1.0 client asked (close by default), else the release's or the client's (keep-alive by default).
  */
 export function answerHeaders(
   raw: readonly (Buffer | string)[],
