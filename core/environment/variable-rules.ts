@@ -25,7 +25,7 @@ export const RESERVED_PREFIXES = ['HOIST_', 'NPM_CONFIG_'] as const;
 export const RULES_TEXT =
   `Names follow POSIX rules (${NAME_PATTERN}, at most ${NAME_MAX} characters); ` +
   `${RESERVED_NAMES.join(', ')} and names starting with ` +
-  `${RESERVED_PREFIXES.join(' or ')} (any case) are reserved. A value is text without NUL characters.`;
+  `${RESERVED_PREFIXES.join(' or ')} (any case) are reserved. A value is well-formed text without NUL characters.`;
 
 /** Throws invalid_request (details.field and details.name) unless `name` is an allowed variable name. */
 export function checkName(name: unknown, field = 'name'): string {
@@ -46,11 +46,22 @@ export function checkName(name: unknown, field = 'name'): string {
   return name;
 }
 
-/** Throws invalid_request naming the variable (never echoing the value) unless `value` is text without NUL. */
+/**
+ * Throws invalid_request naming the variable (never echoing the value) unless `value` is well-formed text without NUL.
+ */
 export function checkValue(name: string, value: unknown, field = 'value'): string {
   if (typeof value !== 'string') throw invalid(`The value of ${name} must be a string`, { field, name });
   if (value.includes('\0'))
     throw invalid(`The value of ${name} contains a NUL character, which an environment cannot hold`, { field, name });
+  // A lone surrogate (JSON's "\ud800") has no UTF-8 form: the process would get another value than the one stored.
+  if (/\p{Cs}/u.test(value))
+    throw invalid(
+      `The value of ${name} is not well-formed Unicode (a lone surrogate), which an environment cannot hold`,
+      {
+        field,
+        name,
+      },
+    );
   return value;
 }
 

@@ -111,6 +111,8 @@ test('bad names, reserved names, bad scopes and bad values are refused with 400 
     ['OK_NAME', { value: { nested: SECRET } }, 'value'],
     ['OK_NAME', { scope: 'both' }, 'value'],
     ['OK_NAME', { value: `${SECRET}\u0000` }, 'value'],
+    ['OK_NAME', { value: `${SECRET}\ud800` }, 'value'],
+    ['OK_NAME', { value: `\udc00${SECRET}😀` }, 'value'],
     ['OK_NAME', { value: SECRET, extra: 1 }, 'extra'],
     ['A'.repeat(256), { value: 'x' }, 'name'],
   ];
