@@ -154,8 +154,7 @@ export const deploymentServices: ServiceDefinition[] = [
       redaction: REDACTION,
       deployer: DEPLOYER,
     },
-    create: (d) =>
-      new RecordsService(d.em, d.projects, d.deployments, d.storage, d.redaction, Boolean(d.deployer.resume)),
+    create: (d) => new RecordsService(d.em, d.projects, d.deployments, d.storage, Boolean(d.deployer.resume)),
   }),
   defineService({
     provides: IDEMPOTENCY_SERVICE,

@@ -13,7 +13,6 @@ import { keysetPage, type PageOptions, type RecordPage } from '../projects/keyse
 import type { ProjectService } from '../projects/project-service.js';
 import { analysisView } from './analysis-view.js';
 import type { DeploymentService } from './deployment-service.js';
-import type { Redaction } from './redaction.js';
 import { releaseNotes, type ReleaseNotes } from './release-provenance.js';
 import type { StartedBy } from '../entities/operation.js';
 import {
@@ -64,7 +63,9 @@ export interface ReleaseView extends ReleaseNotes {
  * The records of a project's deployments, for the API: versions, builds (and their stored logs),
  * deployments and releases, each cursor-paginated newest first; and the build and deployment
  * retries. Everything is account-scoped: another account's project or record, a deleting project
- * and a malformed id are all not_found alike.
+ * and a malformed id are all not_found alike. A deployment's error is shown as stored: ReleaseReports masks it (the
+ * app's last lines of a crash loop) when it records it, so that reading a page decrypts no environment snapshot (at
+ * a plan's largest values, up to 32 MB for each failed deployment listed, on the shared API).
  */
 export class RecordsService {
   constructor(
@@ -72,7 +73,6 @@ export class RecordsService {
     private readonly projects: ProjectService,
     private readonly deployments: DeploymentService,
     private readonly storage: Storage,
-    private readonly redaction: Redaction,
     /** Whether the deployer can start a kept release again (Deployer.resume): releases are promotable only then. */
     private readonly canResume = false,
   ) {}
@@ -121,15 +121,13 @@ export class RecordsService {
   /** A page of the project's deployments. */
   async deploymentList(accountId: string, projectId: string, opts: PageOptions): Promise<RecordPage<DeploymentView>> {
     const project = await this.projects.get(accountId, projectId);
-    return this.redacted(
-      await this.page(Deployment, { projectId: project.id }, opts, (d) => deploymentView(d, project)),
-    );
+    return this.page(Deployment, { projectId: project.id }, opts, (d) => deploymentView(d, project));
   }
 
   /** One deployment of the project. */
   async deployment(accountId: string, projectId: string, id: string): Promise<DeploymentView> {
     const project = await this.projects.get(accountId, projectId);
-    return this.redactedView(deploymentView(await this.one(Deployment, project, id, 'Deployment'), project));
+    return deploymentView(await this.one(Deployment, project, id, 'Deployment'), project);
   }
 
   /**
@@ -150,8 +148,7 @@ export class RecordsService {
       (d) => d,
     );
     const notes = await releaseNotes(this.em, rows.items, this.canResume);
-    const views = await this.redacted({ ...rows, items: rows.items.map((d) => deploymentView(d, project)) });
-    return { ...views, items: views.items.map((v) => ({ ...v, ...notes.get(v.id)! })) };
+    return { ...rows, items: rows.items.map((d) => ({ ...deploymentView(d, project), ...notes.get(d.id)! })) };
   }
 
   /**
@@ -249,18 +246,6 @@ export class RecordsService {
     const project = await this.projects.get(accountId, projectId);
     const d = await this.one(Deployment, project, id, 'Deployment');
     return { project, operation: await this.deployments.redeploy(accountId, d.buildId, startedBy) };
-  }
-
-  // A deployer records why a live release failed later (a crash loop) with the app's last lines:
-  // they are shown redacted, as the stage errors are stored.
-  private async redacted(page: RecordPage<DeploymentView>): Promise<RecordPage<DeploymentView>> {
-    return { ...page, items: await Promise.all(page.items.map((v) => this.redactedView(v))) };
-  }
-
-  private async redactedView(v: DeploymentView): Promise<DeploymentView> {
-    if (!v.error) return v;
-    const redactor = await this.redaction.forOperation(v.operation_id, v.project_id);
-    return { ...v, error: { ...v.error, message: redactor.text(v.error.message) } };
   }
 
   /** The project's record `id` of `entity`; not_found (as `what`) for a missing, malformed or foreign id. */

@@ -8,6 +8,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { RELEASE_REPORTS } from '../../core/deployments/release-reports.js';
 import { Deployment } from '../../core/entities/deployment.js';
 import { liveHoist, zipOf, type LiveHoist } from '../helpers/live.js';
 
@@ -177,13 +178,12 @@ test(
       `The app crashed 5 times within a minute and was stopped. Last ` +
       `lines:\ntoken=${SECRET}\n    at ` +
       `${dataDir}/releases/${deployments[0].id}/server.js:1:9`;
-    await h.running.kernel.orm.em
-      .fork()
-      .nativeUpdate(
-        Deployment,
-        { id: deployments[0].id },
-        { status: 'failed', error: { code: 'deploy_crash_loop', message } },
-      );
+    // Recorded as deployers record it (ReleaseReports, which masks it), on a release that was serving.
+    await h.running.kernel.orm.em.fork().nativeUpdate(Deployment, { id: deployments[0].id }, { status: 'live' });
+    const [summary, lines] = message.split(' Last lines:\n');
+    await h.running.kernel.get(RELEASE_REPORTS).exited(deployments[0].id, summary, lines.split('\n'));
+    const stored = await h.running.kernel.orm.em.fork().findOneOrFail(Deployment, { id: deployments[0].id });
+    assert.not.match(stored.error!.message, SECRET, 'it is stored masked');
     const shown = (await readRecords(p.id)).deployments[0];
     assert.equal(shown.error, {
       code: 'deploy_crash_loop',
