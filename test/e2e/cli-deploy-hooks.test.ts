@@ -139,8 +139,8 @@ test('a POST to the URL, with no token, builds and deploys the live version; ls 
   const r = await cli.run(['deploy-hooks', 'ls', ...project]);
   assert.is(r.code, 0, r.stderr);
   const cells = r.stdout.trim().split('\n')[1].split(/\s+/);
-  assert.equal([cells[0], cells[3]], [hookId, hook.last_triggered_at]);
-  assert.match(cells[3], /^\d{4}-\d\d-\d\dT/);
+  assert.equal([cells[0], cells[4]], [hookId, hook.last_triggered_at]);
+  assert.match(cells[4], /^\d{4}-\d\d-\d\dT/);
 });
 
 test('API errors are shown with exit 1: an unknown hook, a name too long, an unknown project', async () => {
