@@ -98,7 +98,7 @@ function print(answer: Operation, json?: boolean): void {
   const lines = [`operation ${op.id}: ${op.status}, ${op.progress}%${op.maybe_stuck ? ' (may be stuck)' : ''}`];
   for (const [name, s] of Object.entries(op.stages ?? {}))
     lines.push(`  ${name.padEnd(8)} ${s?.status}${s?.error ? ` (${s.error.code}: ${s.error.message})` : ''}`);
-  for (const l of op.build_log?.last_lines ?? []) lines.push(`  │ ${printable(l)}`);
+  for (const l of op.build_log?.last_lines ?? []) lines.push(`  │ ${l}`);
   if (op.result?.url) lines.push(`url: ${op.result.url}`);
   if (op.next_step?.message) lines.push(`next step (${op.next_step.action}): ${op.next_step.message}`);
   console.log(lines.join('\n'));

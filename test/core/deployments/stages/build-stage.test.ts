@@ -246,18 +246,23 @@ test("a builder gets the account's build cache, kept for its next build; one it 
   assert.ok(existsSync('/etc/passwd'));
 });
 
+/** A builder that notes what its build cache held (`seen`), then leaves a file `name` in it. */
+const cachingBuilder =
+  (seen: string[]) =>
+  (name: string): Builder => ({
+    ...builder(),
+    build: async (input) => {
+      seen.push((await readdir(input.cache!)).sort().join(','));
+      await writeFile(join(input.cache!, name), 'what this build left');
+      return builder().build(input);
+    },
+  });
+
 test("clear_cache: the account's cache is dropped; the build starts without one, then leaves its own", async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-build-stage-cache-'));
   const caches = new BuildCaches(dataDir, 1024 * 1024);
   const seen: string[] = [];
-  const caching = (name: string): Builder => ({
-    ...builder(),
-    build: async (input) => {
-      seen.push((await readdir(input.cache!)).sort().join(','));
-      await writeFile(join(input.cache!, name), 'downloads');
-      return builder().build(input);
-    },
-  });
+  const caching = cachingBuilder(seen);
   // Builds of one account.
   const ctx = stageContext();
   const run = async (b: Builder, upload: UploadOptions = {}) => {
@@ -280,14 +285,7 @@ test("a preview's build has a cache of its own: what it leaves never reaches a p
   const dataDir = mkdtempSync(join(tmpdir(), 'hoist-build-stage-cache-'));
   const caches = new BuildCaches(dataDir, 1024 * 1024);
   const seen: string[] = [];
-  const caching = (name: string): Builder => ({
-    ...builder(),
-    build: async (input) => {
-      seen.push((await readdir(input.cache!)).sort().join(','));
-      await writeFile(join(input.cache!, name), 'what this build left');
-      return builder().build(input);
-    },
-  });
+  const caching = cachingBuilder(seen);
   // Builds of one account, as previews and for production in turn.
   const ctx = stageContext();
   const run = async (name: string, target?: 'preview') => {
